@@ -1,0 +1,655 @@
+//! One function per subcommand: the only module that wires the layers
+//! together (catalog → perturb → plan → exec → store → report).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::catalog::{Catalog, Cell};
+use crate::cli::{self, Command, Format, RunArgs};
+use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
+use crate::exec::child::{run_child, ChildLimits, ChildResult, Launch, Stop};
+use crate::exec::schedule::{self, Event, Job};
+use crate::perturb::{self, HostFacts, Prepared};
+use crate::plan::{self, Plan};
+use crate::record::{
+    CellRecord, Outcome, ProcessEnd, RunRecord, SessionRecord, RUN_SCHEMA, SESSION_SCHEMA,
+};
+use crate::report::{self, progress::Progress, Report};
+use crate::store::Store;
+use crate::{demo, host, repro};
+
+/// Bytes of a run's output kept from its start.
+pub const LOG_HEAD: usize = 1 << 20;
+/// Bytes of a run's output kept from its end.
+pub const LOG_TAIL: usize = 1 << 20;
+/// How long a probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Runs one parsed command line; returns the process exit code.
+pub fn run(cli: cli::Cli) -> Result<i32> {
+    match cli.command {
+        Command::Run(args) => runtime()?.block_on(run_cmd(args)),
+        Command::Plan(args) => plan_cmd(&args),
+        Command::Report(args) => report_cmd(&args),
+        Command::Perturbations(args) => perturbations_cmd(&args),
+        Command::Demo(args) => demo_cmd(&args),
+        Command::Probe(args) => probe_cmd(&args),
+        Command::DemoSuite(args) => Ok(demo::run_suite(
+            &args.project,
+            args.only.as_deref(),
+            &mut std::io::stdout().lock(),
+        )),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Error::harness(
+                format!("cannot start the async runtime: {e}"),
+                "report this as a bug",
+            )
+        })
+}
+
+/// Everything `run` needs, resolved and validated before the first run.
+struct Settings {
+    command: Vec<String>,
+    dir: PathBuf,
+    store: Store,
+    cells: Vec<(Cell, Prepared)>,
+    runs: u32,
+    jobs: usize,
+    seed: u64,
+    confidence: f64,
+    signature: Option<regex::Regex>,
+    limits: ChildLimits,
+    format: Format,
+}
+
+fn resolve(args: RunArgs) -> Result<Settings> {
+    if args.runs == 0 {
+        return Err(Error::usage(
+            "`--runs 0` measures nothing",
+            "give at least 1 run per cell, e.g. `-n 20`",
+        ));
+    }
+    if args.jobs == 0 {
+        return Err(Error::usage(
+            "`--jobs 0` would run nothing",
+            "use `-j 1` or more",
+        ));
+    }
+    if !(args.confidence > 0.0 && args.confidence < 1.0) {
+        return Err(Error::usage(
+            format!("confidence {} is outside (0, 1)", args.confidence),
+            "use e.g. `--confidence 0.95`",
+        ));
+    }
+    let timeout = args
+        .timeout
+        .as_deref()
+        .map(|t| parse_duration(t, "--timeout"))
+        .transpose()?;
+    let grace = parse_duration(&args.kill_grace, "--kill-grace")?;
+    let signature = args
+        .signature
+        .as_deref()
+        .map(|s| {
+            regex::Regex::new(s).map_err(|e| {
+                Error::usage(
+                    format!("invalid --signature regex `{s}`: {e}"),
+                    "use Rust regex syntax; escape special characters with `\\`",
+                )
+            })
+        })
+        .transpose()?;
+    let dir = subject_dir(args.store.dir.as_deref())?;
+    let catalog = Catalog::load(Some(&dir.join(".flakelab").join("perturbations")))?;
+    let cells = resolve_cells(&catalog, &args)?;
+    let facts = HostFacts::detect();
+    let cells = cells
+        .into_iter()
+        .map(|c| perturb::prepare(&c, &facts).map(|p| (c, p)))
+        .collect::<Result<Vec<_>>>()?;
+    let store = Store::open(&store_root(&args.store, &dir))?;
+    Ok(Settings {
+        command: args.command,
+        dir,
+        store,
+        cells,
+        runs: args.runs,
+        jobs: args.jobs,
+        seed: args
+            .seed
+            .unwrap_or_else(|| u64::from(rand::random::<u32>())),
+        confidence: args.confidence,
+        signature,
+        limits: ChildLimits {
+            timeout,
+            grace,
+            log_head: LOG_HEAD,
+            log_tail: LOG_TAIL,
+        },
+        format: args.format,
+    })
+}
+
+fn resolve_cells(catalog: &Catalog, args: &RunArgs) -> Result<Vec<Cell>> {
+    let mut specs: Vec<String> = args.perturb.clone();
+    for name in &args.matrix {
+        let m = catalog.matrix(name).ok_or_else(|| {
+            let names: Vec<&str> = catalog.matrices.iter().map(|m| m.name.as_str()).collect();
+            Error::usage(
+                format!("unknown matrix `{name}`"),
+                format!("declared matrices: {}", names.join(", ")),
+            )
+        })?;
+        specs.extend(m.cells.iter().cloned());
+    }
+    let mut cells = Vec::new();
+    if !args.no_baseline {
+        cells.push(Cell::baseline());
+    }
+    for spec in &specs {
+        let cell = catalog.cell(spec).map_err(|message| {
+            Error::usage(
+                format!("bad perturbation spec `-p {spec}`: {message}"),
+                "`flakelab perturbations` lists declared names; `flakelab run --help` lists the kinds",
+            )
+        })?;
+        if !cells.iter().any(|c: &Cell| c.key() == cell.key()) {
+            cells.push(cell);
+        }
+    }
+    if cells.is_empty() {
+        return Err(Error::usage(
+            "no cells to run",
+            "drop `--no-baseline` or add `-p SPEC` / `--matrix NAME`",
+        ));
+    }
+    Ok(cells)
+}
+
+fn subject_dir(dir: Option<&Path>) -> Result<PathBuf> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| {
+            Error::usage(
+                format!("cannot read the current directory: {e}"),
+                "run from an existing directory or pass -C DIR",
+            )
+        })?,
+    };
+    std::fs::canonicalize(&dir).map_err(|e| {
+        Error::usage(
+            format!("working directory {} is not usable: {e}", dir.display()),
+            "pass an existing directory with -C DIR",
+        )
+    })
+}
+
+fn store_root(args: &cli::StoreArgs, dir: &Path) -> PathBuf {
+    args.store
+        .clone()
+        .unwrap_or_else(|| dir.join(crate::store::DEFAULT_ROOT))
+}
+
+fn parse_duration(text: &str, flag: &str) -> Result<Duration> {
+    humantime::parse_duration(text).map_err(|e| {
+        Error::usage(
+            format!("invalid {flag} `{text}`: {e}"),
+            "write a duration such as `30s`, `5m` or `1h 30m`",
+        )
+    })
+}
+
+fn new_session_id() -> String {
+    let now = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC);
+    format!(
+        "{}-{:04x}",
+        now.strftime("%Y%m%d-%H%M%S"),
+        rand::random::<u16>()
+    )
+}
+
+fn now_text() -> String {
+    jiff::Timestamp::now()
+        .round(jiff::Unit::Millisecond)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+/// The variables every run gets, identically named in every cell.
+fn identity_env(run_id: &str, seed: u64, cell: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("FLAKELAB".to_string(), "1".to_string()),
+        ("FLAKELAB_RUN_ID".to_string(), run_id.to_string()),
+        ("FLAKELAB_SEED".to_string(), seed.to_string()),
+        ("FLAKELAB_CELL".to_string(), cell.to_string()),
+    ])
+}
+
+fn launch_for(
+    settings: &Settings,
+    prepared: &Prepared,
+    argv: Vec<String>,
+    identity: BTreeMap<String, String>,
+) -> Launch {
+    let mut env_set = identity;
+    env_set.extend(prepared.set.iter().map(|(k, v)| (k.clone(), v.clone())));
+    Launch {
+        argv,
+        cwd: settings.dir.clone(),
+        env_set,
+        env_unset: prepared.unset.clone(),
+    }
+}
+
+/// Runs every probe of a cell through the cell's launch path.
+async fn probe_cell(
+    settings: &Settings,
+    session: &str,
+    index: usize,
+    cell: &Cell,
+    prepared: &Prepared,
+    stop: &tokio::sync::watch::Receiver<Stop>,
+) -> Result<CellRecord> {
+    let mut record = CellRecord {
+        name: cell.name.clone(),
+        perturbations: cell.canonical(),
+        applied: true,
+        reason: None,
+        probes: Vec::new(),
+    };
+    for (i, probe) in prepared.probes.iter().enumerate() {
+        let marker = format!("{session}.probe{index}.{i}");
+        let launch = launch_for(
+            settings,
+            prepared,
+            probe.argv.clone(),
+            identity_env(&marker, 0, &cell.name),
+        );
+        let log = tempfile::NamedTempFile::new().map_err(|e| {
+            Error::harness(
+                format!("cannot create a temporary file for a probe: {e}"),
+                "check that $TMPDIR is writable",
+            )
+        })?;
+        let limits = ChildLimits {
+            timeout: Some(PROBE_TIMEOUT),
+            log_head: 64 << 10,
+            log_tail: 64 << 10,
+            ..settings.limits
+        };
+        let result = run_child(&launch, limits, Some(log.path()), &marker, stop.clone()).await;
+        let output = std::fs::read_to_string(log.path()).unwrap_or_default();
+        match perturb::probe::judge(probe, &result.end, &output) {
+            Ok(fact) => record.probes.push(fact),
+            Err(reason) => {
+                record.applied = false;
+                record.reason = Some(reason);
+                break;
+            }
+        }
+    }
+    Ok(record)
+}
+
+async fn run_cmd(args: RunArgs) -> Result<i32> {
+    let settings = resolve(args)?;
+    let stop = schedule::watch_signals().map_err(|e| {
+        Error::harness(
+            format!("cannot watch for Ctrl-C: {e}"),
+            "report this as a bug",
+        )
+    })?;
+    if let Err(e) = crate::exec::child::become_subreaper() {
+        return Err(Error::harness(
+            format!("cannot become a child subreaper: {e}"),
+            "flakelab needs Linux's PR_SET_CHILD_SUBREAPER to find processes that escape a run",
+        ));
+    }
+    let session_id = new_session_id();
+    let started_at = now_text();
+    let names: Vec<String> = settings.cells.iter().map(|(c, _)| c.name.clone()).collect();
+    let plan = plan::build(&names, settings.runs, settings.seed);
+
+    let mut cell_records = Vec::new();
+    for (i, (cell, prepared)) in settings.cells.iter().enumerate() {
+        cell_records.push(probe_cell(&settings, &session_id, i, cell, prepared, &stop).await?);
+        if *stop.borrow() != Stop::Run {
+            eprintln!("flakelab: interrupted while probing; nothing was run");
+            return Ok(EXIT_INTERRUPTED);
+        }
+    }
+    let session = SessionRecord {
+        schema: SESSION_SCHEMA.into(),
+        id: session_id.clone(),
+        started_at: started_at.clone(),
+        flakelab_version: env!("CARGO_PKG_VERSION").into(),
+        command: settings.command.clone(),
+        cwd: settings.dir.clone(),
+        seed: settings.seed,
+        confidence: settings.confidence,
+        signature: settings.signature.as_ref().map(|r| r.as_str().to_string()),
+        timeout_s: settings.limits.timeout.map(|t| t.as_secs_f64()),
+        jobs: settings.jobs,
+        cells: cell_records.clone(),
+        plan: plan.clone(),
+        host: host::host_info(),
+        repo: host::repo_info(&settings.dir),
+    };
+    settings.store.append_session(&session)?;
+
+    let interrupted = execute(&settings, &session, &plan, &cell_records, stop).await?;
+    let (runs, load) = settings.store.runs_of(&session_id)?;
+    let report = report::build(&session, &runs, load);
+    print_report(&report, settings.format);
+    Ok(if interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        report.exit_code()
+    })
+}
+
+/// Runs the plan, appending each finished run to the store. Returns whether
+/// the session was interrupted.
+async fn execute(
+    settings: &Settings,
+    session: &SessionRecord,
+    plan: &Plan,
+    cells: &[CellRecord],
+    stop: tokio::sync::watch::Receiver<Stop>,
+) -> Result<bool> {
+    let mut jobs = Vec::new();
+    let mut pending: BTreeMap<usize, RunRecord> = BTreeMap::new();
+    for spec in &plan.runs {
+        let (cell, prepared) = &settings.cells[spec.cell];
+        let id = format!("{}.{:05}", session.id, spec.index);
+        let launch = launch_for(
+            settings,
+            prepared,
+            settings.command.clone(),
+            identity_env(&id, spec.seed, &cell.name),
+        );
+        let env = repro::redacted(&launch.env_set, &launch.env_unset);
+        let mut record = RunRecord {
+            schema: RUN_SCHEMA.into(),
+            id: id.clone(),
+            session: session.id.clone(),
+            index: spec.index,
+            cell: cell.name.clone(),
+            perturbations: cell.canonical(),
+            replicate: spec.replicate,
+            seed: spec.seed,
+            started_at: session.started_at.clone(),
+            duration_s: 0.0,
+            outcome: Outcome::NotApplied,
+            end: ProcessEnd::NotStarted,
+            exit_code: None,
+            signal: None,
+            signature_match: None,
+            reason: None,
+            log: None,
+            output_bytes: 0,
+            output_dropped: 0,
+            repro: repro::line(&launch.cwd, &env, &launch.argv),
+            argv: launch.argv.clone(),
+            cwd: launch.cwd.clone(),
+            env,
+            stragglers: 0,
+            warnings: Vec::new(),
+        };
+        if !cells[spec.cell].applied {
+            record.reason = cells[spec.cell].reason.clone();
+            settings.store.append_run(&record)?;
+            continue;
+        }
+        let log = settings.store.log_path(&session.id, spec.index)?;
+        record.log = Some(settings.store.relative(&log));
+        jobs.push(Job {
+            index: spec.index,
+            launch,
+            log: Some(log),
+            marker: id,
+        });
+        pending.insert(spec.index, record);
+    }
+
+    let mut progress = Progress::new(jobs.len() as u64);
+    let mut store_error = None;
+    let end = schedule::schedule(
+        jobs,
+        settings.jobs,
+        settings.limits,
+        stop,
+        |event| match event {
+            Event::Started { .. } => {}
+            Event::Interrupted => progress.interrupted(),
+            Event::Finished {
+                index,
+                started_at,
+                result,
+            } => {
+                let Some(mut record) = pending.remove(&index) else {
+                    return;
+                };
+                finish_record(&mut record, started_at, result, settings);
+                progress.finished(record.outcome == Outcome::Fail);
+                if let Err(e) = settings.store.append_run(&record) {
+                    store_error.get_or_insert(e);
+                }
+            }
+        },
+    )
+    .await;
+    progress.finish();
+    match store_error {
+        Some(e) => Err(e),
+        None => Ok(end.interrupted),
+    }
+}
+
+/// Fills a planned record from how its child ended.
+fn finish_record(
+    record: &mut RunRecord,
+    started_at: jiff::Timestamp,
+    result: ChildResult,
+    settings: &Settings,
+) {
+    record.started_at = started_at
+        .round(jiff::Unit::Millisecond)
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    record.duration_s = result.duration.as_secs_f64();
+    record.output_bytes = result.output_bytes;
+    record.output_dropped = result.output_dropped;
+    record.stragglers = result.stragglers;
+    record.warnings = result.warnings;
+    record.outcome = match &result.end {
+        ProcessEnd::Exited { code: 0 } => Outcome::Pass,
+        ProcessEnd::Exited { .. } | ProcessEnd::Signaled { .. } => Outcome::Fail,
+        ProcessEnd::TimedOut { .. } => Outcome::Timeout,
+        ProcessEnd::SpawnFailed { .. } | ProcessEnd::Interrupted | ProcessEnd::NotStarted => {
+            Outcome::Error
+        }
+    };
+    match &result.end {
+        ProcessEnd::Exited { code } => record.exit_code = Some(*code),
+        ProcessEnd::Signaled { signal } | ProcessEnd::TimedOut { signal } => {
+            record.signal = Some(*signal)
+        }
+        ProcessEnd::SpawnFailed { message } => record.reason = Some(message.clone()),
+        _ => {}
+    }
+    record.end = result.end;
+    if let (Some(sig), Outcome::Fail) = (&settings.signature, record.outcome) {
+        let log = record.log.as_ref().map(|l| settings.store.root().join(l));
+        let text = log.and_then(|p| std::fs::read(p).ok()).unwrap_or_default();
+        record.signature_match = Some(sig.is_match(&String::from_utf8_lossy(&text)));
+    }
+}
+
+fn print_report(report: &Report, format: Format) {
+    let text = match format {
+        Format::Table => report::table::render(report),
+        Format::Json => report::json::render(report),
+        Format::Markdown => report::markdown::render(report),
+    };
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (`| head`) is not an error worth a non-zero exit.
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+fn plan_cmd(args: &cli::PlanArgs) -> Result<i32> {
+    let in_unit = |x: f64| x > 0.0 && x < 1.0;
+    if !in_unit(args.rate) || !in_unit(args.confidence) {
+        return Err(Error::usage(
+            format!(
+                "--rate {} and --confidence {} must both be in (0, 1)",
+                args.rate, args.confidence
+            ),
+            "e.g. `flakelab plan --rate 0.01 --confidence 0.95`",
+        ));
+    }
+    let n = plan::runs_needed(args.rate, args.confidence);
+    println!(
+        "{n} runs to see at least one failure of a {:.4}% failure rate with {}% confidence",
+        args.rate * 100.0,
+        args.confidence * 100.0
+    );
+    println!(
+        "(0 failures in {n} runs bounds the rate below {} at that confidence)",
+        crate::stats::format_bound(crate::stats::proportion(0, n, args.confidence).high)
+            .trim_start_matches("p < ")
+    );
+    Ok(EXIT_OK)
+}
+
+fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
+    let dir = subject_dir(args.store.dir.as_deref())?;
+    let root = store_root(&args.store, &dir);
+    if !root.is_dir() {
+        return Err(Error::usage(
+            format!("no store at {}", root.display()),
+            "run `flakelab run` first, or point at a store with --store DIR",
+        ));
+    }
+    let store = Store::open(&root)?;
+    let session = store.session(args.session.as_deref())?.ok_or_else(|| {
+        Error::usage(
+            match &args.session {
+                Some(s) => format!("no session `{s}` in {}", root.display()),
+                None => format!("no session recorded in {}", root.display()),
+            },
+            "list sessions with `cut -c1-200 .flakelab/sessions.jsonl`, or run `flakelab run` first",
+        )
+    })?;
+    let (runs, load) = store.runs_of(&session.id)?;
+    let report = report::build(&session, &runs, load);
+    print_report(&report, args.format);
+    Ok(report.exit_code())
+}
+
+fn perturbations_cmd(args: &cli::PerturbationsArgs) -> Result<i32> {
+    let dir = subject_dir(args.dir.as_deref())?;
+    let catalog = Catalog::load(Some(&dir.join(".flakelab").join("perturbations")))?;
+    let text = match &args.action {
+        None => crate::report::catalog::list(&catalog),
+        Some(cli::PerturbationsAction::Show { name }) => {
+            crate::report::catalog::show(&catalog, name).ok_or_else(|| {
+                Error::usage(
+                    format!("no perturbation or matrix named `{name}`"),
+                    "`flakelab perturbations` lists them",
+                )
+            })?
+        }
+    };
+    print!("{text}");
+    Ok(EXIT_OK)
+}
+
+fn probe_cmd(args: &cli::ProbeArgs) -> Result<i32> {
+    match &args.what {
+        cli::ProbeWhat::Env { names } => {
+            for name in names {
+                match std::env::var_os(name) {
+                    Some(v) => println!("set {name}={}", v.to_string_lossy()),
+                    None => println!("unset {name}"),
+                }
+            }
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn demo_cmd(args: &cli::DemoArgs) -> Result<i32> {
+    let dir = tempfile::Builder::new()
+        .prefix("flakelab-demo-")
+        .tempdir()
+        .map_err(|e| {
+            Error::harness(
+                format!("cannot create the demo directory: {e}"),
+                "check that $TMPDIR is writable",
+            )
+        })?;
+    demo::create_project(dir.path()).map_err(|e| {
+        Error::harness(
+            format!("cannot write the demo project: {e}"),
+            "check that $TMPDIR is writable",
+        )
+    })?;
+    let exe = std::env::current_exe().map_err(|e| {
+        Error::harness(
+            format!("cannot find flakelab's own executable: {e}"),
+            "run flakelab by its path",
+        )
+    })?;
+    eprintln!(
+        "flakelab demo: the bundled example suite plants one failure per flake class beside stable controls;\n\
+         running the `standard` matrix on it, {} runs per cell, in {}",
+        args.runs,
+        dir.path().display()
+    );
+    let run = RunArgs {
+        runs: args.runs,
+        perturb: Vec::new(),
+        matrix: vec!["standard".into()],
+        no_baseline: false,
+        timeout: Some("60s".into()),
+        kill_grace: "5s".into(),
+        jobs: 1,
+        seed: args.seed,
+        confidence: 0.95,
+        signature: None,
+        format: args.format,
+        store: cli::StoreArgs {
+            store: None,
+            dir: Some(dir.path().to_path_buf()),
+        },
+        command: vec![
+            exe.display().to_string(),
+            "__demo-suite".into(),
+            "--project".into(),
+            dir.path().display().to_string(),
+        ],
+    };
+    let code = runtime()?.block_on(run_cmd(run))?;
+    if args.keep {
+        let kept = dir.keep();
+        eprintln!(
+            "flakelab demo: kept {} (store in .flakelab/)",
+            kept.display()
+        );
+    }
+    Ok(match code {
+        EXIT_INTERRUPTED | EXIT_USAGE => code,
+        _ => EXIT_OK,
+    })
+}

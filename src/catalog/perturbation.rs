@@ -1,0 +1,260 @@
+//! Perturbation specs: the typed [`Kind`] enum shared by the TOML catalog and
+//! the command line, the `kind=value` grammar, and the `a+b` cell grammar.
+//!
+//! Pure: parsing and display only. Whether a zone or locale exists on this
+//! host is checked in `perturb`, not here.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// One perturbation of a built-in kind with its parameters. In TOML it is an
+/// internally tagged table, e.g. `{ kind = "tz", zone = "Pacific/Kiritimati" }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Kind {
+    /// `TZ=<zone>`; the zone must exist in the zoneinfo database.
+    Tz {
+        /// IANA zone name, e.g. `Asia/Kathmandu`.
+        zone: String,
+    },
+    /// `LC_ALL` and `LANG`; the locale must be installed.
+    Locale {
+        /// Locale name, e.g. `de_DE.UTF-8`.
+        locale: String,
+    },
+    /// Set and unset environment variables.
+    Env {
+        /// Variables to set.
+        #[serde(default)]
+        set: BTreeMap<String, String>,
+        /// Variables to remove.
+        #[serde(default)]
+        unset: Vec<String>,
+    },
+}
+
+/// A kind this build knows: its name, the syntax of its value, and whether
+/// it may be written bare (a documented default value).
+#[derive(Debug, Clone, Copy)]
+pub struct KindInfo {
+    /// Name before `=`.
+    pub name: &'static str,
+    /// Syntax help.
+    pub syntax: &'static str,
+    /// Whether `-p NAME` alone is valid.
+    pub bare: bool,
+}
+
+/// The kinds this build knows.
+pub const KINDS: &[KindInfo] = &[
+    KindInfo {
+        name: "tz",
+        syntax: "tz=ZONE (an IANA zone, e.g. tz=Asia/Kathmandu)",
+        bare: false,
+    },
+    KindInfo {
+        name: "locale",
+        syntax: "locale=NAME (an installed locale, e.g. locale=C.UTF-8)",
+        bare: false,
+    },
+    KindInfo {
+        name: "env",
+        syntax: "env=NAME=VALUE to set, env=-NAME to unset",
+        bare: false,
+    },
+];
+
+impl Kind {
+    /// The kind's name as written before `=`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Tz { .. } => "tz",
+            Kind::Locale { .. } => "locale",
+            Kind::Env { .. } => "env",
+        }
+    }
+
+    /// The `kind=value` form as recorded: like `Display`, but values of
+    /// credential-like variables are replaced by `<redacted>`.
+    pub fn recorded(&self) -> String {
+        match self {
+            Kind::Env { set, unset } => {
+                let mut parts: Vec<String> = set
+                    .iter()
+                    .map(|(k, v)| {
+                        let v = if crate::repro::is_secret_name(k) {
+                            crate::repro::REDACTED
+                        } else {
+                            v
+                        };
+                        format!("env={k}={v}")
+                    })
+                    .collect();
+                parts.extend(unset.iter().map(|k| format!("env=-{k}")));
+                parts.join("+")
+            }
+            other => other.to_string(),
+        }
+    }
+
+    /// Parses `kind=value` (the ad-hoc form of `-p`).
+    /// Returns `Ok(None)` when `text` does not start with a known kind.
+    pub fn parse(text: &str) -> Result<Option<Kind>, String> {
+        let (kind, value) = match text.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (text, None),
+        };
+        let need = |what: &str| -> Result<String, String> {
+            match value {
+                Some(v) if !v.is_empty() => Ok(v.to_string()),
+                _ => Err(format!("`{text}` needs a value: {what}")),
+            }
+        };
+        let parsed = match kind {
+            "tz" => Kind::Tz {
+                zone: need("tz=ZONE, e.g. tz=Pacific/Kiritimati")?,
+            },
+            "locale" => Kind::Locale {
+                locale: need("locale=NAME, e.g. locale=C.UTF-8")?,
+            },
+            "env" => {
+                let v = need("env=NAME=VALUE or env=-NAME")?;
+                if let Some(name) = v.strip_prefix('-') {
+                    check_var_name(name, text)?;
+                    Kind::Env {
+                        set: BTreeMap::new(),
+                        unset: vec![name.to_string()],
+                    }
+                } else {
+                    let (name, val) = v
+                        .split_once('=')
+                        .ok_or_else(|| format!("`{text}` needs env=NAME=VALUE or env=-NAME"))?;
+                    check_var_name(name, text)?;
+                    Kind::Env {
+                        set: BTreeMap::from([(name.to_string(), val.to_string())]),
+                        unset: Vec::new(),
+                    }
+                }
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(parsed))
+    }
+}
+
+fn check_var_name(name: &str, text: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` in `{text}` is not a valid environment variable name"
+        ))
+    }
+}
+
+impl fmt::Display for Kind {
+    /// The canonical `kind=value` form, which [`Kind::parse`] reads back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kind::Tz { zone } => write!(f, "tz={zone}"),
+            Kind::Locale { locale } => write!(f, "locale={locale}"),
+            Kind::Env { set, unset } => {
+                let mut parts: Vec<String> =
+                    set.iter().map(|(k, v)| format!("env={k}={v}")).collect();
+                parts.extend(unset.iter().map(|k| format!("env=-{k}")));
+                write!(f, "{}", parts.join("+"))
+            }
+        }
+    }
+}
+
+/// Splits a cell spec at the `+` signs that start a new perturbation: a `+`
+/// followed by a known kind (`tz=…`, `netns`) or a declared name. A `+`
+/// anywhere else belongs to the value (`faketime=+365d`).
+pub fn split_cell(spec: &str, is_name: impl Fn(&str) -> bool) -> Vec<&str> {
+    let starts_item = |rest: &str| -> bool {
+        let head_end = rest.find(['+', '=']).unwrap_or(rest.len());
+        let head = &rest[..head_end];
+        let has_value = rest[head_end..].starts_with('=');
+        let is_kind = KINDS
+            .iter()
+            .any(|k| k.name == head && (has_value || k.bare));
+        let name_end = rest.find('+').unwrap_or(rest.len());
+        is_kind || is_name(&rest[..name_end])
+    };
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for (i, _) in spec.match_indices('+') {
+        if i > start && starts_item(&spec[i + 1..]) {
+            parts.push(&spec[start..i]);
+            start = i + 1;
+        }
+    }
+    parts.push(&spec[start..]);
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_displays_each_kind() {
+        for text in [
+            "tz=Asia/Kathmandu",
+            "locale=C.UTF-8",
+            "env=A=1",
+            "env=-HOME",
+            "env=X=a=b",
+        ] {
+            let kind = Kind::parse(text).unwrap().unwrap();
+            assert_eq!(kind.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn rejects_missing_values_and_bad_names() {
+        assert!(Kind::parse("tz").unwrap_err().contains("needs a value"));
+        assert!(Kind::parse("tz=").is_err());
+        assert!(Kind::parse("env=NOVALUE").is_err());
+        assert!(Kind::parse("env=1X=2").unwrap_err().contains("not a valid"));
+        assert_eq!(Kind::parse("warp=9").unwrap(), None);
+    }
+
+    #[test]
+    fn splits_only_where_a_perturbation_starts() {
+        let names = |n: &str| n == "tz-east" || n == "netns";
+        assert_eq!(
+            split_cell("tz=Asia/Kathmandu", names),
+            ["tz=Asia/Kathmandu"]
+        );
+        assert_eq!(
+            split_cell("tz=Asia/Kathmandu+env=A=1+tz-east", names),
+            ["tz=Asia/Kathmandu", "env=A=1", "tz-east"]
+        );
+        assert_eq!(split_cell("env=X=+1+netns", names), ["env=X=+1", "netns"]);
+        assert_eq!(split_cell("env=X=a+b", names), ["env=X=a+b"]);
+        assert_eq!(split_cell("env=X=+tz", names), ["env=X=+tz"]);
+    }
+
+    #[test]
+    fn toml_form_is_strict() {
+        #[derive(Deserialize)]
+        struct W {
+            #[expect(dead_code, reason = "only deserialisation is under test")]
+            p: Kind,
+        }
+        assert!(toml::from_str::<W>("p = { kind = \"tz\", zone = \"UTC\" }").is_ok());
+        let err = toml::from_str::<W>("p = { kind = \"tz\", zon = \"UTC\" }")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("zon"), "{err}");
+        assert!(toml::from_str::<W>("p = { kind = \"warp\" }").is_err());
+    }
+}

@@ -1,0 +1,215 @@
+//! The command line as the user typed it: clap derive structs only. No I/O,
+//! no defaults that depend on the machine; `app` resolves these into typed
+//! settings before anything runs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// A perturbation lab for test suites: runs your test command many times
+/// under declared perturbations and reports k of N with a confidence bound.
+#[derive(Debug, Parser)]
+#[command(name = "flakelab", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a test command N times per cell (baseline plus perturbations) and
+    /// report k of N per cell against the baseline.
+    #[command(after_long_help = RUN_AFTER_HELP)]
+    Run(RunArgs),
+    /// Print how many runs a measurement needs.
+    Plan(PlanArgs),
+    /// Re-render a stored session (the latest by default).
+    Report(ReportArgs),
+    /// List the declared perturbations and matrices, or show one.
+    Perturbations(PerturbationsArgs),
+    /// Run the standard matrix on the bundled example suite.
+    Demo(DemoArgs),
+    /// Internal: report what a child process sees (used by probes).
+    #[command(name = "__probe", hide = true)]
+    Probe(ProbeArgs),
+    /// Internal: the bundled example suite, acting as a test runner.
+    #[command(name = "__demo-suite", hide = true)]
+    DemoSuite(DemoSuiteArgs),
+}
+
+const RUN_AFTER_HELP: &str = "\
+Perturbation specs (-p):
+  NAME                 a declared perturbation (see `flakelab perturbations`)
+  tz=ZONE              TZ set to an IANA zone that exists in the zoneinfo database
+  locale=NAME          LC_ALL and LANG set to an installed locale
+  env=NAME=VALUE       set a variable;  env=-NAME  unsets it
+  a+b                  several perturbations in one cell (a `+` inside a value stays in the value)
+
+Exit codes:
+  0    every cell ran, was applied, and none differs from the baseline
+  1    a cell differs from the baseline, or --signature reproduced
+  2    usage, configuration or catalog error (nothing ran)
+  3    a perturbation could not be applied in at least one cell
+  130  interrupted: finished runs are kept and a partial report is printed
+
+Example:
+  flakelab run -n 30 -p tz=Pacific/Kiritimati --timeout 2m -- pytest tests/test_billing.py";
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A terminal table.
+    Table,
+    /// One JSON document (schema `flakelab.report/1`).
+    Json,
+    /// GitHub-flavoured Markdown.
+    Markdown,
+}
+
+/// Where the store is and where the subject runs.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// The store directory [default: .flakelab in the subject's directory].
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// Working directory of the subject (also where `.flakelab/` is looked for).
+    #[arg(short = 'C', long = "dir", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// `flakelab run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Runs per cell.
+    #[arg(short = 'n', long = "runs", default_value_t = 20, value_name = "N")]
+    pub runs: u32,
+    /// Add one cell: a declared name or kind=value; join several with `+`. Repeatable.
+    #[arg(short = 'p', long = "perturb", value_name = "SPEC")]
+    pub perturb: Vec<String>,
+    /// Add every cell of a declared matrix (e.g. `standard`). Repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub matrix: Vec<String>,
+    /// Do not run the baseline cell (no comparison is then possible).
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// Per-run timeout, e.g. `30s`, `5m` [default: none].
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Time between SIGTERM and SIGKILL when a run is stopped.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub kill_grace: String,
+    /// Runs at once.
+    #[arg(short = 'j', long = "jobs", default_value_t = 1, value_name = "P")]
+    pub jobs: usize,
+    /// Seed for the schedule and per-run seeds [default: random, always recorded].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Confidence level for intervals and comparisons.
+    #[arg(long, default_value_t = 0.95, value_name = "C")]
+    pub confidence: f64,
+    /// Count only failures whose output matches this regex.
+    #[arg(long, value_name = "REGEX")]
+    pub signature: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Where the store is and where the subject runs.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The test command and its arguments (after `--`).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `flakelab plan`.
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// Failure rate to detect, e.g. 0.01 for 1%.
+    #[arg(long, value_name = "P")]
+    pub rate: f64,
+    /// Confidence of seeing at least one failure.
+    #[arg(long, default_value_t = 0.95, value_name = "C")]
+    pub confidence: f64,
+}
+
+/// `flakelab report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Session id or unique prefix [default: the latest].
+    pub session: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `flakelab perturbations`.
+#[derive(Debug, Clone, Args)]
+pub struct PerturbationsArgs {
+    /// `show NAME` prints one perturbation or matrix in full.
+    #[command(subcommand)]
+    pub action: Option<PerturbationsAction>,
+    /// Where project overrides are looked for.
+    #[arg(short = 'C', long = "dir", value_name = "DIR", global = true)]
+    pub dir: Option<PathBuf>,
+}
+
+/// `flakelab perturbations show`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum PerturbationsAction {
+    /// Print one declared perturbation or matrix.
+    Show {
+        /// Its name.
+        name: String,
+    },
+}
+
+/// `flakelab demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Runs per cell.
+    #[arg(short = 'n', long = "runs", default_value_t = 10, value_name = "N")]
+    pub runs: u32,
+    /// Seed for the schedule.
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Keep the demo directory (its store and logs) and print its path.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+/// `flakelab __probe`.
+#[derive(Debug, Clone, Args)]
+pub struct ProbeArgs {
+    /// What to report.
+    #[command(subcommand)]
+    pub what: ProbeWhat,
+}
+
+/// What a probe reports.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ProbeWhat {
+    /// Print `set NAME=VALUE` or `unset NAME` for each variable.
+    Env {
+        /// Variable names.
+        names: Vec<String>,
+    },
+}
+
+/// `flakelab __demo-suite`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoSuiteArgs {
+    /// The demo project's directory (holds its fixture files).
+    #[arg(long, value_name = "DIR")]
+    pub project: PathBuf,
+    /// Run only the tests whose name contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub only: Option<String>,
+}

@@ -1,0 +1,99 @@
+//! Errors that stop a session (as opposed to run outcomes, which are data),
+//! and the exit codes of DESIGN section 9. Each error renders as a lowercase
+//! fragment naming what failed and the offending value, then a `hint:` line.
+
+use std::path::PathBuf;
+
+/// Every cell ran and was applied, and no cell differs from the baseline.
+pub const EXIT_OK: i32 = 0;
+/// A cell or test differs from the baseline, or the signature reproduced.
+pub const EXIT_DIFFERS: i32 = 1;
+/// Usage, configuration or catalog error: nothing ran.
+pub const EXIT_USAGE: i32 = 2;
+/// A requested perturbation could not be applied in at least one cell.
+pub const EXIT_NOT_APPLIED: i32 = 3;
+/// Interrupted: finished runs are kept and a partial report is printed.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// An error that stops flakelab before or outside the runs.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A command-line value is wrong.
+    #[error("{message}\nhint: {hint}")]
+    Usage {
+        /// What is wrong, with the offending value.
+        message: String,
+        /// How to fix it.
+        hint: String,
+    },
+    /// A catalog file (embedded or project override) is invalid.
+    #[error("invalid catalog file {path}: {message}\nhint: {hint}")]
+    Catalog {
+        /// The file.
+        path: String,
+        /// What is wrong, naming the key.
+        message: String,
+        /// How to fix it.
+        hint: String,
+    },
+    /// The store could not be read or written.
+    #[error("store {path}: {message}\nhint: {hint}")]
+    Store {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O problem.
+        message: String,
+        /// How to fix it.
+        hint: String,
+    },
+    /// The harness itself could not do its work (not the subject's fault).
+    #[error("{message}\nhint: {hint}")]
+    Harness {
+        /// What failed.
+        message: String,
+        /// How to fix it.
+        hint: String,
+    },
+}
+
+impl Error {
+    /// A usage error with its hint.
+    pub fn usage(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Error::Usage {
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
+
+    /// A harness error with its hint.
+    pub fn harness(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Error::Harness {
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
+
+    /// A store error with its hint.
+    pub fn store(
+        path: impl Into<PathBuf>,
+        err: impl std::fmt::Display,
+        hint: impl Into<String>,
+    ) -> Self {
+        Error::Store {
+            path: path.into(),
+            message: err.to_string(),
+            hint: hint.into(),
+        }
+    }
+
+    /// The exit code this error maps to.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage { .. } | Error::Catalog { .. } | Error::Store { .. } => EXIT_USAGE,
+            Error::Harness { .. } => EXIT_USAGE,
+        }
+    }
+}
+
+/// Result alias for fallible flakelab operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,30 @@
+//! flakelab: a perturbation lab for test suites.
+//!
+//! It runs a project's own test command many times under declared
+//! perturbations, records every run with a line that reproduces it, and
+//! reports k of N per cell with a confidence bound against a baseline.
+//!
+//! Data flows one way:
+//!
+//! ```text
+//! argv ─► cli ─► app ─► catalog (declared TOML) ─► perturb::prepare (validate, probes)
+//!                   ─► plan::build (interleaved, seeded)
+//!                   ─► exec::schedule (children in own process groups) ─► RunRecord
+//!                   ─► store (append-only JSON Lines)
+//!                   ─► report::build (stats) ─► table | json | markdown
+//! ```
+
+pub mod app;
+pub mod catalog;
+pub mod cli;
+pub mod demo;
+pub mod error;
+pub mod exec;
+pub mod host;
+pub mod perturb;
+pub mod plan;
+pub mod record;
+pub mod report;
+pub mod repro;
+pub mod stats;
+pub mod store;

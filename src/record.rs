@@ -1,0 +1,194 @@
+//! The records flakelab stores: one [`RunRecord`] per run and one
+//! [`SessionRecord`] per session. These types are the store contract
+//! (`runs.jsonl`, `sessions.jsonl`); every record carries a schema version.
+//!
+//! This module owns the shapes only; it does no I/O.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::host::{HostInfo, RepoInfo};
+use crate::plan::Plan;
+
+/// Schema tag written into every run record.
+pub const RUN_SCHEMA: &str = "flakelab.run/1";
+/// Schema tag written into every session record.
+pub const SESSION_SCHEMA: &str = "flakelab.session/1";
+
+/// How one run ended, as counted by the statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The command exited 0.
+    Pass,
+    /// The command exited non-zero or was killed by a signal it did not get from us.
+    Fail,
+    /// The run hit its timeout and was killed.
+    Timeout,
+    /// The run could not be measured (spawn failure, harness error).
+    Error,
+    /// The cell's perturbation was not proven to apply; nothing was run.
+    NotApplied,
+}
+
+impl Outcome {
+    /// The lowercase name used in records and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Timeout => "timeout",
+            Outcome::Error => "error",
+            Outcome::NotApplied => "not_applied",
+        }
+    }
+}
+
+/// How the process ended, converted once from the OS status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "how", rename_all = "snake_case")]
+pub enum ProcessEnd {
+    /// Exited on its own with this code.
+    Exited {
+        /// The exit code.
+        code: i32,
+    },
+    /// Killed by a signal flakelab did not send.
+    Signaled {
+        /// The signal number.
+        signal: i32,
+    },
+    /// Killed by flakelab after the timeout; `signal` is the last signal sent
+    /// (15 when SIGTERM sufficed, 9 when it escalated to SIGKILL).
+    TimedOut {
+        /// The last signal sent to the group.
+        signal: i32,
+    },
+    /// Stopped by flakelab because the session was interrupted.
+    Interrupted,
+    /// The process could not be started.
+    SpawnFailed {
+        /// The OS error.
+        message: String,
+    },
+    /// No process was started (the cell was not applied).
+    NotStarted,
+}
+
+/// The environment change a run made relative to the harness's own
+/// environment. Values whose names look like credentials are redacted when
+/// recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvDelta {
+    /// Variables set (name → value).
+    pub set: BTreeMap<String, String>,
+    /// Variables removed.
+    pub unset: Vec<String>,
+}
+
+/// One run of the subject, as stored in `runs.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Always [`RUN_SCHEMA`].
+    pub schema: String,
+    /// Unique run id: `<session>.<index>`.
+    pub id: String,
+    /// The session this run belongs to.
+    pub session: String,
+    /// Position of this run in the session's interleaved plan.
+    pub index: usize,
+    /// Cell name (`baseline` or perturbations joined with `+`).
+    pub cell: String,
+    /// The cell's perturbations in `kind=value` form.
+    pub perturbations: Vec<String>,
+    /// Replicate index within the cell (0-based).
+    pub replicate: u32,
+    /// The per-run seed derived from the session seed.
+    pub seed: u64,
+    /// Wall-clock start time (RFC 3339, UTC).
+    pub started_at: String,
+    /// Duration in seconds, measured on the monotonic clock.
+    pub duration_s: f64,
+    /// The outcome counted by the statistics.
+    pub outcome: Outcome,
+    /// How the process ended.
+    pub end: ProcessEnd,
+    /// Exit code, when the process exited on its own.
+    pub exit_code: Option<i32>,
+    /// Signal that ended the process, when one did.
+    pub signal: Option<i32>,
+    /// Whether a failed run's output matched `--signature` (None without one).
+    pub signature_match: Option<bool>,
+    /// Why the run is not applied or errored, when it is.
+    pub reason: Option<String>,
+    /// Captured stdout+stderr (head and tail), relative to the store.
+    pub log: Option<PathBuf>,
+    /// Bytes the child wrote in all.
+    pub output_bytes: u64,
+    /// Bytes dropped from the middle of the log by the size cap.
+    pub output_dropped: u64,
+    /// The exact argv that ran.
+    pub argv: Vec<String>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The environment delta (redacted).
+    pub env: EnvDelta,
+    /// A shell line that reproduces this run without flakelab.
+    pub repro: String,
+    /// Processes left behind by the run that flakelab had to kill.
+    pub stragglers: u32,
+    /// Problems the harness met that did not change the outcome.
+    pub warnings: Vec<String>,
+}
+
+/// A cell as planned and probed, stored in the session record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellRecord {
+    /// Cell name.
+    pub name: String,
+    /// Perturbations in `kind=value` form.
+    pub perturbations: Vec<String>,
+    /// Whether every probe proved its perturbation applied.
+    pub applied: bool,
+    /// Why not, when not.
+    pub reason: Option<String>,
+    /// What the probes observed, one line per fact.
+    pub probes: Vec<String>,
+}
+
+/// One session, as stored in `sessions.jsonl` (written before the first run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// Always [`SESSION_SCHEMA`].
+    pub schema: String,
+    /// Session id.
+    pub id: String,
+    /// Wall-clock start (RFC 3339, UTC).
+    pub started_at: String,
+    /// flakelab's version.
+    pub flakelab_version: String,
+    /// The subject's argv.
+    pub command: Vec<String>,
+    /// The subject's working directory.
+    pub cwd: PathBuf,
+    /// The schedule seed.
+    pub seed: u64,
+    /// Confidence level for intervals and tests.
+    pub confidence: f64,
+    /// The `--signature` regex, if any.
+    pub signature: Option<String>,
+    /// Per-run timeout in seconds, if any.
+    pub timeout_s: Option<f64>,
+    /// Runs at once.
+    pub jobs: usize,
+    /// The cells with their probe results.
+    pub cells: Vec<CellRecord>,
+    /// The interleaved plan.
+    pub plan: Plan,
+    /// The host the session ran on.
+    pub host: HostInfo,
+    /// The subject's repository, when it is in one.
+    pub repo: Option<RepoInfo>,
+}

@@ -1,0 +1,332 @@
+//! The report model: computed once from a stored session and its run
+//! records, then rendered as a table, JSON or Markdown. Live output and
+//! `flakelab report` go through the same [`build`], so they cannot disagree.
+//! Pure: no I/O here except in the renderers' callers.
+
+pub mod catalog;
+pub mod json;
+pub mod markdown;
+pub mod progress;
+pub mod table;
+
+use serde::Serialize;
+
+use crate::error::{EXIT_DIFFERS, EXIT_NOT_APPLIED, EXIT_OK};
+use crate::record::{Outcome, RunRecord, SessionRecord};
+use crate::stats;
+use crate::store::LoadStats;
+
+/// JSON schema tag of the report document.
+pub const REPORT_SCHEMA: &str = "flakelab.report/1";
+
+/// A cell compared with the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VsBaseline {
+    /// Two-sided Fisher exact p-value of the cell against the baseline.
+    pub fisher_p: f64,
+    /// Holm-adjusted across all cells compared.
+    pub adjusted_p: f64,
+    /// Whether the adjusted p-value is below 1 − confidence.
+    pub differs: bool,
+}
+
+/// One cell's results.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellReport {
+    /// Cell name.
+    pub name: String,
+    /// Perturbations in `kind=value` form.
+    pub perturbations: Vec<String>,
+    /// Whether the probes proved every perturbation applied.
+    pub applied: bool,
+    /// Why not, when not.
+    pub reason: Option<String>,
+    /// Runs that passed or failed (the denominator).
+    pub n: u64,
+    /// Failures counted (matching `--signature` when one is given).
+    pub k: u64,
+    /// Runs that passed.
+    pub passed: u64,
+    /// Runs that failed (whether or not they matched the signature).
+    pub failed: u64,
+    /// Runs that timed out (excluded from n).
+    pub timed_out: u64,
+    /// Runs that could not be measured (excluded from n).
+    pub errored: u64,
+    /// Runs not applied (excluded from n).
+    pub not_applied: u64,
+    /// Runs planned for this cell.
+    pub planned: u64,
+    /// k / n.
+    pub rate: f64,
+    /// Lower end of the interval.
+    pub low: f64,
+    /// Upper end of the interval (for k = 0, the one-sided bound).
+    pub high: f64,
+    /// Comparison with the baseline (None for the baseline itself).
+    pub vs_baseline: Option<VsBaseline>,
+    /// Per-test rows (filled once JUnit reports are read).
+    pub tests: Vec<serde_json::Value>,
+    /// What the probes observed.
+    pub probes: Vec<String>,
+    /// Processes the runs of this cell left behind.
+    pub stragglers: u64,
+    /// The repro line of the first counted failure, in plan order.
+    pub first_failure: Option<FirstFailure>,
+}
+
+/// The first counted failure of a cell.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FirstFailure {
+    /// Run id.
+    pub run: String,
+    /// Its repro line.
+    pub repro: String,
+    /// Its log, relative to the store.
+    pub log: Option<String>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Always [`REPORT_SCHEMA`].
+    pub schema: &'static str,
+    /// Session id.
+    pub session: String,
+    /// The subject's argv.
+    pub command: Vec<String>,
+    /// The subject's working directory.
+    pub cwd: String,
+    /// Schedule seed.
+    pub seed: u64,
+    /// Confidence level.
+    pub confidence: f64,
+    /// The signature regex, if any.
+    pub signature: Option<String>,
+    /// Session start.
+    pub started_at: String,
+    /// Runs planned in all.
+    pub planned: u64,
+    /// Runs recorded.
+    pub recorded: u64,
+    /// Whether fewer runs were recorded than planned (an interrupted session).
+    pub partial: bool,
+    /// Store lines skipped on read (truncated or corrupt).
+    pub skipped_lines: usize,
+    /// The cells, in plan order (baseline first).
+    pub cells: Vec<CellReport>,
+}
+
+impl Report {
+    /// The exit code this report calls for (DESIGN section 9), ignoring
+    /// interruption, which the caller knows about: 1 when a cell differs or
+    /// the signature reproduced, else 3 when a cell was not applied, else 0.
+    pub fn exit_code(&self) -> i32 {
+        let differs = self
+            .cells
+            .iter()
+            .any(|c| c.vs_baseline.as_ref().is_some_and(|v| v.differs));
+        let reproduced = self.signature.is_some() && self.cells.iter().any(|c| c.k > 0);
+        if differs || reproduced {
+            EXIT_DIFFERS
+        } else if self.cells.iter().any(|c| !c.applied || c.not_applied > 0) {
+            EXIT_NOT_APPLIED
+        } else {
+            EXIT_OK
+        }
+    }
+}
+
+/// Builds the report of `session` from its `runs`.
+pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Report {
+    let counting_signature = session.signature.is_some();
+    let mut cells: Vec<CellReport> = session
+        .cells
+        .iter()
+        .map(|c| {
+            let mine = runs.iter().filter(|r| r.cell == c.name);
+            let mut cell = CellReport {
+                name: c.name.clone(),
+                perturbations: c.perturbations.clone(),
+                applied: c.applied,
+                reason: c.reason.clone(),
+                n: 0,
+                k: 0,
+                passed: 0,
+                failed: 0,
+                timed_out: 0,
+                errored: 0,
+                not_applied: 0,
+                planned: u64::from(session.plan.runs_per_cell),
+                rate: 0.0,
+                low: 0.0,
+                high: 1.0,
+                vs_baseline: None,
+                tests: Vec::new(),
+                probes: c.probes.clone(),
+                stragglers: 0,
+                first_failure: None,
+            };
+            for r in mine {
+                cell.stragglers += u64::from(r.stragglers);
+                match r.outcome {
+                    Outcome::Pass => cell.passed += 1,
+                    Outcome::Fail => {
+                        cell.failed += 1;
+                        let counted = !counting_signature || r.signature_match == Some(true);
+                        if counted {
+                            cell.k += 1;
+                            if cell.first_failure.is_none() {
+                                cell.first_failure = Some(FirstFailure {
+                                    run: r.id.clone(),
+                                    repro: r.repro.clone(),
+                                    log: r.log.as_ref().map(|p| p.display().to_string()),
+                                });
+                            }
+                        }
+                    }
+                    Outcome::Timeout => cell.timed_out += 1,
+                    Outcome::Error => cell.errored += 1,
+                    Outcome::NotApplied => cell.not_applied += 1,
+                }
+            }
+            cell.n = cell.passed + cell.failed;
+            let p = stats::proportion(cell.k, cell.n, session.confidence);
+            cell.rate = p.rate;
+            cell.low = p.low;
+            cell.high = p.high;
+            cell
+        })
+        .collect();
+
+    if let Some(base) = cells
+        .iter()
+        .position(|c| c.perturbations.is_empty() && c.name == "baseline")
+    {
+        let (bk, bn) = (cells[base].k, cells[base].n);
+        let compared: Vec<usize> = (0..cells.len())
+            .filter(|&i| i != base && cells[i].n > 0 && bn > 0)
+            .collect();
+        let raw: Vec<f64> = compared
+            .iter()
+            .map(|&i| stats::fisher_exact(cells[i].k, cells[i].n - cells[i].k, bk, bn - bk))
+            .collect();
+        let adjusted = stats::holm(&raw);
+        let alpha = 1.0 - session.confidence;
+        for ((&i, &p), &adj) in compared.iter().zip(&raw).zip(&adjusted) {
+            cells[i].vs_baseline = Some(VsBaseline {
+                fisher_p: p,
+                adjusted_p: adj,
+                differs: adj < alpha,
+            });
+        }
+    }
+
+    let recorded = runs.len() as u64;
+    let planned = session.plan.runs.len() as u64;
+    Report {
+        schema: REPORT_SCHEMA,
+        session: session.id.clone(),
+        command: session.command.clone(),
+        cwd: session.cwd.display().to_string(),
+        seed: session.seed,
+        confidence: session.confidence,
+        signature: session.signature.clone(),
+        started_at: session.started_at.clone(),
+        planned,
+        recorded,
+        partial: recorded < planned,
+        skipped_lines: load.skipped_lines,
+        cells,
+    }
+}
+
+/// The interval column: `[low, high]`, or `p < high` when nothing failed,
+/// or `—` when nothing was measured.
+pub fn interval_text(cell: &CellReport) -> String {
+    if cell.n == 0 {
+        "—".into()
+    } else if cell.k == 0 {
+        stats::format_bound(cell.high)
+    } else {
+        format!("[{:.3}, {:.3}]", cell.low, cell.high)
+    }
+}
+
+/// The versus-baseline column in words.
+pub fn versus_text(cell: &CellReport) -> String {
+    match &cell.vs_baseline {
+        None if cell.name == "baseline" => "(reference)".into(),
+        None => "not compared".into(),
+        Some(v) if v.differs => format!("differs (p={})", short_p(v.adjusted_p)),
+        Some(v) => format!("no difference shown (p={})", short_p(v.adjusted_p)),
+    }
+}
+
+/// The applied column in words.
+pub fn applied_text(cell: &CellReport) -> String {
+    if cell.applied {
+        "applied".into()
+    } else {
+        format!(
+            "NOT APPLIED: {}",
+            cell.reason.as_deref().unwrap_or("no reason recorded")
+        )
+    }
+}
+
+/// Notes under the table: excluded runs, stragglers, partial sessions.
+pub fn notes(report: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    if report.partial {
+        out.push(format!(
+            "partial session: {} of {} planned runs were recorded (interrupted)",
+            report.recorded, report.planned
+        ));
+    }
+    if report.skipped_lines > 0 {
+        out.push(format!(
+            "{} unreadable line(s) in the store were skipped",
+            report.skipped_lines
+        ));
+    }
+    for c in &report.cells {
+        let mut excluded = Vec::new();
+        if c.timed_out > 0 {
+            excluded.push(format!("{} timed out", c.timed_out));
+        }
+        if c.errored > 0 {
+            excluded.push(format!("{} errored", c.errored));
+        }
+        if !excluded.is_empty() {
+            out.push(format!(
+                "{}: {} (not counted in N)",
+                c.name,
+                excluded.join(", ")
+            ));
+        }
+        if c.stragglers > 0 {
+            out.push(format!(
+                "{}: runs left {} process(es) behind; flakelab killed them",
+                c.name, c.stragglers
+            ));
+        }
+        if report.signature.is_some() && c.failed > c.k {
+            out.push(format!(
+                "{}: {} failure(s) did not match the signature and are counted as not reproducing it",
+                c.name,
+                c.failed - c.k
+            ));
+        }
+    }
+    out
+}
+
+/// Formats a p-value compactly (`0.032`, `1.5e-11`).
+pub fn short_p(p: f64) -> String {
+    if p >= 0.001 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.1e}")
+    }
+}

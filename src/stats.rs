@@ -1,0 +1,448 @@
+//! Statistics: failure rates with exact intervals, cell-versus-baseline
+//! comparison, and multiple-comparison correction. Pure and synchronous; no
+//! I/O.
+//!
+//! This module owns:
+//!
+//! - [`proportion`]: `k` failures of `n` runs as a [`Proportion`] with its
+//!   exact Clopper–Pearson interval, or, for `k = 0`, the one-sided
+//!   zero-failure upper bound (`p < 3/N` at 95%, the "rule of three").
+//! - [`fisher_exact`]: two-sided Fisher's exact test of a cell's failure
+//!   count against the baseline's, computed in log space so rows of 10,000
+//!   runs and more do not overflow.
+//! - [`holm`]: Holm–Bonferroni step-down adjustment across all cells of a
+//!   session.
+//! - [`format_bound`]: the `p < 0.139` text for a zero-failure bound.
+//!
+//! The inverse question, "how many runs do I need to see a failure of rate
+//! `p` with confidence `c`?", is answered by [`crate::plan::runs_needed`]
+//! and deliberately not repeated here.
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{Beta, ContinuousCDF};
+use statrs::function::gamma::ln_gamma;
+
+/// A binomial proportion with its interval at confidence c.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Proportion {
+    /// Failures observed.
+    pub k: u64,
+    /// Runs observed.
+    pub n: u64,
+    /// Point estimate `k / n` (0 when `n == 0`).
+    pub rate: f64,
+    /// Lower end of the interval.
+    pub low: f64,
+    /// Upper end of the interval.
+    pub high: f64,
+}
+
+/// `k` failures of `n` runs as a rate with its interval at `confidence`.
+///
+/// - `rate = k / n` (0 when `n == 0`).
+/// - For `0 < k <= n`: the exact two-sided Clopper–Pearson interval at
+///   confidence `c`, with `alpha = 1 - c`: `low` is the `alpha/2` quantile of
+///   `Beta(k, n - k + 1)`, `high` the `1 - alpha/2` quantile of
+///   `Beta(k + 1, n - k)`, and `high = 1` when `k == n`.
+/// - For `k = 0`: the one-sided zero-failure bound `low = 0`,
+///   `high = 1 - (1 - c)^(1/n)` (about `3/n` at 95%).
+/// - For `n = 0`: `rate = 0`, `low = 0`, `high = 1`.
+///
+/// `confidence` is clamped to `[0, 1]`. The result always satisfies
+/// `0 <= low <= rate <= high <= 1`.
+///
+/// # Panics
+///
+/// Panics if `k > n` or `confidence` is NaN.
+pub fn proportion(k: u64, n: u64, confidence: f64) -> Proportion {
+    assert!(k <= n, "proportion: k = {k} failures exceeds n = {n} runs");
+    assert!(!confidence.is_nan(), "proportion: confidence is NaN");
+    let c = confidence.clamp(0.0, 1.0);
+    if n == 0 {
+        return Proportion {
+            k,
+            n,
+            rate: 0.0,
+            low: 0.0,
+            high: 1.0,
+        };
+    }
+    let rate = k as f64 / n as f64;
+    let (low, high) = if k == 0 {
+        (0.0, zero_failure_bound(n, c))
+    } else {
+        let alpha = 1.0 - c;
+        let low = beta_quantile(alpha / 2.0, k as f64, (n - k + 1) as f64);
+        let high = if k == n {
+            1.0
+        } else {
+            beta_quantile(1.0 - alpha / 2.0, (k + 1) as f64, (n - k) as f64)
+        };
+        (low, high)
+    };
+    Proportion {
+        k,
+        n,
+        rate,
+        // Guard the invariant against the last ulp of the quantile solver.
+        low: low.clamp(0.0, rate),
+        high: high.clamp(rate, 1.0),
+    }
+}
+
+/// One-sided upper bound on the rate after `n > 0` runs with no failure:
+/// `1 - (1 - c)^(1/n)`, computed as `-expm1(ln(1 - c) / n)` so it keeps its
+/// precision for large `n`.
+fn zero_failure_bound(n: u64, c: f64) -> f64 {
+    -((1.0 - c).ln() / n as f64).exp_m1()
+}
+
+/// The `p` quantile of `Beta(a, b)`, for `a, b > 0`.
+fn beta_quantile(p: f64, a: f64, b: f64) -> f64 {
+    let beta = Beta::new(a, b).expect("beta shape parameters are positive and finite");
+    beta.inverse_cdf(p.clamp(0.0, 1.0))
+}
+
+/// Two-sided Fisher's exact test p-value for the 2x2 table
+/// `[[a, b], [c, d]] = [[fail_cell, pass_cell], [fail_base, pass_base]]`.
+///
+/// The p-value is the sum of the hypergeometric probabilities of all tables
+/// with the same margins whose probability is at most the observed one's,
+/// with a relative tolerance of `1e-7` as R's `fisher.test` uses (so tables
+/// tied with the observed one up to rounding count). Probabilities are
+/// computed in log space (via `ln_gamma`), so margins of tens of thousands
+/// do not overflow. Returns 1.0 for degenerate margins (an empty row or
+/// column).
+pub fn fisher_exact(a: u64, b: u64, c: u64, d: u64) -> f64 {
+    let row_cell = a + b;
+    let row_base = c + d;
+    let col_fail = a + c;
+    let col_pass = b + d;
+    if row_cell == 0 || row_base == 0 || col_fail == 0 || col_pass == 0 {
+        return 1.0;
+    }
+    // With the margins fixed, the table is determined by its top-left cell
+    // x, which ranges over [lo, hi] with weight C(row_cell, x) *
+    // C(row_base, col_fail - x) (the common denominator cancels).
+    let lo = col_fail.saturating_sub(row_base);
+    let hi = row_cell.min(col_fail);
+    let log_weight = |x: u64| ln_choose(row_cell, x) + ln_choose(row_base, col_fail - x);
+    let logs: Vec<f64> = (lo..=hi).map(log_weight).collect();
+    let max = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let observed = log_weight(a) - max;
+    // R: relErr <- 1 + 10^(-7); sum(d[d <= d[x] * relErr]).
+    let threshold = observed + (1.0 + 1e-7f64).ln();
+    let mut total = 0.0;
+    let mut tail = 0.0;
+    for &l in &logs {
+        let w = (l - max).exp();
+        total += w;
+        if l - max <= threshold {
+            tail += w;
+        }
+    }
+    (tail / total).clamp(0.0, 1.0)
+}
+
+/// `ln C(n, k)` for `k <= n`.
+fn ln_choose(n: u64, k: u64) -> f64 {
+    if k == 0 || k == n {
+        return 0.0;
+    }
+    ln_gamma(n as f64 + 1.0) - ln_gamma(k as f64 + 1.0) - ln_gamma((n - k) as f64 + 1.0)
+}
+
+/// Holm–Bonferroni step-down adjusted p-values, in the same order as the
+/// input.
+///
+/// With the `m` p-values sorted ascending as `p(1) <= ... <= p(m)`, the
+/// adjusted value of `p(i)` is `min(1, max_{j <= i} (m - j + 1) * p(j))`,
+/// so the adjustment is monotone in the raw p-value and never exceeds 1
+/// (R's `p.adjust(p, "holm")`). NaN entries stay NaN and do not count
+/// towards `m`, as in R.
+pub fn holm(pvalues: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..pvalues.len())
+        .filter(|&i| !pvalues[i].is_nan())
+        .collect();
+    order.sort_by(|&i, &j| pvalues[i].total_cmp(&pvalues[j]));
+    let m = order.len();
+    let mut adjusted = vec![f64::NAN; pvalues.len()];
+    let mut running = 0.0f64;
+    for (rank, &i) in order.iter().enumerate() {
+        let scaled = ((m - rank) as f64 * pvalues[i]).min(1.0);
+        running = running.max(scaled);
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+/// Formats an upper bound on a failure rate (typically the `high` of a
+/// zero-failure [`Proportion`]) as `"p < 0.139"`, rounded to 3 significant
+/// digits.
+///
+/// Bounds below `1e-4` use scientific notation (`"p < 1.23e-5"`); a bound of
+/// 0 prints as `"p < 0"`, and non-finite input prints as-is.
+pub fn format_bound(high: f64) -> String {
+    format!("p < {}", three_significant(high))
+}
+
+/// `x` with 3 significant digits.
+fn three_significant(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    if x == 0.0 {
+        return "0".to_string();
+    }
+    if x.abs() < 1e-4 {
+        return format!("{x:.2e}");
+    }
+    let magnitude = x.abs().log10().floor() as i32;
+    let decimals = |mag: i32| usize::try_from(2 - mag).unwrap_or(0);
+    let text = format!("{:.*}", decimals(magnitude), x);
+    // Rounding can carry into the next power of ten (0.09996 -> 0.1000):
+    // redo with one decimal fewer so there are still 3 significant digits.
+    let rounded: f64 = text.parse().unwrap_or(x);
+    if rounded.abs() >= 10f64.powi(magnitude + 1) {
+        format!("{:.*}", decimals(magnitude + 1), x)
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn close(actual: f64, expected: f64, tol: f64) -> bool {
+        (actual - expected).abs() <= tol
+    }
+
+    macro_rules! assert_close {
+        ($actual:expr, $expected:expr, $tol:expr) => {{
+            let (a, e) = ($actual, $expected);
+            assert!(close(a, e, $tol), "{a} is not within {} of {e}", $tol);
+        }};
+    }
+
+    // Reference intervals: R `binom.test(k, n)$conf.int`, reproduced with
+    // SciPy 1.17.1 `scipy.stats.binomtest(k, n).proportion_ci(method="exact")`.
+    #[test]
+    fn clopper_pearson_3_of_20() {
+        // R: 0.03207094 0.37892683
+        let p = proportion(3, 20, 0.95);
+        assert_close!(p.rate, 0.15, 1e-15);
+        assert_close!(p.low, 0.032_070_937_185_544_77, 1e-9);
+        assert_close!(p.high, 0.378_926_826_545_295_64, 1e-9);
+    }
+
+    #[test]
+    fn clopper_pearson_20_of_20() {
+        // R: 0.8315665 1.0000000 (low = 0.025^(1/20))
+        let p = proportion(20, 20, 0.95);
+        assert_close!(p.low, 0.831_566_529_016_914_5, 1e-9);
+        assert_eq!(p.high, 1.0);
+        assert_eq!(p.rate, 1.0);
+    }
+
+    #[test]
+    fn clopper_pearson_10_of_20() {
+        // R: 0.2719578 0.7280422
+        let p = proportion(10, 20, 0.95);
+        assert_close!(p.low, 0.271_957_849_560_791_33, 1e-9);
+        assert_close!(p.high, 0.728_042_150_439_208_6, 1e-9);
+    }
+
+    #[test]
+    fn clopper_pearson_other_published_values() {
+        // SciPy binomtest(...).proportion_ci(method="exact"), 95%.
+        let cases = [
+            (1, 1000, 2.531_748_749_167_463_4e-5, 0.005_558_924_279_849_9),
+            (7, 50, 0.058_191_700_339_973_44, 0.267_396_002_497_008_46),
+            (499, 500, 0.988_907_523_100_997_3, 0.999_949_365_665_992_5),
+        ];
+        for (k, n, low, high) in cases {
+            let p = proportion(k, n, 0.95);
+            assert!(close(p.low, low, 1e-9), "{k}/{n}: low {}", p.low);
+            assert!(close(p.high, high, 1e-9), "{k}/{n}: high {}", p.high);
+        }
+    }
+
+    #[test]
+    fn zero_failures_use_one_sided_bound() {
+        // 1 - 0.05^(1/20) = 0.13910834066826516 (rule of three: ~3/20).
+        let p = proportion(0, 20, 0.95);
+        assert_eq!((p.k, p.n, p.rate, p.low), (0, 20, 0.0, 0.0));
+        assert_close!(p.high, 0.139_108_340_668_265_16, 1e-12);
+        assert_eq!(format_bound(p.high), "p < 0.139");
+        // 1 - 0.01^(1/300) at 99%.
+        assert_close!(
+            proportion(0, 300, 0.99).high,
+            0.015_233_347_889_841_875,
+            1e-12
+        );
+    }
+
+    #[test]
+    fn no_runs_means_no_information() {
+        let p = proportion(0, 0, 0.95);
+        assert_eq!(
+            p,
+            Proportion {
+                k: 0,
+                n: 0,
+                rate: 0.0,
+                low: 0.0,
+                high: 1.0
+            }
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "exceeds")]
+    fn more_failures_than_runs_panics() {
+        proportion(3, 2, 0.95);
+    }
+
+    #[test]
+    fn proportion_round_trips_through_json() {
+        let p = proportion(3, 20, 0.95);
+        let text = serde_json::to_string(&p).unwrap();
+        let back: Proportion = serde_json::from_str(&text).unwrap();
+        assert_eq!(p, back);
+    }
+
+    // Reference p-values: R `fisher.test(matrix(..., 2, byrow = TRUE))`,
+    // reproduced with SciPy 1.17.1 `scipy.stats.fisher_exact(table)`.
+    #[test]
+    fn fisher_tea_tasting() {
+        // Fisher's lady tasting tea, R: p-value = 0.4857 (= 34/70).
+        assert_close!(fisher_exact(3, 1, 1, 3), 0.485_714_285_714_285_65, 1e-12);
+    }
+
+    #[test]
+    fn fisher_complete_separation() {
+        // R / SciPy: 1.4508889103849688e-11 (= 2 / C(40, 20)).
+        let p = fisher_exact(20, 0, 0, 20);
+        assert!(close(p, 1.450_888_910_384_968_8e-11, 1e-20), "{p}");
+    }
+
+    #[test]
+    fn fisher_degenerate_margins() {
+        assert_eq!(fisher_exact(0, 20, 0, 20), 1.0);
+        assert_eq!(fisher_exact(20, 0, 20, 0), 1.0);
+        assert_eq!(fisher_exact(0, 0, 3, 17), 1.0);
+        assert_eq!(fisher_exact(0, 0, 0, 0), 1.0);
+    }
+
+    #[test]
+    fn fisher_asymmetric_tables() {
+        // SciPy fisher_exact values.
+        let cases = [
+            ([7, 13, 1, 19], 0.043_596_043_596_043_59),
+            ([12, 88, 3, 197], 1.990_424_534_017_884e-4),
+            ([1, 9, 11, 3], 0.002_759_456_185_220_083_6),
+            ([30, 9970, 10, 9990], 0.002_199_528_342_472_308_4),
+        ];
+        for ([a, b, c, d], expected) in cases {
+            let p = fisher_exact(a, b, c, d);
+            assert!(
+                (p - expected).abs() <= 1e-9 * expected,
+                "[[{a},{b}],[{c},{d}]]: {p} vs {expected}"
+            );
+        }
+    }
+
+    #[test]
+    fn fisher_large_rows_do_not_overflow() {
+        let p = fisher_exact(5000, 5000, 5000, 5000);
+        assert_close!(p, 1.0, 1e-9);
+        let p = fisher_exact(10_000, 0, 0, 10_000);
+        assert!(p.is_finite() && (0.0..1e-300).contains(&p), "{p}");
+    }
+
+    #[test]
+    fn holm_textbook_example() {
+        // R: p.adjust(c(0.01, 0.04, 0.03, 0.005), "holm") = 0.03 0.06 0.06 0.02
+        let adjusted = holm(&[0.01, 0.04, 0.03, 0.005]);
+        let expected = [0.03, 0.06, 0.06, 0.02];
+        assert_eq!(adjusted.len(), expected.len());
+        for (a, e) in adjusted.iter().zip(expected) {
+            assert_close!(*a, e, 1e-12);
+        }
+    }
+
+    #[test]
+    fn holm_clamps_and_skips_nan() {
+        // R: p.adjust(c(0.5, 0.9, 0.01), "holm") = 1.00 1.00 0.03
+        assert_eq!(holm(&[0.5, 0.9, 0.01]), vec![1.0, 1.0, 0.03]);
+        // R: p.adjust(c(0.02, NA, 0.01), "holm") = 0.02 NA 0.02
+        let adjusted = holm(&[0.02, f64::NAN, 0.01]);
+        assert_eq!(adjusted[0], 0.02);
+        assert!(adjusted[1].is_nan());
+        assert_eq!(adjusted[2], 0.02);
+        assert!(holm(&[]).is_empty());
+    }
+
+    #[test]
+    fn format_bound_uses_three_significant_digits() {
+        assert_eq!(format_bound(0.139_108_340_668_265_16), "p < 0.139");
+        assert_eq!(format_bound(0.005_558_924_279_849_9), "p < 0.00556");
+        assert_eq!(format_bound(0.099_96), "p < 0.100");
+        assert_eq!(format_bound(1.0), "p < 1.00");
+        assert_eq!(format_bound(0.000_299_5), "p < 0.000300");
+        assert_eq!(format_bound(2.995_732e-5), "p < 3.00e-5");
+        assert_eq!(format_bound(0.0), "p < 0");
+    }
+
+    proptest! {
+        #[test]
+        fn interval_contains_rate((n, k) in (0u64..=500).prop_flat_map(|n| (Just(n), 0..=n))) {
+            let p = proportion(k, n, 0.95);
+            prop_assert!(0.0 <= p.low, "{:?}", p);
+            prop_assert!(p.low <= p.rate, "{:?}", p);
+            prop_assert!(p.rate <= p.high, "{:?}", p);
+            prop_assert!(p.high <= 1.0, "{:?}", p);
+            if n > 0 {
+                prop_assert_eq!(p.rate, k as f64 / n as f64);
+            }
+        }
+
+        #[test]
+        fn interval_shrinks_with_more_runs((n, k) in (1u64..=500).prop_flat_map(|n| (Just(n), 0..=n))) {
+            let small = proportion(k, n, 0.95);
+            let large = proportion(4 * k, 4 * n, 0.95);
+            prop_assert_eq!(small.rate, large.rate);
+            prop_assert!(
+                large.high - large.low < small.high - small.low,
+                "{:?} vs {:?}", small, large
+            );
+        }
+
+        #[test]
+        fn fisher_is_a_probability_and_symmetric(
+            a in 0u64..60, b in 0u64..60, c in 0u64..60, d in 0u64..60,
+        ) {
+            let p = fisher_exact(a, b, c, d);
+            prop_assert!((0.0..=1.0).contains(&p));
+            // Swapping rows, or columns, gives the same test.
+            prop_assert!((p - fisher_exact(c, d, a, b)).abs() <= 1e-12);
+            prop_assert!((p - fisher_exact(b, a, d, c)).abs() <= 1e-12);
+        }
+
+        #[test]
+        fn holm_is_bounded_and_order_preserving(ps in proptest::collection::vec(0.0f64..=1.0, 0..20)) {
+            let adjusted = holm(&ps);
+            prop_assert_eq!(adjusted.len(), ps.len());
+            for (i, (&p, &q)) in ps.iter().zip(&adjusted).enumerate() {
+                prop_assert!(p <= q && q <= 1.0);
+                for (&p2, &q2) in ps.iter().zip(&adjusted).skip(i + 1) {
+                    if p < p2 {
+                        prop_assert!(q <= q2);
+                    }
+                }
+            }
+        }
+    }
+}

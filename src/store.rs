@@ -1,0 +1,523 @@
+//! The store directory (by default `.flakelab`): `runs.jsonl`,
+//! `sessions.jsonl` and `logs/`. This is the only module that writes under
+//! the store; everything else asks it for paths and hands it records.
+//!
+//! Records are appended one JSON line at a time under an exclusive
+//! [`File::lock`] and flushed, so a crash loses at most the record in flight
+//! and two sessions writing to one store lose nothing. Reading is tolerant: a
+//! truncated or corrupt line is skipped and counted, and a duplicate id is
+//! read once (the first wins).
+
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::path::{Component, Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::record::{RunRecord, SessionRecord};
+
+/// The default store directory, relative to the working directory.
+pub const DEFAULT_ROOT: &str = ".flakelab";
+/// File holding one [`RunRecord`] per line.
+pub const RUNS_FILE: &str = "runs.jsonl";
+/// File holding one [`SessionRecord`] per line.
+pub const SESSIONS_FILE: &str = "sessions.jsonl";
+/// Directory holding captured output, one subdirectory per session.
+pub const LOGS_DIR: &str = "logs";
+
+const HINT_OPEN: &str = "choose a writable directory with --store";
+const HINT_WRITE: &str =
+    "check that the store is writable and the disk is not full, or choose another directory with --store";
+const HINT_READ: &str = "check the store's permissions, or choose another directory with --store";
+
+/// An opened store directory.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+/// What a tolerant read had to skip.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LoadStats {
+    /// Non-blank lines that did not parse (a truncated last line from a
+    /// crash, or a corrupt line).
+    pub skipped_lines: usize,
+    /// Records whose id had already been read (the first one wins).
+    pub duplicate_ids: usize,
+}
+
+/// A record with an id, which a tolerant read deduplicates on.
+trait Keyed {
+    fn key(&self) -> &str;
+}
+
+impl Keyed for RunRecord {
+    fn key(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Keyed for SessionRecord {
+    fn key(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `root`: creates `root` and
+    /// `root/logs`.
+    pub fn open(root: &Path) -> Result<Store> {
+        let logs = root.join(LOGS_DIR);
+        fs::create_dir_all(&logs).map_err(|e| Error::store(&logs, e, HINT_OPEN))?;
+        Ok(Store {
+            root: root.to_path_buf(),
+        })
+    }
+
+    /// The store directory, as given to [`Store::open`].
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Path for one run's log, `root/logs/<session>/<index:05>.log`,
+    /// creating the session's log directory. The path is `root` joined with
+    /// the rest, so it is absolute when `root` is.
+    pub fn log_path(&self, session: &str, index: usize) -> Result<PathBuf> {
+        let mut parts = Path::new(session).components();
+        if !matches!(
+            (parts.next(), parts.next()),
+            (Some(Component::Normal(_)), None)
+        ) {
+            return Err(Error::store(
+                self.root.join(LOGS_DIR),
+                format!("invalid session id {session:?} for a log directory"),
+                "session ids are single path components; this is a flakelab bug",
+            ));
+        }
+        let dir = self.root.join(LOGS_DIR).join(session);
+        fs::create_dir_all(&dir).map_err(|e| Error::store(&dir, e, HINT_WRITE))?;
+        Ok(dir.join(format!("{index:05}.log")))
+    }
+
+    /// `path` relative to the store root (what goes into
+    /// [`RunRecord::log`]); a path outside the store is returned unchanged.
+    pub fn relative(&self, path: &Path) -> PathBuf {
+        path.strip_prefix(&self.root)
+            .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+    }
+
+    /// Appends one record to `runs.jsonl` and flushes it.
+    pub fn append_run(&self, record: &RunRecord) -> Result<()> {
+        append_line(&self.root.join(RUNS_FILE), record)
+    }
+
+    /// Appends one record to `sessions.jsonl` and flushes it.
+    pub fn append_session(&self, record: &SessionRecord) -> Result<()> {
+        append_line(&self.root.join(SESSIONS_FILE), record)
+    }
+
+    /// Reads every run, in file order. Blank lines are ignored, lines that do
+    /// not parse and repeated ids are skipped and counted. A missing file
+    /// reads as empty.
+    pub fn load_runs(&self) -> Result<(Vec<RunRecord>, LoadStats)> {
+        read_lines(&self.root.join(RUNS_FILE), |_| true)
+    }
+
+    /// Reads every session, in file order, as tolerantly as
+    /// [`Store::load_runs`].
+    pub fn load_sessions(&self) -> Result<(Vec<SessionRecord>, LoadStats)> {
+        read_lines(&self.root.join(SESSIONS_FILE), |_| true)
+    }
+
+    /// The session with this id, or the latest one (last in the file) when
+    /// `id` is None. A unique prefix of an id is accepted; a prefix matching
+    /// several sessions is a usage error.
+    pub fn session(&self, id: Option<&str>) -> Result<Option<SessionRecord>> {
+        let (mut sessions, _) = self.load_sessions()?;
+        let Some(id) = id else {
+            return Ok(sessions.pop());
+        };
+        if let Some(pos) = sessions.iter().position(|s| s.id == id) {
+            return Ok(Some(sessions.swap_remove(pos)));
+        }
+        let mut matches: Vec<SessionRecord> = sessions
+            .into_iter()
+            .filter(|s| s.id.starts_with(id))
+            .collect();
+        match matches.len() {
+            0 => Ok(None),
+            1 => Ok(matches.pop()),
+            n => {
+                let ids: Vec<&str> = matches.iter().map(|s| s.id.as_str()).collect();
+                Err(Error::usage(
+                    format!(
+                        "session prefix {id:?} matches {n} sessions: {}",
+                        ids.join(", ")
+                    ),
+                    "give more characters of the session id",
+                ))
+            }
+        }
+    }
+
+    /// All runs of the session with exactly this id, in index order. The
+    /// stats describe the whole file.
+    pub fn runs_of(&self, session: &str) -> Result<(Vec<RunRecord>, LoadStats)> {
+        let (mut runs, stats) = read_lines(&self.root.join(RUNS_FILE), |r: &RunRecord| {
+            r.session == session
+        })?;
+        runs.sort_by_key(|r| r.index);
+        Ok((runs, stats))
+    }
+}
+
+/// Appends `record` as one JSON line to `path` under an exclusive lock. When
+/// the file does not end with a newline (a line truncated by a crash), a
+/// newline is written first so the new record starts its own line; the
+/// separator, the record and its newline go out in one write.
+fn append_line<T: Serialize>(path: &Path, record: &T) -> Result<()> {
+    let json = serde_json::to_string(record).map_err(|e| Error::store(path, e, HINT_WRITE))?;
+    let io_err = |e: std::io::Error| Error::store(path, e, HINT_WRITE);
+
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(io_err)?;
+    file.lock().map_err(io_err)?;
+    let result = (|| {
+        let mut buf = Vec::with_capacity(json.len() + 2);
+        if !ends_with_newline(&mut file)? {
+            buf.push(b'\n');
+        }
+        buf.extend_from_slice(json.as_bytes());
+        buf.push(b'\n');
+        file.write_all(&buf)?;
+        file.flush()
+    })();
+    let unlocked = file.unlock();
+    result.map_err(io_err)?;
+    unlocked.map_err(io_err)
+}
+
+/// Whether `file` is empty or its last byte is `\n`. Call with the lock held.
+fn ends_with_newline(file: &mut File) -> std::io::Result<bool> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(true);
+    }
+    file.seek(SeekFrom::Start(len - 1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
+}
+
+/// Streams the JSON lines of `path`, keeping the records `keep` accepts.
+/// Blank lines are ignored; lines that are not valid UTF-8 JSON of `T` are
+/// counted in [`LoadStats::skipped_lines`]; a record whose id was seen
+/// earlier in the file is counted in [`LoadStats::duplicate_ids`] and
+/// dropped. A missing file reads as empty.
+fn read_lines<T, F>(path: &Path, mut keep: F) -> Result<(Vec<T>, LoadStats)>
+where
+    T: DeserializeOwned + Keyed,
+    F: FnMut(&T) -> bool,
+{
+    let mut records = Vec::new();
+    let mut stats = LoadStats::default();
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok((records, stats)),
+        Err(e) => return Err(Error::store(path, e, HINT_READ)),
+    };
+    let mut reader = BufReader::new(file);
+    let mut seen = HashSet::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::store(path, e, HINT_READ))?;
+        if n == 0 {
+            break;
+        }
+        if line.trim_ascii().is_empty() {
+            continue;
+        }
+        let record: T = match serde_json::from_slice(&line) {
+            Ok(record) => record,
+            Err(_) => {
+                stats.skipped_lines += 1;
+                continue;
+            }
+        };
+        if !seen.insert(record.key().to_string()) {
+            stats.duplicate_ids += 1;
+            continue;
+        }
+        if keep(&record) {
+            records.push(record);
+        }
+    }
+    Ok((records, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::HostInfo;
+    use crate::record::{EnvDelta, Outcome, ProcessEnd, RUN_SCHEMA, SESSION_SCHEMA};
+
+    fn run(session: &str, index: usize) -> RunRecord {
+        RunRecord {
+            schema: RUN_SCHEMA.to_string(),
+            id: format!("{session}.{index}"),
+            session: session.to_string(),
+            index,
+            cell: "baseline".to_string(),
+            perturbations: vec!["cpu=1".to_string()],
+            replicate: 0,
+            seed: 42,
+            started_at: "2025-01-01T00:00:00Z".to_string(),
+            duration_s: 0.25,
+            outcome: Outcome::Fail,
+            end: ProcessEnd::Exited { code: 1 },
+            exit_code: Some(1),
+            signal: None,
+            signature_match: Some(true),
+            reason: None,
+            log: Some(PathBuf::from(format!("logs/{session}/{index:05}.log"))),
+            output_bytes: 10,
+            output_dropped: 0,
+            argv: vec!["sh".to_string(), "-c".to_string(), "exit 1".to_string()],
+            cwd: PathBuf::from("/tmp"),
+            env: EnvDelta::default(),
+            repro: "sh -c 'exit 1'".to_string(),
+            stragglers: 0,
+            warnings: vec![],
+        }
+    }
+
+    fn session(id: &str) -> SessionRecord {
+        SessionRecord {
+            schema: SESSION_SCHEMA.to_string(),
+            id: id.to_string(),
+            started_at: "2025-01-01T00:00:00Z".to_string(),
+            flakelab_version: "0.1.0".to_string(),
+            command: vec!["true".to_string()],
+            cwd: PathBuf::from("/tmp"),
+            seed: 1,
+            confidence: 0.95,
+            signature: None,
+            timeout_s: Some(10.0),
+            jobs: 1,
+            cells: vec![],
+            plan: crate::plan::build(&["baseline".into()], 2, 1),
+            host: HostInfo {
+                hostname: "h".to_string(),
+                os: "Linux".to_string(),
+                kernel: "6".to_string(),
+                arch: "x86_64".to_string(),
+                cpu_model: "cpu".to_string(),
+                cpus: 1,
+                memory_bytes: 1 << 30,
+            },
+            repo: None,
+        }
+    }
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join(".flakelab")).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn open_creates_root_and_logs() {
+        let (_dir, store) = store();
+        assert!(store.root().join(LOGS_DIR).is_dir());
+        assert_eq!(store.load_runs().unwrap(), (vec![], LoadStats::default()));
+        assert_eq!(store.session(None).unwrap(), None);
+    }
+
+    #[test]
+    fn open_fails_with_a_hint_under_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        fs::write(&file, "x").unwrap();
+        let err = Store::open(&file.join("store")).unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("hint: choose a writable directory with --store"));
+    }
+
+    #[test]
+    fn log_paths_are_under_the_session_dir() {
+        let (_dir, store) = store();
+        let path = store.log_path("s1", 7).unwrap();
+        assert_eq!(path, store.root().join("logs/s1/00007.log"));
+        assert!(path.parent().unwrap().is_dir());
+        assert_eq!(store.relative(&path), PathBuf::from("logs/s1/00007.log"));
+        assert!(store.log_path("../x", 0).is_err());
+        assert!(store.log_path("", 0).is_err());
+    }
+
+    #[test]
+    fn round_trip() {
+        let (_dir, store) = store();
+        let runs = vec![run("s1", 0), run("s1", 1), run("s2", 0)];
+        for r in &runs {
+            store.append_run(r).unwrap();
+        }
+        store.append_session(&session("s1")).unwrap();
+        store.append_session(&session("s2")).unwrap();
+
+        assert_eq!(store.load_runs().unwrap(), (runs, LoadStats::default()));
+        let (sessions, stats) = store.load_sessions().unwrap();
+        assert_eq!(sessions, vec![session("s1"), session("s2")]);
+        assert_eq!(stats, LoadStats::default());
+    }
+
+    #[test]
+    fn truncated_last_line_is_tolerated_and_healed() {
+        let (_dir, store) = store();
+        store.append_run(&run("s", 0)).unwrap();
+        let line = serde_json::to_string(&run("s", 1)).unwrap();
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(store.root().join(RUNS_FILE))
+            .unwrap();
+        file.write_all(&line.as_bytes()[..line.len() / 2]).unwrap();
+        drop(file);
+
+        let (runs, stats) = store.load_runs().unwrap();
+        assert_eq!(runs, vec![run("s", 0)]);
+        assert_eq!(stats.skipped_lines, 1);
+
+        store.append_run(&run("s", 2)).unwrap();
+        let (runs, stats) = store.load_runs().unwrap();
+        assert_eq!(runs, vec![run("s", 0), run("s", 2)]);
+        assert_eq!(
+            stats,
+            LoadStats {
+                skipped_lines: 1,
+                duplicate_ids: 0
+            }
+        );
+    }
+
+    #[test]
+    fn blank_and_corrupt_lines() {
+        let (_dir, store) = store();
+        store.append_run(&run("s", 0)).unwrap();
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(store.root().join(RUNS_FILE))
+            .unwrap();
+        file.write_all(b"\n   \n{not json}\n\xff\xfe\n").unwrap();
+        drop(file);
+        store.append_run(&run("s", 1)).unwrap();
+
+        let (runs, stats) = store.load_runs().unwrap();
+        assert_eq!(runs, vec![run("s", 0), run("s", 1)]);
+        assert_eq!(
+            stats,
+            LoadStats {
+                skipped_lines: 2,
+                duplicate_ids: 0
+            }
+        );
+    }
+
+    #[test]
+    fn duplicate_ids_are_read_once() {
+        let (_dir, store) = store();
+        let first = run("s", 0);
+        let mut second = run("s", 0);
+        second.outcome = Outcome::Pass;
+        store.append_run(&first).unwrap();
+        store.append_run(&second).unwrap();
+        store.append_run(&run("s", 1)).unwrap();
+        store.append_session(&session("s")).unwrap();
+        store.append_session(&session("s")).unwrap();
+
+        let (runs, stats) = store.load_runs().unwrap();
+        assert_eq!(runs, vec![first, run("s", 1)]);
+        assert_eq!(
+            stats,
+            LoadStats {
+                skipped_lines: 0,
+                duplicate_ids: 1
+            }
+        );
+        let (sessions, stats) = store.load_sessions().unwrap();
+        assert_eq!(sessions.len(), 1);
+        assert_eq!(stats.duplicate_ids, 1);
+    }
+
+    #[test]
+    fn session_lookup_by_latest_id_and_prefix() {
+        let (_dir, store) = store();
+        for id in ["20250101-aaaa", "20250101-aabb", "20250102-cccc"] {
+            store.append_session(&session(id)).unwrap();
+        }
+        let id = |s: Option<SessionRecord>| s.map(|s| s.id);
+        assert_eq!(
+            id(store.session(None).unwrap()).as_deref(),
+            Some("20250102-cccc")
+        );
+        assert_eq!(
+            id(store.session(Some("20250101-aabb")).unwrap()).as_deref(),
+            Some("20250101-aabb")
+        );
+        assert_eq!(
+            id(store.session(Some("20250102")).unwrap()).as_deref(),
+            Some("20250102-cccc")
+        );
+        assert_eq!(id(store.session(Some("nope")).unwrap()), None);
+        let err = store.session(Some("20250101-aa")).unwrap_err();
+        assert!(err.to_string().contains("matches 2 sessions"));
+    }
+
+    #[test]
+    fn runs_of_filters_and_sorts_by_index() {
+        let (_dir, store) = store();
+        for r in [run("a", 2), run("b", 0), run("a", 0), run("a", 1)] {
+            store.append_run(&r).unwrap();
+        }
+        let (runs, stats) = store.runs_of("a").unwrap();
+        let indices: Vec<usize> = runs.iter().map(|r| r.index).collect();
+        assert_eq!(indices, vec![0, 1, 2]);
+        assert!(runs.iter().all(|r| r.session == "a"));
+        assert_eq!(stats, LoadStats::default());
+        assert!(store.runs_of("c").unwrap().0.is_empty());
+    }
+
+    #[test]
+    fn concurrent_appends_from_separate_handles_lose_nothing() {
+        const THREADS: usize = 8;
+        const PER_THREAD: usize = 200;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join(".flakelab");
+        std::thread::scope(|scope| {
+            for t in 0..THREADS {
+                let root = &root;
+                scope.spawn(move || {
+                    let store = Store::open(root).unwrap();
+                    for i in 0..PER_THREAD {
+                        store.append_run(&run(&format!("t{t}"), i)).unwrap();
+                    }
+                });
+            }
+        });
+
+        let (runs, stats) = Store::open(&root).unwrap().load_runs().unwrap();
+        assert_eq!(stats, LoadStats::default());
+        let ids: HashSet<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(runs.len(), THREADS * PER_THREAD);
+        assert_eq!(ids.len(), THREADS * PER_THREAD);
+    }
+}

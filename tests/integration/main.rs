@@ -1,0 +1,161 @@
+//! Integration tests: the real flakelab binary against small shell subjects.
+//! One test binary; this file declares the modules and the [`Lab`] helper.
+
+mod catalog_cli;
+mod run_stats;
+mod sandbox;
+mod store;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The flakelab binary under test.
+pub fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_flakelab"))
+}
+
+/// A scratch project: a temp directory used as the subject's working
+/// directory and store, and a scrubbed environment.
+#[must_use]
+pub struct Lab {
+    /// The lab's directory (removed on drop).
+    pub dir: tempfile::TempDir,
+}
+
+impl Default for Lab {
+    fn default() -> Self {
+        Lab::new()
+    }
+}
+
+impl Lab {
+    /// A fresh lab in a new temporary directory.
+    pub fn new() -> Lab {
+        Lab {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// The lab's directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The default store inside the lab.
+    pub fn store(&self) -> PathBuf {
+        self.path().join(".flakelab")
+    }
+
+    /// A flakelab command in this lab, with an environment free of anything
+    /// that would perturb the subject by accident.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(bin());
+        scrub(&mut c);
+        c.current_dir(self.path());
+        c
+    }
+
+    /// `flakelab ARGS` to completion.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().expect("flakelab runs")
+    }
+
+    /// The JSON report of `flakelab run --format json ARGS`.
+    pub fn run_json(&self, args: &[&str]) -> (i32, serde_json::Value) {
+        let mut all = vec!["run", "--format", "json"];
+        all.extend_from_slice(args);
+        let out = self.run(&all);
+        let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "no JSON report ({e}); stdout: {} stderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (out.status.code().unwrap_or(-1), json)
+    }
+
+    /// Every record in the store's runs.jsonl.
+    pub fn runs(&self) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(self.store().join("runs.jsonl")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+/// Removes inherited variables that would perturb a subject.
+pub fn scrub(c: &mut Command) {
+    for (name, _) in std::env::vars_os() {
+        let n = name.to_string_lossy();
+        if n == "TZ"
+            || n.starts_with("LC_")
+            || n == "LANG"
+            || n == "LANGUAGE"
+            || n.starts_with("FAKETIME")
+            || n.starts_with("FLAKELAB")
+            || n == "LD_PRELOAD"
+        {
+            c.env_remove(&name);
+        }
+    }
+}
+
+/// The cell named `name` in a JSON report.
+pub fn cell<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no cell {name} in {report}"))
+}
+
+/// Pids of live processes whose environment holds `NAME=value`.
+pub fn processes_with_env(entry: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    let me = std::process::id() as i32;
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|v| v == entry.as_bytes()) {
+            // Zombies keep no environment; a readable entry is a live process.
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// A unique `NAME=value` marker for one test's subject processes.
+pub fn marker(test: &str) -> (String, String) {
+    let value = format!("{test}-{}-{}", std::process::id(), rand_suffix());
+    ("FLAKELAB_TEST_MARKER".to_string(), value)
+}
+
+fn rand_suffix() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u8(0);
+    h.finish() % 1_000_000
+}
+
+/// Waits until `path` exists (readiness by the subject's own signal), polling;
+/// panics after a generous safety limit.
+pub fn wait_for_file(path: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
