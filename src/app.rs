@@ -45,8 +45,9 @@ pub fn run(cli: cli::Cli) -> Result<i32> {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: the work happens in the children; a single-threaded loop
+    // hands each exit to the next spawn without cross-thread wake-ups.
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| {
@@ -470,6 +471,10 @@ fn finish_record(
     record.duration_s = result.duration.as_secs_f64();
     record.output_bytes = result.output_bytes;
     record.output_dropped = result.output_dropped;
+    if result.output_bytes == 0 {
+        // Nothing was printed, so no log file was created.
+        record.log = None;
+    }
     record.stragglers = result.stragglers;
     record.warnings = result.warnings;
     record.outcome = match &result.end {

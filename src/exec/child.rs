@@ -179,16 +179,7 @@ pub async fn run_child(
         .process_group(0)
         .kill_on_drop(false);
 
-    let sink = log.and_then(|path| match File::create(path) {
-        Ok(file) => Some(file),
-        Err(err) => {
-            warnings.push(format!(
-                "cannot create the log {}: {err}; the output was drained but not kept",
-                path.display()
-            ));
-            None
-        }
-    });
+    let sink = log.map(LazyFile::new);
     let cap = CapLog::new(sink, limits.log_head, limits.log_tail);
 
     let started = Instant::now();
@@ -435,6 +426,9 @@ fn end_from_status(status: ExitStatus) -> ProcessEnd {
 async fn sweep(pgid: Pid, marker: &str, warnings: &mut Vec<String>) -> usize {
     let me = Pid::this();
     let entry = format!("{RUN_ID_VAR}={marker}").into_bytes();
+    if nothing_left(pgid, &entry) {
+        return 0;
+    }
     let mut seen: BTreeSet<i32> = BTreeSet::new();
     let mut group_exists = true;
     for _ in 0..SWEEP_ROUNDS {
@@ -492,6 +486,34 @@ async fn sweep(pgid: Pid, marker: &str, warnings: &mut Vec<String>) -> usize {
         "gave up sweeping after {SWEEP_ROUNDS} rounds; processes of this run may still be alive"
     ));
     seen.len()
+}
+
+/// The fast path of the sweep, which keeps the per-run cost near a bare
+/// fork/exec: true when the group is empty (not even a zombie is left in it)
+/// and none of our direct children carries the run's marker. Anything that
+/// escaped the group has, by then, been reparented to us (the subreaper) or
+/// has an ancestor that was, because every ancestor inside the group is
+/// gone; so it is enough to look at our own children. Returns false (take
+/// the full `/proc` scan) whenever it cannot be sure.
+fn nothing_left(pgid: Pid, entry: &[u8]) -> bool {
+    if !matches!(killpg(pgid, None), Err(Errno::ESRCH)) {
+        return false;
+    }
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return false;
+    };
+    for task in tasks.flatten() {
+        let Ok(children) = std::fs::read_to_string(task.path().join("children")) else {
+            return false;
+        };
+        for pid in children.split_whitespace() {
+            match std::fs::read(format!("/proc/{pid}/environ")) {
+                Ok(environ) if environ_has(&environ, entry) => return false,
+                _ => {}
+            }
+        }
+    }
+    true
 }
 
 /// A process of the run, as seen in `/proc`.
@@ -590,7 +612,7 @@ struct Drained {
 /// Reads the output pipe to EOF (or until cancelled) into the capped log.
 async fn drain(
     mut pipe: ChildStdout,
-    mut cap: CapLog<File>,
+    mut cap: CapLog<LazyFile>,
     mut cancelled: oneshot::Receiver<()>,
 ) -> Drained {
     let mut buf = vec![0u8; READ_BUF];
@@ -665,6 +687,42 @@ struct CapSummary {
     dropped: u64,
     /// The first write error, after which the sink was dropped.
     failure: Option<String>,
+}
+
+/// A log file created on the first byte written: a run that prints nothing
+/// costs no file (creating one is the largest fixed cost of a quiet run).
+#[derive(Debug)]
+struct LazyFile {
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl LazyFile {
+    fn new(path: &Path) -> Self {
+        LazyFile {
+            path: path.to_path_buf(),
+            file: None,
+        }
+    }
+}
+
+impl Write for LazyFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => self.file.insert(File::create(&self.path).map_err(|err| {
+                io::Error::new(
+                    err.kind(),
+                    format!("cannot create the log {}: {err}", self.path.display()),
+                )
+            })?),
+        };
+        file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.as_mut().map_or(Ok(()), Write::flush)
+    }
 }
 
 /// A streaming head/tail cap: the first `head` bytes go straight to the sink,

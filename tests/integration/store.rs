@@ -74,6 +74,9 @@ fn records_hold_what_reproduces_the_run() {
     assert_eq!(run["env"]["set"]["API_TOKEN"], "<redacted>");
     assert_eq!(run["env"]["set"]["FLAKELAB"], "1");
     assert!(!run["repro"].as_str().unwrap().contains("hunter2"));
+    // A run that printed nothing has no log file.
+    assert!(run["log"].is_null(), "{run}");
+    assert_eq!(run["output_bytes"].as_u64(), Some(0));
     let session: serde_json::Value = serde_json::from_str(
         std::fs::read_to_string(lab.store().join("sessions.jsonl"))
             .unwrap()
