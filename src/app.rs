@@ -36,6 +36,7 @@ pub fn run(cli: cli::Cli) -> Result<i32> {
         Command::Perturbations(args) => perturbations_cmd(&args),
         Command::Demo(args) => demo_cmd(&args),
         Command::Probe(args) => probe_cmd(&args),
+        Command::Exec(args) => exec_cmd(&args),
         Command::DemoSuite(args) => Ok(demo::run_suite(
             &args.project,
             args.only.as_deref(),
@@ -71,6 +72,7 @@ struct Settings {
     signature: Option<regex::Regex>,
     limits: ChildLimits,
     format: Format,
+    facts: HostFacts,
 }
 
 fn resolve(args: RunArgs) -> Result<Settings> {
@@ -138,6 +140,7 @@ fn resolve(args: RunArgs) -> Result<Settings> {
             log_tail: LOG_TAIL,
         },
         format: args.format,
+        facts,
     })
 }
 
@@ -268,12 +271,17 @@ async fn probe_cell(
         reason: None,
         probes: Vec::new(),
     };
+    if let Some(reason) = &prepared.not_applicable {
+        record.applied = false;
+        record.reason = Some(format!("not applicable: {reason}"));
+        return Ok(record);
+    }
     for (i, probe) in prepared.probes.iter().enumerate() {
         let marker = format!("{session}.probe{index}.{i}");
         let launch = launch_for(
             settings,
             prepared,
-            probe.argv.clone(),
+            prepared.wrap(&settings.facts.self_exe, &probe.argv),
             identity_env(&marker, 0, &cell.name),
         );
         let log = tempfile::NamedTempFile::new().map_err(|e| {
@@ -288,9 +296,24 @@ async fn probe_cell(
             log_tail: 64 << 10,
             ..settings.limits
         };
+        let busy_probe = matches!(probe.expect, perturb::Expect::Busy { .. });
+        let guard = prepared
+            .stress
+            .as_ref()
+            .filter(|_| busy_probe)
+            .map(perturb::stress::StressGuard::start);
+        let before = perturb::stress::cpu_ticks();
         let result = run_child(&launch, limits, Some(log.path()), &marker, stop.clone()).await;
+        let busy = before
+            .zip(perturb::stress::cpu_ticks())
+            .and_then(|(a, b)| perturb::stress::busy_share(a, b));
+        drop(guard);
+        let seen = perturb::probe::Observed {
+            real_now: jiff::Timestamp::now().as_second(),
+            busy,
+        };
         let output = std::fs::read_to_string(log.path()).unwrap_or_default();
-        match perturb::probe::judge(probe, &result.end, &output) {
+        match perturb::probe::judge(probe, &result.end, &output, seen) {
             Ok(fact) => record.probes.push(fact),
             Err(reason) => {
                 record.applied = false;
@@ -376,7 +399,7 @@ async fn execute(
         let launch = launch_for(
             settings,
             prepared,
-            settings.command.clone(),
+            prepared.wrap(&settings.facts.self_exe, &settings.command),
             identity_env(&id, spec.seed, &cell.name),
         );
         let env = repro::redacted(&launch.env_set, &launch.env_unset);
@@ -400,7 +423,9 @@ async fn execute(
             log: None,
             output_bytes: 0,
             output_dropped: 0,
-            repro: repro::line(&launch.cwd, &env, &launch.argv),
+            repro: repro::line(&launch.cwd, &env, &prepared.repro_argv(&settings.command)),
+            repro_note: prepared.repro_note(),
+            cpu_busy: None,
             argv: launch.argv.clone(),
             cwd: launch.cwd.clone(),
             env,
@@ -419,6 +444,7 @@ async fn execute(
             launch,
             log: Some(log),
             marker: id,
+            stress: prepared.stress.clone(),
         });
         pending.insert(spec.index, record);
     }
@@ -437,10 +463,12 @@ async fn execute(
                 index,
                 started_at,
                 result,
+                cpu_busy,
             } => {
                 let Some(mut record) = pending.remove(&index) else {
                     return;
                 };
+                record.cpu_busy = cpu_busy;
                 finish_record(&mut record, started_at, result, settings);
                 progress.finished(record.outcome == Outcome::Fail);
                 if let Err(e) = settings.store.append_run(&record) {
@@ -494,10 +522,26 @@ fn finish_record(
         _ => {}
     }
     record.end = result.end;
-    if let (Some(sig), Outcome::Fail) = (&settings.signature, record.outcome) {
-        let log = record.log.as_ref().map(|l| settings.store.root().join(l));
-        let text = log.and_then(|p| std::fs::read(p).ok()).unwrap_or_default();
-        record.signature_match = Some(sig.is_match(&String::from_utf8_lossy(&text)));
+    if record.outcome != Outcome::Fail {
+        return;
+    }
+    let log = record.log.as_ref().map(|l| settings.store.root().join(l));
+    let text = log.and_then(|p| std::fs::read(p).ok()).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let wrapped = record.argv.get(1).is_some_and(|a| a == "__exec");
+    if wrapped && record.exit_code == Some(perturb::isolate::SETUP_EXIT) {
+        if let Some(line) = text
+            .lines()
+            .find(|l| l.starts_with(perturb::isolate::SETUP_FAILED))
+        {
+            // The helper could not set the cell up: nothing of the subject ran.
+            record.outcome = Outcome::NotApplied;
+            record.reason = Some(line.to_string());
+            return;
+        }
+    }
+    if let Some(sig) = &settings.signature {
+        record.signature_match = Some(sig.is_match(&text));
     }
 }
 
@@ -590,8 +634,65 @@ fn probe_cmd(args: &cli::ProbeArgs) -> Result<i32> {
                 }
             }
         }
+        cli::ProbeWhat::Net => {
+            let route =
+                std::net::UdpSocket::bind("0.0.0.0:0").and_then(|s| s.connect("192.0.2.1:9"));
+            match route {
+                Ok(()) => println!("route: reachable"),
+                Err(e) if e.raw_os_error() == Some(nix::libc::ENETUNREACH) => {
+                    println!("route: unreachable ({e})")
+                }
+                Err(e) => println!("route: error ({e})"),
+            }
+            match demo::loopback_round_trip() {
+                Ok(()) => println!("loopback: ok"),
+                Err(e) => println!("loopback: failed: {e}"),
+            }
+        }
+        cli::ProbeWhat::Affinity => {
+            let cpus = perturb::isolate::allowed_cpus();
+            println!(
+                "cpus: {} ({})",
+                cpus.len(),
+                perturb::isolate::cpu_list(&cpus)
+            );
+        }
+        cli::ProbeWhat::Rlimit { resource } => match perturb::isolate::current_rlimit(resource) {
+            Some((soft, hard)) => println!("{resource} {soft} {hard}"),
+            None => println!("{resource} unknown"),
+        },
     }
     Ok(EXIT_OK)
+}
+
+fn exec_cmd(args: &cli::ExecArgs) -> Result<i32> {
+    let mut iso = perturb::Isolation {
+        netns: args.netns,
+        ..Default::default()
+    };
+    let mut failure = None;
+    for spec in &args.rlimit {
+        match crate::catalog::values::parse_rlimit(spec) {
+            Ok(limit) => iso.rlimits.push(limit),
+            Err(e) => failure = Some(e),
+        }
+    }
+    if let Some(list) = &args.cpus {
+        match list
+            .split(',')
+            .map(str::parse)
+            .collect::<Result<Vec<usize>, _>>()
+        {
+            Ok(cpus) => iso.cpus = Some(cpus),
+            Err(e) => failure = Some(format!("bad CPU list `{list}`: {e}")),
+        }
+    }
+    let why = match failure {
+        Some(why) => why,
+        None => perturb::isolate::enter(&iso, &args.command),
+    };
+    eprintln!("{} {why}", perturb::isolate::SETUP_FAILED);
+    Ok(perturb::isolate::SETUP_EXIT)
 }
 
 fn demo_cmd(args: &cli::DemoArgs) -> Result<i32> {

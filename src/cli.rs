@@ -34,6 +34,9 @@ pub enum Command {
     /// Internal: report what a child process sees (used by probes).
     #[command(name = "__probe", hide = true)]
     Probe(ProbeArgs),
+    /// Internal: apply netns / rlimit / cpu-pin to this process, then exec the command.
+    #[command(name = "__exec", hide = true)]
+    Exec(ExecArgs),
     /// Internal: the bundled example suite, acting as a test runner.
     #[command(name = "__demo-suite", hide = true)]
     DemoSuite(DemoSuiteArgs),
@@ -45,6 +48,11 @@ Perturbation specs (-p):
   tz=ZONE              TZ set to an IANA zone that exists in the zoneinfo database
   locale=NAME          LC_ALL and LANG set to an installed locale
   env=NAME=VALUE       set a variable;  env=-NAME  unsets it
+  faketime=+365d       shift the wall clock (libfaketime): +90m, -30d, +1y, or @2027-06-30 12:00:00
+  netns                no network: a new network namespace with loopback only
+  cpu-stress[=2x|=N]   busy threads beside each run (a factor of the online CPUs, or N)
+  cpu-pin[=K]          the child may use K CPUs only
+  rlimit=RES:VALUE     a resource limit on the child, e.g. nofile:64, nproc:200, as:512M
   a+b                  several perturbations in one cell (a `+` inside a value stays in the value)
 
 Exit codes:
@@ -201,6 +209,32 @@ pub enum ProbeWhat {
         /// Variable names.
         names: Vec<String>,
     },
+    /// Print `route: …` (a UDP connect to 192.0.2.1) and `loopback: …`.
+    Net,
+    /// Print `cpus: N (list)` from the affinity mask.
+    Affinity,
+    /// Print `RES soft hard` for one resource limit.
+    Rlimit {
+        /// Resource name (nofile, nproc, as, …).
+        resource: String,
+    },
+}
+
+/// `flakelab __exec`.
+#[derive(Debug, Clone, Args)]
+pub struct ExecArgs {
+    /// Enter a new network namespace with loopback up.
+    #[arg(long)]
+    pub netns: bool,
+    /// A resource limit, RESOURCE:VALUE (soft and hard). Repeatable.
+    #[arg(long, value_name = "RES:VALUE")]
+    pub rlimit: Vec<String>,
+    /// CPUs to pin to, comma-separated.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// The command.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
 }
 
 /// `flakelab __demo-suite`.

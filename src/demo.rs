@@ -128,6 +128,11 @@ fn exchange_rates_route(_: &Path) -> Result<(), String> {
 }
 
 fn loopback_echo(_: &Path) -> Result<(), String> {
+    loopback_round_trip()
+}
+
+/// A TCP round trip over 127.0.0.1 (also the netns probe's loopback check).
+pub fn loopback_round_trip() -> Result<(), String> {
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let server = std::thread::spawn(move || -> std::io::Result<()> {

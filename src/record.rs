@@ -137,6 +137,12 @@ pub struct RunRecord {
     pub env: EnvDelta,
     /// A shell line that reproduces this run without flakelab.
     pub repro: String,
+    /// What `repro` cannot recreate (e.g. CPU stress), if anything.
+    #[serde(default)]
+    pub repro_note: Option<String>,
+    /// The host's CPU busy share (0–1) while the run ran.
+    #[serde(default)]
+    pub cpu_busy: Option<f64>,
     /// Processes left behind by the run that flakelab had to kill.
     pub stragglers: u32,
     /// Problems the harness met that did not change the outcome.

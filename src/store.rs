@@ -296,6 +296,8 @@ mod tests {
             cwd: PathBuf::from("/tmp"),
             env: EnvDelta::default(),
             repro: "sh -c 'exit 1'".to_string(),
+            repro_note: None,
+            cpu_busy: None,
             stragglers: 0,
             warnings: vec![],
         }

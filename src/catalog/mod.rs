@@ -7,6 +7,7 @@
 //! [`Cell`]s. Host checks (does this zone exist here?) live in `perturb`.
 
 pub mod perturbation;
+pub mod values;
 
 use std::path::{Path, PathBuf};
 
@@ -151,6 +152,13 @@ impl Catalog {
                     "give each [[perturbation]] a distinct name",
                 ));
             }
+            p.perturb.validate().map_err(|message| {
+                catalog_err(
+                    source,
+                    format!("perturbation `{}`, key `perturb`: {message}", p.name),
+                    "fix the value; `flakelab run --help` shows each kind's syntax",
+                )
+            })?;
             p.source = source.to_string();
             match self.perturbations.iter_mut().find(|q| q.name == p.name) {
                 Some(q) => *q = p,

@@ -9,6 +9,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::values;
+
 /// One perturbation of a built-in kind with its parameters. In TOML it is an
 /// internally tagged table, e.g. `{ kind = "tz", zone = "Pacific/Kiritimati" }`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,6 +34,30 @@ pub enum Kind {
         /// Variables to remove.
         #[serde(default)]
         unset: Vec<String>,
+    },
+    /// Shift the wall clock with libfaketime (`+365d`, `@2027-06-30 12:00:00`).
+    Faketime {
+        /// The shift or absolute start, as in `faketime=VALUE`.
+        clock: String,
+    },
+    /// A new network namespace with only loopback, up.
+    Netns,
+    /// Harness-owned busy threads for each run's duration.
+    CpuStress {
+        /// `2x` (factor of the online CPUs) or `3` (threads).
+        amount: String,
+    },
+    /// Pin the child to this many CPUs.
+    CpuPin {
+        /// Number of CPUs.
+        cpus: u32,
+    },
+    /// A resource limit on the child (soft and hard).
+    Rlimit {
+        /// `nofile`, `nproc`, `as`, …
+        resource: String,
+        /// The limit.
+        value: u64,
     },
 }
 
@@ -64,6 +90,31 @@ pub const KINDS: &[KindInfo] = &[
         syntax: "env=NAME=VALUE to set, env=-NAME to unset",
         bare: false,
     },
+    KindInfo {
+        name: "faketime",
+        syntax: "faketime=+365d | -30d | +90m | +2h | +1y | @YYYY-MM-DD HH:MM:SS (libfaketime)",
+        bare: false,
+    },
+    KindInfo {
+        name: "netns",
+        syntax: "netns (no network: a new network namespace with loopback only)",
+        bare: true,
+    },
+    KindInfo {
+        name: "cpu-stress",
+        syntax: "cpu-stress[=2x|=N] (busy threads: a factor of the online CPUs, or N; default 2x)",
+        bare: true,
+    },
+    KindInfo {
+        name: "cpu-pin",
+        syntax: "cpu-pin[=K] (the child may run on K CPUs only; default 1)",
+        bare: true,
+    },
+    KindInfo {
+        name: "rlimit",
+        syntax: "rlimit=RESOURCE:VALUE (e.g. nofile:64, nproc:200, as:512M)",
+        bare: false,
+    },
 ];
 
 impl Kind {
@@ -73,6 +124,29 @@ impl Kind {
             Kind::Tz { .. } => "tz",
             Kind::Locale { .. } => "locale",
             Kind::Env { .. } => "env",
+            Kind::Faketime { .. } => "faketime",
+            Kind::Netns => "netns",
+            Kind::CpuStress { .. } => "cpu-stress",
+            Kind::CpuPin { .. } => "cpu-pin",
+            Kind::Rlimit { .. } => "rlimit",
+        }
+    }
+
+    /// Checks the values of a kind read from TOML (the command line is
+    /// checked while parsing).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Kind::Faketime { clock } => values::parse_clock_shift(clock).map(drop),
+            Kind::CpuStress { amount } => values::parse_stress(amount).map(drop),
+            Kind::CpuPin { cpus: 0 } => Err("cpu-pin needs at least 1 CPU".into()),
+            Kind::Rlimit { resource, value } => {
+                values::parse_rlimit(&format!("{resource}:{value}")).map(drop)
+            }
+            Kind::Env { set, unset } => set
+                .keys()
+                .chain(unset)
+                .try_for_each(|k| check_var_name(k, &format!("env {k}"))),
+            _ => Ok(()),
         }
     }
 
@@ -138,6 +212,41 @@ impl Kind {
                     }
                 }
             }
+            "faketime" => {
+                let v = need("faketime=+365d or faketime=@2027-06-30 12:00:00")?;
+                values::parse_clock_shift(&v)?;
+                Kind::Faketime { clock: v }
+            }
+            "netns" => match value {
+                None | Some("off") => Kind::Netns,
+                Some(other) => {
+                    return Err(format!(
+                        "`netns={other}`: write `netns` (or `netns=off`) for a run without network"
+                    ))
+                }
+            },
+            "cpu-stress" => {
+                let v = value.unwrap_or("2x");
+                let amount = values::parse_stress(v)?;
+                Kind::CpuStress {
+                    amount: amount.to_string(),
+                }
+            }
+            "cpu-pin" => {
+                let cpus = match value {
+                    None => 1,
+                    Some(v) => v
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("`{text}`: write cpu-pin=K with K >= 1"))?,
+                };
+                Kind::CpuPin { cpus }
+            }
+            "rlimit" => {
+                let (resource, value) = values::parse_rlimit(&need("rlimit=nofile:64")?)?;
+                Kind::Rlimit { resource, value }
+            }
             _ => return Ok(None),
         };
         Ok(Some(parsed))
@@ -169,6 +278,11 @@ impl fmt::Display for Kind {
                 parts.extend(unset.iter().map(|k| format!("env=-{k}")));
                 write!(f, "{}", parts.join("+"))
             }
+            Kind::Faketime { clock } => write!(f, "faketime={clock}"),
+            Kind::Netns => write!(f, "netns"),
+            Kind::CpuStress { amount } => write!(f, "cpu-stress={amount}"),
+            Kind::CpuPin { cpus } => write!(f, "cpu-pin={cpus}"),
+            Kind::Rlimit { resource, value } => write!(f, "rlimit={resource}:{value}"),
         }
     }
 }
@@ -240,6 +354,14 @@ mod tests {
         assert_eq!(split_cell("env=X=+1+netns", names), ["env=X=+1", "netns"]);
         assert_eq!(split_cell("env=X=a+b", names), ["env=X=a+b"]);
         assert_eq!(split_cell("env=X=+tz", names), ["env=X=+tz"]);
+        assert_eq!(
+            split_cell("tz=Asia/Kathmandu+faketime=+1y+netns", names),
+            ["tz=Asia/Kathmandu", "faketime=+1y", "netns"]
+        );
+        assert_eq!(
+            split_cell("faketime=@2027-06-30 12:00:00+cpu-stress", names),
+            ["faketime=@2027-06-30 12:00:00", "cpu-stress"]
+        );
     }
 
     #[test]

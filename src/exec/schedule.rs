@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::child::{run_child, ChildLimits, ChildResult, Launch, Stop};
+use crate::perturb::stress::{busy_share, cpu_ticks, StressGuard, StressPlan};
 use crate::record::ProcessEnd;
 
 /// One run to start.
@@ -25,6 +26,10 @@ pub struct Job {
     pub log: Option<PathBuf>,
     /// Its `FLAKELAB_RUN_ID`, used to find escaped descendants.
     pub marker: String,
+    /// Busy threads to run beside it. Such a run starts only when no other
+    /// run is in flight, and nothing else starts until it ends, so its
+    /// stress never reaches another cell's run.
+    pub stress: Option<StressPlan>,
 }
 
 /// What the loop reports.
@@ -44,6 +49,8 @@ pub enum Event {
         started_at: jiff::Timestamp,
         /// How it ended.
         result: ChildResult,
+        /// The host's CPU busy share during the run.
+        cpu_busy: Option<f64>,
     },
     /// The first stop signal arrived; no more runs start.
     Interrupted,
@@ -95,7 +102,8 @@ pub async fn schedule(
     mut on_event: impl FnMut(Event),
 ) -> ScheduleEnd {
     let parallel = parallel.max(1);
-    let mut queue = jobs.into_iter();
+    let mut queue = jobs.into_iter().peekable();
+    let mut exclusive_running = false;
     let mut running = JoinSet::new();
     let mut task_index = std::collections::HashMap::new();
     let mut interrupted = *stop.borrow() != Stop::Run;
@@ -103,16 +111,25 @@ pub async fn schedule(
         on_event(Event::Interrupted);
     }
     loop {
-        while !interrupted && running.len() < parallel {
+        while !interrupted && running.len() < parallel && !exclusive_running {
+            let Some(next) = queue.peek() else { break };
+            if next.stress.is_some() && !running.is_empty() {
+                break;
+            }
             let Some(job) = queue.next() else { break };
+            exclusive_running = job.stress.is_some();
             on_event(Event::Started { index: job.index });
             let rx = stop.clone();
             let index = job.index;
             let handle = running.spawn(async move {
+                let guard = job.stress.as_ref().map(StressGuard::start);
+                let before = cpu_ticks();
                 let started_at = jiff::Timestamp::now();
                 let result =
                     run_child(&job.launch, limits, job.log.as_deref(), &job.marker, rx).await;
-                (job.index, started_at, result)
+                let cpu_busy = before.zip(cpu_ticks()).and_then(|(a, b)| busy_share(a, b));
+                drop(guard);
+                (job.index, started_at, result, cpu_busy)
             });
             task_index.insert(handle.id(), index);
         }
@@ -122,15 +139,19 @@ pub async fn schedule(
         tokio::select! {
             joined = running.join_next() => {
                 match joined {
-                    Some(Ok((index, started_at, result))) if result.end != ProcessEnd::Interrupted => {
-                        on_event(Event::Finished { index, started_at, result });
+                    Some(Ok((index, started_at, result, cpu_busy))) => {
+                        exclusive_running = false;
+                        if result.end != ProcessEnd::Interrupted {
+                            on_event(Event::Finished { index, started_at, result, cpu_busy });
+                        }
                     }
-                    Some(Ok(_)) => {}
                     Some(Err(e)) => {
                         // A panicked run task is a harness bug: record it as an
                         // error outcome and keep measuring.
+                        exclusive_running = false;
                         if let Some(&index) = task_index.get(&e.id()) {
                             on_event(Event::Finished {
+                                cpu_busy: None,
                                 index,
                                 started_at: jiff::Timestamp::now(),
                                 result: ChildResult {

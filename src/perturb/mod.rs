@@ -8,15 +8,21 @@
 //! [`probe::judge`] reads what the child reported. Nothing here spawns.
 
 pub mod env;
+pub mod faketime;
+pub mod isolate;
 pub mod probe;
+pub mod stress;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::catalog::values::{self, ClockShift};
 use crate::catalog::{Cell, Kind};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
+pub use isolate::Isolation;
 pub use probe::{Expect, Probe};
+pub use stress::StressPlan;
 
 /// What this host offers to perturbations, gathered once per session.
 #[derive(Debug, Clone)]
@@ -25,6 +31,18 @@ pub struct HostFacts {
     pub self_exe: PathBuf,
     /// The zoneinfo database directory.
     pub zoneinfo: PathBuf,
+    /// `$FAKETIME_LIB`, when set.
+    pub faketime_override: Option<PathBuf>,
+    /// The harness's own `LD_PRELOAD`, kept behind libfaketime.
+    pub ld_preload: Option<String>,
+    /// The harness's own `TZ`, for interpreting absolute clock starts.
+    pub tz: Option<String>,
+    /// CPUs this process may run on.
+    pub cpus: Vec<usize>,
+    /// Kinds the subject's runtime cannot honour, with the reason (filled by
+    /// runner recipes: e.g. Go reads the clock through the vDSO, so
+    /// `faketime` does not reach it). A cell using one is not applied.
+    pub unsupported: BTreeMap<String, String>,
 }
 
 impl HostFacts {
@@ -33,12 +51,17 @@ impl HostFacts {
         HostFacts {
             self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("flakelab")),
             zoneinfo: env::zoneinfo_dir(),
+            faketime_override: std::env::var_os("FAKETIME_LIB").map(PathBuf::from),
+            ld_preload: std::env::var("LD_PRELOAD").ok(),
+            tz: std::env::var("TZ").ok(),
+            cpus: isolate::allowed_cpus(),
+            unsupported: BTreeMap::new(),
         }
     }
 }
 
 /// A cell made concrete: what every run of the cell changes, and the probes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Prepared {
     /// Variables the cell sets.
     pub set: BTreeMap<String, String>,
@@ -46,9 +69,40 @@ pub struct Prepared {
     pub unset: Vec<String>,
     /// One probe per perturbation.
     pub probes: Vec<Probe>,
+    /// Setup done by the `__exec` helper.
+    pub isolation: Isolation,
+    /// Busy threads beside each run.
+    pub stress: Option<StressPlan>,
+    /// Why the subject's runtime cannot honour this cell, if it cannot.
+    pub not_applicable: Option<String>,
 }
 
 impl Prepared {
+    /// The argv that runs `argv` in this cell: through the `__exec` helper
+    /// when the cell needs one.
+    pub fn wrap(&self, self_exe: &std::path::Path, argv: &[String]) -> Vec<String> {
+        let mut out = self.isolation.helper_argv(&self_exe.display().to_string());
+        out.extend_from_slice(argv);
+        out
+    }
+
+    /// The argv of the repro line: the same setup with standard tools.
+    pub fn repro_argv(&self, argv: &[String]) -> Vec<String> {
+        let mut out = self.isolation.repro_prefix();
+        out.extend_from_slice(argv);
+        out
+    }
+
+    /// What the repro line cannot reproduce by itself, if anything.
+    pub fn repro_note(&self) -> Option<String> {
+        self.stress.as_ref().map(|s| {
+            format!(
+                "the repro line does not recreate the CPU stress ({} busy threads beside the run); use `flakelab replay RUN`",
+                s.threads
+            )
+        })
+    }
+
     fn set_var(&mut self, name: &str, value: &str) {
         self.unset.retain(|n| n != name);
         self.set.insert(name.to_string(), value.to_string());
@@ -67,8 +121,18 @@ impl Prepared {
 /// variable.
 pub fn prepare(cell: &Cell, host: &HostFacts) -> Result<Prepared> {
     let mut out = Prepared::default();
+    let exe = host.self_exe.display().to_string();
+    let own_probe = |args: &[&str]| -> Vec<String> {
+        let mut argv = vec![exe.clone(), "__probe".to_string()];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        argv
+    };
+    let mut clock: Option<(String, ClockShift)> = None;
     for kind in &cell.perturbations {
-        let label = kind.to_string();
+        let label = kind.recorded();
+        if let Some(reason) = host.unsupported.get(kind.name()) {
+            out.not_applicable = Some(format!("{label}: {reason}"));
+        }
         match kind {
             Kind::Tz { zone } => {
                 let offset = env::check_zone(zone, &host.zoneinfo)?;
@@ -101,23 +165,122 @@ pub fn prepare(cell: &Cell, host: &HostFacts) -> Result<Prepared> {
                 for k in unset {
                     out.unset_var(k);
                 }
-                let mut argv = vec![
-                    host.self_exe.display().to_string(),
-                    "__probe".into(),
-                    "env".into(),
-                ];
-                argv.extend(set.keys().cloned());
-                argv.extend(unset.iter().cloned());
+                let names: Vec<&str> = set.keys().chain(unset).map(String::as_str).collect();
+                let mut args = vec!["env"];
+                args.extend(names);
                 out.probes.push(Probe {
                     perturbation: label,
-                    argv,
+                    argv: own_probe(&args),
                     expect: Expect::Env {
                         set: set.clone(),
                         unset: unset.clone(),
                     },
                 });
             }
+            Kind::Faketime { clock: text } => {
+                let shift = values::parse_clock_shift(text)
+                    .map_err(|m| Error::usage(m, "see `flakelab run --help`"))?;
+                let lib = faketime::locate(host.faketime_override.as_deref())?;
+                let preload = host.ld_preload.as_deref();
+                for (k, v) in faketime::child_env(&lib, &shift.faketime_value(), preload) {
+                    out.set_var(&k, &v);
+                }
+                clock = Some((label, shift));
+            }
+            Kind::Netns => {
+                out.isolation.netns = true;
+                out.probes.push(Probe {
+                    perturbation: label,
+                    argv: own_probe(&["net"]),
+                    expect: Expect::NoRoute,
+                });
+            }
+            Kind::CpuPin { cpus } => {
+                let k = *cpus as usize;
+                if k > host.cpus.len() {
+                    return Err(Error::usage(
+                        format!(
+                            "`{label}` asks for {k} CPUs but this process may use {}",
+                            host.cpus.len()
+                        ),
+                        format!("use cpu-pin=1 … cpu-pin={}", host.cpus.len()),
+                    ));
+                }
+                out.isolation.cpus = Some(host.cpus[..k].to_vec());
+                out.probes.push(Probe {
+                    perturbation: label,
+                    argv: own_probe(&["affinity"]),
+                    expect: Expect::Cpus { count: k },
+                });
+            }
+            Kind::Rlimit { resource, value } => {
+                out.isolation.rlimits.retain(|(r, _)| r != resource);
+                out.isolation.rlimits.push((resource.clone(), *value));
+                out.probes.push(Probe {
+                    perturbation: label,
+                    argv: own_probe(&["rlimit", resource]),
+                    expect: Expect::Rlimit {
+                        resource: resource.clone(),
+                        value: *value,
+                    },
+                });
+            }
+            Kind::CpuStress { amount } => {
+                let amount = values::parse_stress(amount)
+                    .map_err(|m| Error::usage(m, "see `flakelab run --help`"))?;
+                out.stress = Some(StressPlan {
+                    threads: amount.threads(host.cpus.len()),
+                    cpus: None,
+                });
+                out.probes.push(Probe {
+                    perturbation: label,
+                    argv: vec!["sleep".into(), "0.5".into()],
+                    expect: Expect::Busy { min_share: 0.0 },
+                });
+            }
         }
+    }
+    // Stress competes with a pinned child only on the child's CPUs.
+    if let (Some(stress), Some(cpus)) = (&mut out.stress, &out.isolation.cpus) {
+        stress.cpus = Some(cpus.clone());
+    }
+    if let Some(stress) = &out.stress {
+        let usable = stress.cpus.as_ref().map_or(host.cpus.len(), Vec::len);
+        let expected = stress.threads.min(usable) as f64 / host.cpus.len().max(1) as f64;
+        for p in &mut out.probes {
+            if let Expect::Busy { min_share } = &mut p.expect {
+                // Half the share the threads should take: far above an idle
+                // host, far below what working stress measures.
+                *min_share = expected / 2.0;
+            }
+        }
+    }
+    if let Some((label, shift)) = clock {
+        let expect = match shift {
+            ClockShift::Relative { seconds } => Expect::ClockShift { seconds },
+            ClockShift::Absolute { at } => {
+                let zone = out.set.get("TZ").cloned().or_else(|| host.tz.clone());
+                let tz = zone
+                    .and_then(|z| jiff::tz::TimeZone::get(&z).ok())
+                    .unwrap_or_else(jiff::tz::TimeZone::system);
+                let epoch = at
+                    .to_zoned(tz)
+                    .map_err(|e| {
+                        Error::usage(
+                            format!("`{label}`: {e}"),
+                            "give a time that exists in the zone",
+                        )
+                    })?
+                    .timestamp()
+                    .as_second();
+                Expect::ClockAt { epoch }
+            }
+        };
+        out.probes.push(Probe {
+            perturbation: label,
+            argv: vec!["date".into(), "+%s".into()],
+            expect,
+        });
     }
     Ok(out)
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::record::ProcessEnd;
 
 /// One probe: a command run through the cell's launch, and what it must show.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Probe {
     /// The perturbation it proves, in `kind=value` form.
     pub perturbation: String,
@@ -18,7 +18,7 @@ pub struct Probe {
 }
 
 /// What a probe's output must show.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Expect {
     /// `date +%z` prints the zone's current offset.
     Offset {
@@ -39,11 +39,60 @@ pub enum Expect {
         /// Variables that must be absent.
         unset: Vec<String>,
     },
+    /// `date +%s` reads the real time shifted by this many seconds.
+    ClockShift {
+        /// The shift.
+        seconds: i64,
+    },
+    /// `date +%s` reads this time (an absolute start).
+    ClockAt {
+        /// Seconds since the epoch.
+        epoch: i64,
+    },
+    /// `flakelab __probe net`: no route out, loopback works.
+    NoRoute,
+    /// `flakelab __probe affinity` reports this many CPUs.
+    Cpus {
+        /// CPUs in the child's affinity mask.
+        count: usize,
+    },
+    /// `flakelab __probe rlimit RES` reports this soft and hard limit.
+    Rlimit {
+        /// Resource name.
+        resource: String,
+        /// The limit.
+        value: u64,
+    },
+    /// The host's CPU busy share while the probe ran was at least this.
+    Busy {
+        /// Minimum share (0–1).
+        min_share: f64,
+    },
+}
+
+/// How far a faked clock may be from the expected reading: the probe's
+/// `date` starts and reads the clock within milliseconds, so 10 s covers a
+/// heavily loaded host while being far below the smallest accepted shift
+/// (60 s).
+pub const CLOCK_TOLERANCE_S: i64 = 10;
+
+/// What the harness observed around a probe.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Observed {
+    /// The real time when the probe ended (seconds since the epoch).
+    pub real_now: i64,
+    /// The host's CPU busy share during the probe, when measured.
+    pub busy: Option<f64>,
 }
 
 /// Judges a probe's result: `Ok(fact)` when it proves the perturbation
 /// applied, `Err(reason)` when it does not.
-pub fn judge(probe: &Probe, end: &ProcessEnd, output: &str) -> Result<String, String> {
+pub fn judge(
+    probe: &Probe,
+    end: &ProcessEnd,
+    output: &str,
+    seen: Observed,
+) -> Result<String, String> {
     let what = &probe.perturbation;
     match end {
         ProcessEnd::Exited { code: 0 } => {}
@@ -117,7 +166,85 @@ pub fn judge(probe: &Probe, end: &ProcessEnd, output: &str) -> Result<String, St
             }
             Ok(format!("{what}: child sees the variables as set"))
         }
+        Expect::ClockShift { seconds } => {
+            let read = read_epoch(what, output)?;
+            let expected = seen.real_now + seconds;
+            if (read - expected).abs() <= CLOCK_TOLERANCE_S {
+                Ok(format!("{what}: child's clock reads {} s from the real clock", read - seen.real_now))
+            } else {
+                Err(format!(
+                    "{what}: child's clock reads {} s from the real clock, expected {seconds} s: libfaketime did not take effect",
+                    read - seen.real_now
+                ))
+            }
+        }
+        Expect::ClockAt { epoch } => {
+            let read = read_epoch(what, output)?;
+            if (read - epoch).abs() <= CLOCK_TOLERANCE_S {
+                Ok(format!("{what}: child's clock reads {read} (epoch seconds)"))
+            } else {
+                Err(format!(
+                    "{what}: child's clock reads {read}, expected {epoch}: libfaketime did not take effect"
+                ))
+            }
+        }
+        Expect::NoRoute => {
+            let route = output.lines().find_map(|l| l.strip_prefix("route: ")).unwrap_or("(not reported)");
+            let lo = output.lines().find_map(|l| l.strip_prefix("loopback: ")).unwrap_or("(not reported)");
+            if !route.starts_with("unreachable") {
+                Err(format!("{what}: the child still has a route out ({route})"))
+            } else if lo != "ok" {
+                Err(format!("{what}: loopback does not work in the namespace ({lo})"))
+            } else {
+                Ok(format!("{what}: no route to 192.0.2.1 ({route}); loopback round trip ok"))
+            }
+        }
+        Expect::Cpus { count } => {
+            let n: Option<usize> = output
+                .lines()
+                .find_map(|l| l.strip_prefix("cpus: "))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok());
+            match n {
+                Some(n) if n == *count => Ok(format!("{what}: child's affinity mask has {n} CPU(s)")),
+                other => Err(format!(
+                    "{what}: child's affinity mask has {} CPU(s), expected {count}",
+                    other.map_or("?".into(), |n| n.to_string())
+                )),
+            }
+        }
+        Expect::Rlimit { resource, value } => {
+            let line = output.lines().find_map(|l| l.strip_prefix(&format!("{resource} ")));
+            let mut nums = line.unwrap_or("").split_whitespace();
+            let soft = nums.next().unwrap_or("?");
+            let hard = nums.next().unwrap_or("?");
+            if soft == value.to_string() && hard == value.to_string() {
+                Ok(format!("{what}: child's {resource} limit is {soft} (soft and hard)"))
+            } else {
+                Err(format!("{what}: child's {resource} limit is {soft}/{hard}, expected {value}"))
+            }
+        }
+        Expect::Busy { min_share } => match seen.busy {
+            Some(b) if b >= *min_share => Ok(format!(
+                "{what}: host CPU {:.0}% busy during the probe",
+                b * 100.0
+            )),
+            Some(b) => Err(format!(
+                "{what}: host CPU only {:.0}% busy during the probe, expected at least {:.0}%: the stress did not take (a CPU quota?)",
+                b * 100.0,
+                min_share * 100.0
+            )),
+            None => Err(format!("{what}: the host's CPU load could not be measured (/proc/stat)")),
+        },
     }
+}
+
+fn read_epoch(what: &str, output: &str) -> Result<i64, String> {
+    output.trim().parse().map_err(|_| {
+        format!(
+            "{what}: `date +%s` printed {:?}, not a time",
+            excerpt(output)
+        )
+    })
 }
 
 /// A short human description of how a process ended.
@@ -145,6 +272,77 @@ fn excerpt(output: &str) -> String {
 mod tests {
     use super::*;
 
+    fn judge_(p: &Probe, end: &ProcessEnd, out: &str) -> Result<String, String> {
+        judge(
+            p,
+            end,
+            out,
+            Observed {
+                real_now: 1_000_000,
+                busy: Some(0.9),
+            },
+        )
+    }
+
+    fn probe(expect: Expect) -> Probe {
+        Probe {
+            perturbation: "x".into(),
+            argv: vec![],
+            expect,
+        }
+    }
+
+    #[test]
+    fn clock_probe_catches_an_unshifted_clock() {
+        let p = probe(Expect::ClockShift { seconds: 86_400 });
+        assert!(judge_(&p, &ok(), "1086401\n").is_ok());
+        assert!(judge_(&p, &ok(), "1000001\n")
+            .unwrap_err()
+            .contains("did not take effect"));
+        assert!(judge_(&p, &ok(), "garbage").is_err());
+        let at = probe(Expect::ClockAt { epoch: 5_000 });
+        assert!(judge_(&at, &ok(), "5003").is_ok());
+        assert!(judge_(&at, &ok(), "1000000").is_err());
+    }
+
+    #[test]
+    fn network_probe_needs_no_route_and_a_working_loopback() {
+        let p = probe(Expect::NoRoute);
+        assert!(judge_(
+            &p,
+            &ok(),
+            "route: unreachable (os error 101)\nloopback: ok\n"
+        )
+        .is_ok());
+        assert!(judge_(&p, &ok(), "route: reachable\nloopback: ok\n")
+            .unwrap_err()
+            .contains("route out"));
+        assert!(judge_(&p, &ok(), "route: unreachable\nloopback: failed: refused\n").is_err());
+    }
+
+    #[test]
+    fn affinity_rlimit_and_load_probes() {
+        assert!(judge_(&probe(Expect::Cpus { count: 1 }), &ok(), "cpus: 1 (0)\n").is_ok());
+        assert!(judge_(&probe(Expect::Cpus { count: 1 }), &ok(), "cpus: 2 (0,1)\n").is_err());
+        let r = probe(Expect::Rlimit {
+            resource: "nofile".into(),
+            value: 64,
+        });
+        assert!(judge_(&r, &ok(), "nofile 64 64\n").is_ok());
+        assert!(judge_(&r, &ok(), "nofile 64 1024\n").is_err());
+        assert!(judge_(&probe(Expect::Busy { min_share: 0.5 }), &ok(), "").is_ok());
+        let idle = judge(
+            &probe(Expect::Busy { min_share: 0.5 }),
+            &ok(),
+            "",
+            Observed {
+                real_now: 0,
+                busy: Some(0.1),
+            },
+        );
+        assert!(idle.unwrap_err().contains("CPU quota"));
+    }
+
     fn ok() -> ProcessEnd {
         ProcessEnd::Exited { code: 0 }
     }
@@ -162,10 +360,10 @@ mod tests {
 
     #[test]
     fn offset_probe_catches_a_zone_that_fell_back_to_utc() {
-        assert!(judge(&tz_probe(), &ok(), "+0545\n").is_ok());
-        let err = judge(&tz_probe(), &ok(), "+0000\n").unwrap_err();
+        assert!(judge_(&tz_probe(), &ok(), "+0545\n").is_ok());
+        let err = judge_(&tz_probe(), &ok(), "+0000\n").unwrap_err();
         assert!(err.contains("did not reach the child"), "{err}");
-        assert!(judge(&tz_probe(), &ProcessEnd::Exited { code: 1 }, "").is_err());
+        assert!(judge_(&tz_probe(), &ProcessEnd::Exited { code: 1 }, "").is_err());
     }
 
     #[test]
@@ -178,8 +376,8 @@ mod tests {
             },
         };
         let refused = "locale: Cannot set LC_ALL to default locale: No such file or directory\nLC_ALL=de_DE.UTF-8\n";
-        assert!(judge(&p, &ok(), refused).unwrap_err().contains("refused"));
-        assert!(judge(&p, &ok(), "LANG=de_DE.UTF-8\nLC_ALL=de_DE.UTF-8\n").is_ok());
+        assert!(judge_(&p, &ok(), refused).unwrap_err().contains("refused"));
+        assert!(judge_(&p, &ok(), "LANG=de_DE.UTF-8\nLC_ALL=de_DE.UTF-8\n").is_ok());
     }
 
     #[test]
@@ -192,11 +390,11 @@ mod tests {
                 unset: vec!["B".into()],
             },
         };
-        assert!(judge(&p, &ok(), "set A=1\nunset B\n").is_ok());
-        assert!(judge(&p, &ok(), "set A=2\nunset B\n")
+        assert!(judge_(&p, &ok(), "set A=1\nunset B\n").is_ok());
+        assert!(judge_(&p, &ok(), "set A=2\nunset B\n")
             .unwrap_err()
             .contains("A=2"));
-        assert!(judge(&p, &ok(), "set A=1\nset B=x\n")
+        assert!(judge_(&p, &ok(), "set A=1\nset B=x\n")
             .unwrap_err()
             .contains("still sees B"));
     }

@@ -1,0 +1,226 @@
+//! Value grammars of the kernel-level kinds (pure parsing):
+//! `faketime=+365d` / `faketime=@2027-06-30 12:00:00`, `cpu-stress=2x` /
+//! `cpu-stress=3`, `rlimit=nofile:64`.
+
+use std::fmt;
+
+/// A libfaketime clock specification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClockShift {
+    /// Shift the clock by this many seconds (`+365d`, `-30d`, `+90m`).
+    Relative {
+        /// The shift in seconds.
+        seconds: i64,
+    },
+    /// Start the clock at this local date and time (`@2027-06-30 12:00:00`).
+    Absolute {
+        /// The start, in the child's local zone.
+        at: jiff::civil::DateTime,
+    },
+}
+
+/// The smallest relative shift accepted: the probe's tolerance must be able
+/// to tell a shifted clock from an unshifted one.
+pub const MIN_SHIFT_SECONDS: i64 = 60;
+
+/// Parses a faketime value.
+pub fn parse_clock_shift(text: &str) -> Result<ClockShift, String> {
+    if let Some(rest) = text.strip_prefix('@') {
+        let at: jiff::civil::DateTime = rest
+            .trim()
+            .parse()
+            .map_err(|e| format!("faketime `{text}`: expected @YYYY-MM-DD HH:MM:SS ({e})"))?;
+        return Ok(ClockShift::Absolute { at });
+    }
+    let sign = match text.chars().next() {
+        Some('+') => 1,
+        Some('-') => -1,
+        _ => {
+            return Err(format!(
+                "faketime `{text}`: write a signed shift such as +365d, -30d, +90m, +2h, +1y, or an absolute start @2027-06-30 12:00:00"
+            ))
+        }
+    };
+    let body = &text[1..];
+    let (digits, unit) = body.split_at(
+        body.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(body.len()),
+    );
+    let n: i64 = digits
+        .parse()
+        .map_err(|_| format!("faketime `{text}`: `{digits}` is not a whole number"))?;
+    let per = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "y" => 365 * 86_400,
+        other => {
+            return Err(format!(
+                "faketime `{text}`: unknown unit `{other}` (use s, m, h, d or y)"
+            ))
+        }
+    };
+    let seconds = sign
+        * n.checked_mul(per)
+            .ok_or(format!("faketime `{text}` is too large"))?;
+    if seconds.abs() < MIN_SHIFT_SECONDS {
+        return Err(format!(
+            "faketime `{text}`: shifts under {MIN_SHIFT_SECONDS}s cannot be told apart from the real clock by the probe"
+        ));
+    }
+    Ok(ClockShift::Relative { seconds })
+}
+
+impl ClockShift {
+    /// The value of libfaketime's `FAKETIME` variable.
+    pub fn faketime_value(&self) -> String {
+        match self {
+            ClockShift::Relative { seconds } => format!("{seconds:+}"),
+            ClockShift::Absolute { at } => format!("@{}", at.strftime("%Y-%m-%d %H:%M:%S")),
+        }
+    }
+}
+
+/// How many busy threads a `cpu-stress` cell runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StressAmount {
+    /// A factor of the online CPUs (`2x`).
+    Factor(f64),
+    /// A fixed number of threads (`3`).
+    Threads(u32),
+}
+
+impl StressAmount {
+    /// Threads for a host with `cpus` online CPUs (at least 1).
+    pub fn threads(self, cpus: usize) -> usize {
+        match self {
+            StressAmount::Factor(f) => ((cpus as f64) * f).ceil().max(1.0) as usize,
+            StressAmount::Threads(n) => n.max(1) as usize,
+        }
+    }
+}
+
+impl fmt::Display for StressAmount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StressAmount::Factor(x) => write!(f, "{x}x"),
+            StressAmount::Threads(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// Parses `2x`, `0.5x` or `3`.
+pub fn parse_stress(text: &str) -> Result<StressAmount, String> {
+    let bad = || {
+        format!("cpu-stress `{text}`: write a factor of the online CPUs (2x) or a thread count (3)")
+    };
+    if let Some(f) = text.strip_suffix('x') {
+        let f: f64 = f.parse().map_err(|_| bad())?;
+        if !(f > 0.0 && f <= 64.0) {
+            return Err(bad());
+        }
+        Ok(StressAmount::Factor(f))
+    } else {
+        let n: u32 = text.parse().map_err(|_| bad())?;
+        if n == 0 || n > 1024 {
+            return Err(bad());
+        }
+        Ok(StressAmount::Threads(n))
+    }
+}
+
+/// The resources `rlimit` can set, with the `prlimit` option for each.
+pub const RLIMITS: &[(&str, &str)] = &[
+    ("nofile", "open files"),
+    ("nproc", "processes of this user"),
+    ("as", "address space, bytes"),
+    ("data", "data segment, bytes"),
+    ("stack", "stack, bytes"),
+    ("fsize", "file size, bytes"),
+    ("core", "core file size, bytes"),
+    ("memlock", "locked memory, bytes"),
+    ("cpu", "CPU time, seconds"),
+];
+
+/// Parses `nofile:64`, `as:512M`; returns (resource, value).
+pub fn parse_rlimit(text: &str) -> Result<(String, u64), String> {
+    let names: Vec<&str> = RLIMITS.iter().map(|(n, _)| *n).collect();
+    let (res, value) = text.split_once(':').ok_or_else(|| {
+        format!(
+            "rlimit `{text}`: write RESOURCE:VALUE, e.g. nofile:64 ({})",
+            names.join(", ")
+        )
+    })?;
+    if !names.contains(&res) {
+        return Err(format!(
+            "rlimit `{text}`: unknown resource `{res}` (one of {})",
+            names.join(", ")
+        ));
+    }
+    let (digits, mult) = match value.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&value[..i], 1u64 << 10),
+        Some((i, 'M')) => (&value[..i], 1 << 20),
+        Some((i, 'G')) => (&value[..i], 1 << 30),
+        _ => (value, 1),
+    };
+    let n: u64 = digits.parse().map_err(|_| {
+        format!("rlimit `{text}`: `{value}` is not a number (suffixes K, M, G allowed)")
+    })?;
+    let v = n
+        .checked_mul(mult)
+        .ok_or(format!("rlimit `{text}` is too large"))?;
+    Ok((res.to_string(), v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_and_absolute_shifts() {
+        assert_eq!(
+            parse_clock_shift("+365d").unwrap(),
+            ClockShift::Relative {
+                seconds: 365 * 86_400
+            }
+        );
+        assert_eq!(
+            parse_clock_shift("-30d").unwrap(),
+            ClockShift::Relative {
+                seconds: -30 * 86_400
+            }
+        );
+        assert_eq!(parse_clock_shift("+90m").unwrap().faketime_value(), "+5400");
+        assert_eq!(
+            parse_clock_shift("+1y").unwrap().faketime_value(),
+            "+31536000"
+        );
+        let abs = parse_clock_shift("@2027-06-30 12:00:00").unwrap();
+        assert_eq!(abs.faketime_value(), "@2027-06-30 12:00:00");
+        for bad in ["365d", "+d", "+5w", "+30s", "@tomorrow", ""] {
+            assert!(parse_clock_shift(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn stress_amounts() {
+        assert_eq!(parse_stress("2x").unwrap().threads(2), 4);
+        assert_eq!(parse_stress("0.5x").unwrap().threads(3), 2);
+        assert_eq!(parse_stress("3").unwrap().threads(64), 3);
+        for bad in ["0", "x", "-1x", "lots"] {
+            assert!(parse_stress(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rlimits() {
+        assert_eq!(parse_rlimit("nofile:64").unwrap(), ("nofile".into(), 64));
+        assert_eq!(parse_rlimit("as:512M").unwrap(), ("as".into(), 512 << 20));
+        assert!(parse_rlimit("files:64")
+            .unwrap_err()
+            .contains("unknown resource"));
+        assert!(parse_rlimit("nofile").is_err());
+        assert!(parse_rlimit("nofile:many").is_err());
+    }
+}
