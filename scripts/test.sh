@@ -9,6 +9,13 @@ command -v date >/dev/null || need_pkgs+=(coreutils)
 command -v locale >/dev/null || need_pkgs+=(libc-bin)
 [ -e /usr/share/zoneinfo/Pacific/Kiritimati ] || need_pkgs+=(tzdata)
 command -v git >/dev/null || need_pkgs+=(git)
+# libfaketime for the faketime kind; util-linux and iproute2 for the tests
+# that run repro lines (unshare, taskset, prlimit, ip).
+ls /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 >/dev/null 2>&1 \
+  || need_pkgs+=(faketime libfaketime)
+command -v unshare >/dev/null && command -v taskset >/dev/null && command -v prlimit >/dev/null \
+  || need_pkgs+=(util-linux)
+command -v ip >/dev/null || need_pkgs+=(iproute2)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "installing: ${need_pkgs[*]}"
   sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"

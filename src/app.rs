@@ -30,7 +30,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 /// Runs one parsed command line; returns the process exit code.
 pub fn run(cli: cli::Cli) -> Result<i32> {
     match cli.command {
-        Command::Run(args) => runtime()?.block_on(run_cmd(args)),
+        Command::Run(args) => runtime()?.block_on(run_cmd(args, Replay::default())),
+        Command::Replay(args) => replay_cmd(&args),
+        Command::Doctor => doctor_cmd(),
         Command::Plan(args) => plan_cmd(&args),
         Command::Report(args) => report_cmd(&args),
         Command::Perturbations(args) => perturbations_cmd(&args),
@@ -325,7 +327,16 @@ async fn probe_cell(
     Ok(record)
 }
 
-async fn run_cmd(args: RunArgs) -> Result<i32> {
+/// What makes a session a replay of one recorded run.
+#[derive(Debug, Clone, Default)]
+struct Replay {
+    /// The replayed run's id.
+    of: Option<String>,
+    /// Its seed, given to every replayed run.
+    seed: Option<u64>,
+}
+
+async fn run_cmd(args: RunArgs, replay: Replay) -> Result<i32> {
     let settings = resolve(args)?;
     let stop = schedule::watch_signals().map_err(|e| {
         Error::harness(
@@ -342,7 +353,12 @@ async fn run_cmd(args: RunArgs) -> Result<i32> {
     let session_id = new_session_id();
     let started_at = now_text();
     let names: Vec<String> = settings.cells.iter().map(|(c, _)| c.name.clone()).collect();
-    let plan = plan::build(&names, settings.runs, settings.seed);
+    let mut plan = plan::build(&names, settings.runs, settings.seed);
+    if let Some(seed) = replay.seed {
+        for run in &mut plan.runs {
+            run.seed = seed;
+        }
+    }
 
     let mut cell_records = Vec::new();
     for (i, (cell, prepared)) in settings.cells.iter().enumerate() {
@@ -368,6 +384,7 @@ async fn run_cmd(args: RunArgs) -> Result<i32> {
         plan: plan.clone(),
         host: host::host_info(),
         repo: host::repo_info(&settings.dir),
+        replay_of: replay.of.clone(),
     };
     settings.store.append_session(&session)?;
 
@@ -665,6 +682,103 @@ fn probe_cmd(args: &cli::ProbeArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
+fn replay_cmd(args: &cli::ReplayArgs) -> Result<i32> {
+    let dir = subject_dir(args.store.dir.as_deref())?;
+    let root = store_root(&args.store, &dir);
+    let store = Store::open(&root)?;
+    let (runs, _) = store.load_runs()?;
+    let matching: Vec<&RunRecord> = runs
+        .iter()
+        .filter(|r| r.id.starts_with(&args.run))
+        .collect();
+    let run = match matching.as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(Error::usage(
+                format!("no run `{}` in {}", args.run, root.display()),
+                "copy a run id from a report (`flakelab report`) or from runs.jsonl",
+            ))
+        }
+        many => {
+            return Err(Error::usage(
+                format!("`{}` matches {} runs", args.run, many.len()),
+                "give more characters of the run id",
+            ))
+        }
+    };
+    if run
+        .perturbations
+        .iter()
+        .any(|p| p.contains(repro::REDACTED))
+    {
+        return Err(Error::usage(
+            format!(
+                "run {} set a credential-like variable whose value was not recorded",
+                run.id
+            ),
+            "re-run it with `flakelab run`, giving the variable again with -p env=NAME=VALUE",
+        ));
+    }
+    let session = store.session(Some(&run.session))?.ok_or_else(|| {
+        Error::usage(
+            format!(
+                "the session {} of run {} is not in the store",
+                run.session, run.id
+            ),
+            "replay needs the session record (sessions.jsonl) of the run",
+        )
+    })?;
+    if args.times == 0 {
+        return Err(Error::usage(
+            "`--times 0` replays nothing",
+            "use --times 1 or more",
+        ));
+    }
+    let baseline = run.perturbations.is_empty();
+    let replay = RunArgs {
+        runs: args.times,
+        perturb: if baseline {
+            Vec::new()
+        } else {
+            vec![run.perturbations.join("+")]
+        },
+        matrix: Vec::new(),
+        no_baseline: !baseline,
+        timeout: session
+            .timeout_s
+            .map(|t| format!("{}ms", (t * 1000.0).round() as u64)),
+        kill_grace: "5s".into(),
+        jobs: 1,
+        seed: Some(session.seed),
+        confidence: session.confidence,
+        signature: session.signature.clone(),
+        format: args.format,
+        store: cli::StoreArgs {
+            store: Some(root),
+            dir: Some(run.cwd.clone()),
+        },
+        command: session.command.clone(),
+    };
+    let code = runtime()?.block_on(run_cmd(
+        replay,
+        Replay {
+            of: Some(run.id.clone()),
+            seed: Some(run.seed),
+        },
+    ))?;
+    Ok(code)
+}
+
+fn doctor_cmd() -> Result<i32> {
+    let checks = crate::doctor::run(&HostFacts::detect());
+    print!("{}", crate::doctor::render(&checks));
+    Ok(if checks.iter().any(|c| c.needed && !c.ok) {
+        crate::error::EXIT_NOT_APPLIED
+    } else {
+        EXIT_OK
+    })
+}
+
 fn exec_cmd(args: &cli::ExecArgs) -> Result<i32> {
     let mut iso = perturb::Isolation {
         netns: args.netns,
@@ -746,7 +860,8 @@ fn demo_cmd(args: &cli::DemoArgs) -> Result<i32> {
             dir.path().display().to_string(),
         ],
     };
-    let code = runtime()?.block_on(run_cmd(run))?;
+    let code = runtime()?.block_on(run_cmd(run, Replay::default()))?;
+    eprintln!("{}", demo::LEGEND);
     if args.keep {
         let kept = dir.keep();
         eprintln!(

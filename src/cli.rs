@@ -27,6 +27,10 @@ pub enum Command {
     Plan(PlanArgs),
     /// Re-render a stored session (the latest by default).
     Report(ReportArgs),
+    /// Re-run one recorded run exactly (same command, cell, seed) K times.
+    Replay(ReplayArgs),
+    /// Check which perturbations this host can apply, and how to fix the rest.
+    Doctor,
     /// List the declared perturbations and matrices, or show one.
     Perturbations(PerturbationsArgs),
     /// Run the standard matrix on the bundled example suite.
@@ -147,6 +151,22 @@ pub struct PlanArgs {
 pub struct ReportArgs {
     /// Session id or unique prefix [default: the latest].
     pub session: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `flakelab replay`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// The run id (or a unique prefix), as printed in reports and records.
+    pub run: String,
+    /// How many times to re-run it.
+    #[arg(long, default_value_t = 10, value_name = "K")]
+    pub times: u32,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

@@ -18,6 +18,7 @@ pub mod app;
 pub mod catalog;
 pub mod cli;
 pub mod demo;
+pub mod doctor;
 pub mod error;
 pub mod exec;
 pub mod host;

@@ -197,4 +197,7 @@ pub struct SessionRecord {
     pub host: HostInfo,
     /// The subject's repository, when it is in one.
     pub repo: Option<RepoInfo>,
+    /// The run this session replays (`flakelab replay`), if it is a replay.
+    #[serde(default)]
+    pub replay_of: Option<String>,
 }

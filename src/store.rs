@@ -328,6 +328,7 @@ mod tests {
                 memory_bytes: 1 << 30,
             },
             repo: None,
+            replay_of: None,
         }
     }
 

@@ -28,6 +28,10 @@ const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../perturbations/environment.toml"),
     ),
     (
+        "perturbations/kernel.toml",
+        include_str!("../../perturbations/kernel.toml"),
+    ),
+    (
         "perturbations/matrices.toml",
         include_str!("../../perturbations/matrices.toml"),
     ),

@@ -15,3 +15,15 @@ pub fn query(program: &str, args: &[&str]) -> Option<String> {
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
+
+/// Runs `program args…` to completion; returns whether it exited 0 and its
+/// stdout followed by its stderr.
+pub fn query_all(program: &str, args: &[&str]) -> std::io::Result<(bool, String)> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    Ok((out.status.success(), text))
+}

@@ -20,6 +20,12 @@ pub fn render(report: &Report) -> String {
     if let Some(sig) = &report.signature {
         let _ = writeln!(out, "Counting only failures matching `{sig}`.\n");
     }
+    if let Some(run) = &report.replay_of {
+        let _ = writeln!(
+            out,
+            "Replay of run `{run}`: its command, cell and seed, re-run exactly.\n"
+        );
+    }
     let _ = writeln!(
         out,
         "| cell | failed | rate | {pct}% interval | vs baseline | probe |"

@@ -105,6 +105,8 @@ pub struct Report {
     pub signature: Option<String>,
     /// Session start.
     pub started_at: String,
+    /// The run this session replays, if it is a replay.
+    pub replay_of: Option<String>,
     /// Runs planned in all.
     pub planned: u64,
     /// Runs recorded.
@@ -126,7 +128,9 @@ impl Report {
             .cells
             .iter()
             .any(|c| c.vs_baseline.as_ref().is_some_and(|v| v.differs));
-        let reproduced = self.signature.is_some() && self.cells.iter().any(|c| c.k > 0);
+        // With a signature, or in a replay, any counted failure is the finding.
+        let reproduced = (self.signature.is_some() || self.replay_of.is_some())
+            && self.cells.iter().any(|c| c.k > 0);
         if differs || reproduced {
             EXIT_DIFFERS
         } else if self.cells.iter().any(|c| !c.applied || c.not_applied > 0) {
@@ -233,6 +237,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         confidence: session.confidence,
         signature: session.signature.clone(),
         started_at: session.started_at.clone(),
+        replay_of: session.replay_of.clone(),
         planned,
         recorded,
         partial: recorded < planned,

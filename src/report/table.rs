@@ -18,6 +18,12 @@ pub fn render(report: &Report) -> String {
     if let Some(sig) = &report.signature {
         let _ = writeln!(out, "counting only failures matching: {sig}");
     }
+    if let Some(run) = &report.replay_of {
+        let _ = writeln!(
+            out,
+            "replay of run {run}: its command, cell and seed, re-run exactly"
+        );
+    }
     let _ = writeln!(out);
     let what = if report.signature.is_some() {
         "matching"

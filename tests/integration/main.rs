@@ -2,12 +2,24 @@
 //! One test binary; this file declares the modules and the [`Lab`] helper.
 
 mod catalog_cli;
+mod kernel;
 mod run_stats;
 mod sandbox;
 mod store;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Tests that measure timing take this lock exclusively, so that no other
+/// test of this binary loads the CPU while they run; every other test holds
+/// it shared.
+static TIMING: RwLock<()> = RwLock::new(());
+
+enum Hold {
+    Shared(#[expect(dead_code, reason = "held for its Drop")] RwLockReadGuard<'static, ()>),
+    Alone(#[expect(dead_code, reason = "held for its Drop")] RwLockWriteGuard<'static, ()>),
+}
 
 /// The flakelab binary under test.
 pub fn bin() -> &'static Path {
@@ -20,6 +32,7 @@ pub fn bin() -> &'static Path {
 pub struct Lab {
     /// The lab's directory (removed on drop).
     pub dir: tempfile::TempDir,
+    _hold: Hold,
 }
 
 impl Default for Lab {
@@ -33,6 +46,16 @@ impl Lab {
     pub fn new() -> Lab {
         Lab {
             dir: tempfile::tempdir().expect("temp dir"),
+            _hold: Hold::Shared(TIMING.read().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
+
+    /// A lab for a timing-sensitive test: no other test of this binary runs
+    /// while it lives.
+    pub fn alone() -> Lab {
+        Lab {
+            dir: tempfile::tempdir().expect("temp dir"),
+            _hold: Hold::Alone(TIMING.write().unwrap_or_else(|e| e.into_inner())),
         }
     }
 
@@ -158,4 +181,29 @@ pub fn wait_for_file(path: &Path) {
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// Whether a capability-dependent test may run: when `available` is false it
+/// is skipped with a printed reason, unless `FLAKELAB_TEST_REQUIRE_ALL=1`
+/// (set by `.ci/run`), where a missing capability fails the test.
+pub fn capable(what: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    if std::env::var("FLAKELAB_TEST_REQUIRE_ALL").as_deref() == Ok("1") {
+        panic!("{what} is required (FLAKELAB_TEST_REQUIRE_ALL=1) but not available here");
+    }
+    eprintln!("skipped: {what} is not available here");
+    false
+}
+
+/// Whether a shell command succeeds.
+pub fn sh_ok(script: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
