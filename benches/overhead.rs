@@ -2,6 +2,10 @@
 //! plain shell loop running `/bin/true` the same number of times, both
 //! measured in this one process, alternating, so host drift hits both alike.
 //!
+//! Then the per-run cost of the `netns` and `faketime` cells as ratios to the
+//! baseline cell, from one interleaved session's own records (each run's
+//! duration covers the helper's exec and the namespace or preload setup).
+//!
 //! Run with `cargo bench --bench overhead` (optionally `-- RUNS ROUNDS`).
 
 use std::process::{Command, Stdio};
@@ -61,4 +65,59 @@ fn main() {
         "ratio flakelab / shell loop: {:.2}x",
         l.as_secs_f64() / s.as_secs_f64()
     );
+
+    cell_costs(flakelab, dir.path(), runs);
+}
+
+/// Mean run duration per cell of one interleaved session, as ratios to the baseline.
+fn cell_costs(flakelab: &str, dir: &std::path::Path, runs: u32) {
+    let store = dir.join("cells");
+    let status = Command::new(flakelab)
+        .args([
+            "run",
+            "-n",
+            &runs.to_string(),
+            "--seed",
+            "1",
+            "-p",
+            "netns",
+            "-p",
+            "faketime=+365d",
+        ])
+        .arg("--store")
+        .arg(&store)
+        .arg("-C")
+        .arg(dir)
+        .args(["--", "/bin/true"])
+        .stdout(Stdio::null())
+        .status()
+        .expect("flakelab runs");
+    if !status.success() {
+        println!("per-cell costs: skipped (a cell was not applied here: see `flakelab doctor`)");
+        return;
+    }
+    let text = std::fs::read_to_string(store.join("runs.jsonl")).expect("records");
+    let mut sums: std::collections::BTreeMap<String, (f64, u32)> = Default::default();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a record");
+        let e = sums
+            .entry(v["cell"].as_str().unwrap_or("?").to_string())
+            .or_default();
+        e.0 += v["duration_s"].as_f64().unwrap_or(0.0);
+        e.1 += 1;
+    }
+    let mean = |c: &str| {
+        sums.get(c)
+            .map(|(s, n)| s / f64::from(*n))
+            .unwrap_or(f64::NAN)
+    };
+    let base = mean("baseline");
+    println!("per-run cost by cell (mean of {runs} interleaved runs of /bin/true):");
+    for c in ["baseline", "netns", "faketime=+365d"] {
+        println!(
+            "  {c:<16} {:8.1} µs  {:.2}x baseline",
+            mean(c) * 1e6,
+            mean(c) / base
+        );
+    }
 }

@@ -118,9 +118,33 @@ fn resolve(args: RunArgs) -> Result<Settings> {
     let catalog = Catalog::load(Some(&dir.join(".flakelab").join("perturbations")))?;
     let cells = resolve_cells(&catalog, &args)?;
     let facts = HostFacts::detect();
+    let explicit: Vec<String> = args.perturb.clone();
     let cells = cells
         .into_iter()
-        .map(|c| perturb::prepare(&c, &facts).map(|p| (c, p)))
+        .map(|c| {
+            let mut p = perturb::prepare(&c, &facts)?;
+            if let Some(missing) = p.missing.take() {
+                // Asked for by hand: an error before anything runs. From a
+                // matrix: the cell is reported not applied, the rest run.
+                if explicit.contains(&c.name) {
+                    return Err(Error::usage(
+                        format!(
+                            "cell `{}`: {}",
+                            c.name,
+                            missing.lines().next().unwrap_or("")
+                        ),
+                        missing
+                            .lines()
+                            .nth(1)
+                            .unwrap_or("")
+                            .trim_start_matches("hint: ")
+                            .to_string(),
+                    ));
+                }
+                p.not_applicable = Some(missing.replace('\n', "; "));
+            }
+            Ok((c, p))
+        })
         .collect::<Result<Vec<_>>>()?;
     let store = Store::open(&store_root(&args.store, &dir))?;
     Ok(Settings {
@@ -275,7 +299,7 @@ async fn probe_cell(
     };
     if let Some(reason) = &prepared.not_applicable {
         record.applied = false;
-        record.reason = Some(format!("not applicable: {reason}"));
+        record.reason = Some(reason.clone());
         return Ok(record);
     }
     for (i, probe) in prepared.probes.iter().enumerate() {
@@ -586,9 +610,9 @@ fn plan_cmd(args: &cli::PlanArgs) -> Result<i32> {
     }
     let n = plan::runs_needed(args.rate, args.confidence);
     println!(
-        "{n} runs to see at least one failure of a {:.4}% failure rate with {}% confidence",
-        args.rate * 100.0,
-        args.confidence * 100.0
+        "{n} runs to see at least one failure of a {}% failure rate with {}% confidence",
+        percent(args.rate),
+        percent(args.confidence)
     );
     println!(
         "(0 failures in {n} runs bounds the rate below {} at that confidence)",
@@ -596,6 +620,12 @@ fn plan_cmd(args: &cli::PlanArgs) -> Result<i32> {
             .trim_start_matches("p < ")
     );
     Ok(EXIT_OK)
+}
+
+/// `0.01` → `1`, `0.005` → `0.5`: a percentage without float noise.
+fn percent(x: f64) -> String {
+    let s = format!("{:.4}", x * 100.0);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
@@ -832,7 +862,7 @@ fn demo_cmd(args: &cli::DemoArgs) -> Result<i32> {
         )
     })?;
     eprintln!(
-        "flakelab demo: the bundled example suite plants one failure per flake class beside stable controls;\n\
+        "flakelab demo: the bundled example suite plants one failure per flake class beside controls that always pass;\n\
          running the `standard` matrix on it, {} runs per cell, in {}",
         args.runs,
         dir.path().display()

@@ -37,7 +37,7 @@ pub struct RepoInfo {
     pub branch: Option<String>,
     /// Whether tracked files had uncommitted changes.
     pub dirty: bool,
-    /// URL of the `origin` remote, if any.
+    /// URL of the `origin` remote, if any (credentials redacted).
     pub remote: Option<String>,
 }
 
@@ -82,7 +82,8 @@ pub fn repo_info(dir: &Path) -> Option<RepoInfo> {
     let branch = git(dir, &["symbolic-ref", "--short", "-q", "HEAD"]);
     let dirty = git_output(dir, &["status", "--porcelain", "--untracked-files=no"])
         .is_some_and(|out| !out.trim().is_empty());
-    let remote = git(dir, &["remote", "get-url", "origin"]);
+    // A remote URL may carry `user:token@`: never record that part.
+    let remote = git(dir, &["remote", "get-url", "origin"]).map(|u| crate::repro::redact_url(&u));
     Some(RepoInfo {
         root,
         commit,

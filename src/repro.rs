@@ -10,24 +10,50 @@ use crate::record::EnvDelta;
 /// The placeholder recorded instead of a credential-like value.
 pub const REDACTED: &str = "<redacted>";
 
-/// Whether a variable's name looks like it holds a credential.
+/// Whether a variable's name looks like it holds a credential: one of its
+/// `_`-separated words is a credential word (`GITHUB_TOKEN`, `DB_PASSWORD`,
+/// `AUTH`), or it holds a credential phrase (`AWS_SECRET_ACCESS_KEY`,
+/// `STRIPE_API_KEY`). `AUTHOR` is not one.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    [
+    const WORDS: &[&str] = &[
         "SECRET",
+        "SECRETS",
         "TOKEN",
+        "TOKENS",
         "PASSWORD",
         "PASSWD",
-        "API_KEY",
-        "APIKEY",
+        "PASS",
+        "PWD_SECRET",
         "CREDENTIAL",
-        "PRIVATE_KEY",
+        "CREDENTIALS",
+        "APIKEY",
         "AUTH",
         "COOKIE",
+        "PRIVATE",
+        "SIGNATURE_KEY",
+    ];
+    const PHRASES: &[&str] = &[
+        "API_KEY",
+        "ACCESS_KEY",
+        "PRIVATE_KEY",
+        "SECRET_KEY",
         "SESSION_KEY",
-    ]
-    .iter()
-    .any(|needle| upper.contains(needle))
+    ];
+    upper
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| WORDS.contains(&w))
+        || PHRASES.iter().any(|p| upper.contains(p))
+}
+
+/// A URL with any `user:password@` part replaced by `<redacted>@`.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}{REDACTED}{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_string(),
+    }
 }
 
 /// The delta as recorded: credential-like values replaced by [`REDACTED`].
@@ -72,6 +98,11 @@ pub fn line(cwd: &Path, env: &EnvDelta, argv: &[String]) -> String {
     text
 }
 
+/// Words joined into one shell line, each quoted as needed.
+pub fn join(words: &[String]) -> String {
+    words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
+}
+
 /// Quotes one word for a POSIX shell: unchanged when it holds only safe
 /// characters, else single-quoted (with `'` written as `'\''`).
 pub fn quote(word: &str) -> String {
@@ -97,6 +128,39 @@ mod tests {
         let d = redacted(&set, &[]);
         assert_eq!(d.set["GITHUB_TOKEN"], REDACTED);
         assert_eq!(d.set["TZ"], "Asia/Kathmandu");
+    }
+
+    #[test]
+    fn secret_names_by_word_not_by_substring() {
+        for yes in [
+            "GITHUB_TOKEN",
+            "DB_PASSWORD",
+            "AWS_SECRET_ACCESS_KEY",
+            "STRIPE_API_KEY",
+            "AUTH",
+            "npm_token",
+        ] {
+            assert!(is_secret_name(yes), "{yes}");
+        }
+        for no in ["AUTHOR", "TZ", "PATH", "TOKENIZER_MODE", "PASSTHROUGH"] {
+            assert!(!is_secret_name(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn urls_lose_their_credentials() {
+        assert_eq!(
+            redact_url("https://bob:ghp_x@github.com/o/r.git"),
+            "https://<redacted>@github.com/o/r.git"
+        );
+        assert_eq!(
+            redact_url("git@github.com:o/r.git"),
+            "git@github.com:o/r.git"
+        );
+        assert_eq!(
+            redact_url("https://github.com/o/r"),
+            "https://github.com/o/r"
+        );
     }
 
     #[test]

@@ -254,6 +254,11 @@ impl Kind {
 }
 
 fn check_var_name(name: &str, text: &str) -> Result<(), String> {
+    if name.starts_with("FLAKELAB") {
+        return Err(format!(
+            "`{name}` in `{text}` is reserved: flakelab sets FLAKELAB* identically in every cell"
+        ));
+    }
     let ok = !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
@@ -337,6 +342,9 @@ mod tests {
         assert!(Kind::parse("tz=").is_err());
         assert!(Kind::parse("env=NOVALUE").is_err());
         assert!(Kind::parse("env=1X=2").unwrap_err().contains("not a valid"));
+        assert!(Kind::parse("env=FLAKELAB_RUN_ID=x")
+            .unwrap_err()
+            .contains("reserved"));
         assert_eq!(Kind::parse("warp=9").unwrap(), None);
     }
 

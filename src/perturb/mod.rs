@@ -75,6 +75,11 @@ pub struct Prepared {
     pub stress: Option<StressPlan>,
     /// Why the subject's runtime cannot honour this cell, if it cannot.
     pub not_applicable: Option<String>,
+    /// A capability this host lacks for the cell (e.g. libfaketime), as the
+    /// error a user who asked for the cell by hand gets.
+    pub missing: Option<String>,
+    /// Which perturbation set each variable, to refuse conflicting ones.
+    owners: BTreeMap<String, String>,
 }
 
 impl Prepared {
@@ -103,22 +108,35 @@ impl Prepared {
         })
     }
 
-    fn set_var(&mut self, name: &str, value: &str) {
-        self.unset.retain(|n| n != name);
-        self.set.insert(name.to_string(), value.to_string());
-    }
-
-    fn unset_var(&mut self, name: &str) {
-        self.set.remove(name);
-        if !self.unset.iter().any(|n| n == name) {
-            self.unset.push(name.to_string());
+    /// Records that perturbation `by` sets (`Some`) or unsets (`None`) `name`;
+    /// a different perturbation already owning `name` is a conflict: the
+    /// cell could not prove both applied.
+    fn claim(&mut self, by: &str, name: &str, value: Option<&str>) -> Result<()> {
+        if let Some(owner) = self.owners.get(name).filter(|o| o.as_str() != by) {
+            return Err(Error::usage(
+                format!("`{owner}` and `{by}` both set {name} in one cell"),
+                "put them in separate cells (separate -p options)",
+            ));
         }
+        self.owners.insert(name.to_string(), by.to_string());
+        match value {
+            Some(v) => {
+                self.unset.retain(|n| n != name);
+                self.set.insert(name.to_string(), v.to_string());
+            }
+            None => {
+                self.set.remove(name);
+                if !self.unset.iter().any(|n| n == name) {
+                    self.unset.push(name.to_string());
+                }
+            }
+        }
+        Ok(())
     }
 }
 
 /// Validates a cell against this host and prepares its launch changes and
-/// probes. Perturbations apply in order; a later one wins on the same
-/// variable.
+/// probes. Two perturbations that touch the same variable are refused.
 pub fn prepare(cell: &Cell, host: &HostFacts) -> Result<Prepared> {
     let mut out = Prepared::default();
     let exe = host.self_exe.display().to_string();
@@ -131,12 +149,12 @@ pub fn prepare(cell: &Cell, host: &HostFacts) -> Result<Prepared> {
     for kind in &cell.perturbations {
         let label = kind.recorded();
         if let Some(reason) = host.unsupported.get(kind.name()) {
-            out.not_applicable = Some(format!("{label}: {reason}"));
+            out.not_applicable = Some(format!("{label} is not applicable: {reason}"));
         }
         match kind {
             Kind::Tz { zone } => {
                 let offset = env::check_zone(zone, &host.zoneinfo)?;
-                out.set_var("TZ", zone);
+                out.claim(&label, "TZ", Some(zone))?;
                 out.probes.push(Probe {
                     perturbation: label,
                     argv: vec!["date".into(), "+%z".into()],
@@ -148,8 +166,8 @@ pub fn prepare(cell: &Cell, host: &HostFacts) -> Result<Prepared> {
             }
             Kind::Locale { locale } => {
                 env::check_locale(locale)?;
-                out.set_var("LC_ALL", locale);
-                out.set_var("LANG", locale);
+                out.claim(&label, "LC_ALL", Some(locale))?;
+                out.claim(&label, "LANG", Some(locale))?;
                 out.probes.push(Probe {
                     perturbation: label,
                     argv: vec!["locale".into()],
@@ -160,10 +178,10 @@ pub fn prepare(cell: &Cell, host: &HostFacts) -> Result<Prepared> {
             }
             Kind::Env { set, unset } => {
                 for (k, v) in set {
-                    out.set_var(k, v);
+                    out.claim(&label, k, Some(v))?;
                 }
                 for k in unset {
-                    out.unset_var(k);
+                    out.claim(&label, k, None)?;
                 }
                 let names: Vec<&str> = set.keys().chain(unset).map(String::as_str).collect();
                 let mut args = vec!["env"];
@@ -180,12 +198,16 @@ pub fn prepare(cell: &Cell, host: &HostFacts) -> Result<Prepared> {
             Kind::Faketime { clock: text } => {
                 let shift = values::parse_clock_shift(text)
                     .map_err(|m| Error::usage(m, "see `flakelab run --help`"))?;
-                let lib = faketime::locate(host.faketime_override.as_deref())?;
-                let preload = host.ld_preload.as_deref();
-                for (k, v) in faketime::child_env(&lib, &shift.faketime_value(), preload) {
-                    out.set_var(&k, &v);
+                match faketime::locate(host.faketime_override.as_deref()) {
+                    Ok(lib) => {
+                        let preload = host.ld_preload.as_deref();
+                        for (k, v) in faketime::child_env(&lib, &shift.faketime_value(), preload) {
+                            out.claim(&label, &k, Some(&v))?;
+                        }
+                        clock = Some((label, shift));
+                    }
+                    Err(e) => out.missing = Some(e.to_string()),
                 }
-                clock = Some((label, shift));
             }
             Kind::Netns => {
                 out.isolation.netns = true;
@@ -291,15 +313,34 @@ mod tests {
     use crate::catalog::Catalog;
 
     #[test]
-    fn later_perturbations_win_and_each_has_a_probe() {
+    fn each_perturbation_has_a_probe_and_conflicts_are_refused() {
         let catalog = Catalog::load(None).unwrap();
-        let cell = catalog
-            .cell("env=TZ=Europe/Paris+tz=Asia/Kathmandu+env=-HOME")
-            .unwrap();
+        let cell = catalog.cell("env=A=1+tz=Asia/Kathmandu+env=-HOME").unwrap();
         let prepared = prepare(&cell, &HostFacts::detect()).unwrap();
         assert_eq!(prepared.set.get("TZ").unwrap(), "Asia/Kathmandu");
         assert_eq!(prepared.unset, ["HOME"]);
         assert_eq!(prepared.probes.len(), 3);
+        let clash = catalog
+            .cell("env=TZ=Europe/Paris+tz=Asia/Kathmandu")
+            .unwrap();
+        let err = prepare(&clash, &HostFacts::detect())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("both set TZ"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_libfaketime_is_reported_not_raised() {
+        let catalog = Catalog::load(None).unwrap();
+        let mut host = HostFacts::detect();
+        host.faketime_override = Some("/nonexistent/libfaketime.so.1".into());
+        let prepared = prepare(&catalog.cell("faketime=+365d").unwrap(), &host).unwrap();
+        assert!(prepared
+            .missing
+            .as_deref()
+            .unwrap()
+            .contains("apt-get install faketime"));
+        assert!(prepared.probes.is_empty());
     }
 
     #[test]

@@ -2,7 +2,10 @@
 
 use std::fmt::Write as _;
 
-use super::{applied_text, interval_text, notes, versus_text, Report};
+use super::{
+    applied_text, failure_heading, interval_text, notes, runs_text, shown_failures, versus_text,
+    Report,
+};
 
 /// Renders the report as Markdown.
 pub fn render(report: &Report) -> String {
@@ -11,11 +14,10 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(out, "### flakelab session `{}`\n", report.session);
     let _ = writeln!(
         out,
-        "Command: `{}` · seed {} · {} of {} runs · {pct}% confidence\n",
-        shell_words::join(&report.command).replace('`', "\\`"),
+        "Command: `{}` · seed {} · {} · {pct}% confidence\n",
+        crate::repro::join(&report.command).replace('`', "\\`"),
         report.seed,
-        report.recorded,
-        report.planned
+        runs_text(report)
     );
     if let Some(sig) = &report.signature {
         let _ = writeln!(out, "Counting only failures matching `{sig}`.\n");
@@ -28,7 +30,8 @@ pub fn render(report: &Report) -> String {
     }
     let _ = writeln!(
         out,
-        "| cell | failed | rate | {pct}% interval | vs baseline | probe |"
+        "| cell | {} | rate | {pct}% interval | vs baseline | probe |",
+        failure_heading(report)
     );
     let _ = writeln!(out, "| --- | ---: | ---: | --- | --- | --- |");
     for c in &report.cells {
@@ -56,11 +59,11 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "- {n}");
         }
     }
-    for c in &report.cells {
-        let differs = c.vs_baseline.as_ref().is_some_and(|v| v.differs);
-        if let (true, Some(f)) = (differs, &c.first_failure) {
-            let _ = writeln!(out, "\nFirst failure in `{}` (run `{}`):\n", c.name, f.run);
-            let _ = writeln!(out, "```sh\n{}\n```", f.repro);
+    for (c, f) in shown_failures(report) {
+        let _ = writeln!(out, "\nFirst failure in `{}` (run `{}`):\n", c.name, f.run);
+        let _ = writeln!(out, "```sh\n{}\n```", f.repro);
+        if let Some(note) = &f.repro_note {
+            let _ = writeln!(out, "\n{note}");
         }
     }
     out

@@ -84,6 +84,8 @@ pub struct FirstFailure {
     pub repro: String,
     /// Its log, relative to the store.
     pub log: Option<String>,
+    /// What the repro line cannot recreate, if anything.
+    pub repro_note: Option<String>,
 }
 
 /// The whole report.
@@ -109,8 +111,12 @@ pub struct Report {
     pub replay_of: Option<String>,
     /// Runs planned in all.
     pub planned: u64,
-    /// Runs recorded.
+    /// Runs recorded (including the not-applied placeholders).
     pub recorded: u64,
+    /// Runs that were executed (recorded minus not applied).
+    pub executed: u64,
+    /// Runs in flight at once (`-j`).
+    pub jobs: usize,
     /// Whether fewer runs were recorded than planned (an interrupted session).
     pub partial: bool,
     /// Store lines skipped on read (truncated or corrupt).
@@ -185,6 +191,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                                     run: r.id.clone(),
                                     repro: r.repro.clone(),
                                     log: r.log.as_ref().map(|p| p.display().to_string()),
+                                    repro_note: r.repro_note.clone(),
                                 });
                             }
                         }
@@ -240,6 +247,11 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         replay_of: session.replay_of.clone(),
         planned,
         recorded,
+        executed: runs
+            .iter()
+            .filter(|r| r.outcome != Outcome::NotApplied)
+            .count() as u64,
+        jobs: session.jobs,
         partial: recorded < planned,
         skipped_lines: load.skipped_lines,
         cells,
@@ -289,6 +301,12 @@ pub fn notes(report: &Report) -> Vec<String> {
             report.recorded, report.planned
         ));
     }
+    if report.jobs > 1 {
+        out.push(format!(
+            "up to {} runs shared the working directory at once (-j {}): collisions between copies count as failures",
+            report.jobs, report.jobs
+        ));
+    }
     if report.skipped_lines > 0 {
         out.push(format!(
             "{} unreadable line(s) in the store were skipped",
@@ -325,6 +343,40 @@ pub fn notes(report: &Report) -> Vec<String> {
         }
     }
     out
+}
+
+/// The cells whose first failure a report shows: those that differ from the
+/// baseline, and with a signature, those that reproduced it.
+pub fn shown_failures(report: &Report) -> Vec<(&CellReport, &FirstFailure)> {
+    report
+        .cells
+        .iter()
+        .filter(|c| {
+            c.vs_baseline.as_ref().is_some_and(|v| v.differs)
+                || ((report.signature.is_some() || report.replay_of.is_some()) && c.k > 0)
+        })
+        .filter_map(|c| c.first_failure.as_ref().map(|f| (c, f)))
+        .collect()
+}
+
+/// The header's run count: executed runs, and the placeholders of cells
+/// that were not applied.
+pub fn runs_text(report: &Report) -> String {
+    let not_applied = report.recorded - report.executed;
+    let mut s = format!("{} of {} runs", report.executed, report.planned);
+    if not_applied > 0 {
+        s.push_str(&format!(" ({not_applied} more not applied)"));
+    }
+    s
+}
+
+/// The failure column's heading.
+pub fn failure_heading(report: &Report) -> &'static str {
+    if report.signature.is_some() {
+        "matching"
+    } else {
+        "failed"
+    }
 }
 
 /// Formats a p-value compactly (`0.032`, `1.5e-11`).

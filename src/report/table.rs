@@ -3,7 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::{applied_text, interval_text, notes, versus_text, Report};
+use super::{
+    applied_text, failure_heading, interval_text, notes, runs_text, shown_failures, versus_text,
+    Report,
+};
 
 /// Renders the report as a plain-text table.
 pub fn render(report: &Report) -> String {
@@ -11,10 +14,12 @@ pub fn render(report: &Report) -> String {
     let pct = (report.confidence * 100.0).round();
     let _ = writeln!(
         out,
-        "session {} · seed {} · {} of {} runs · {pct}% confidence",
-        report.session, report.seed, report.recorded, report.planned
+        "session {} · seed {} · {} · {pct}% confidence",
+        report.session,
+        report.seed,
+        runs_text(report)
     );
-    let _ = writeln!(out, "command: {}", shell_words::join(&report.command));
+    let _ = writeln!(out, "command: {}", crate::repro::join(&report.command));
     if let Some(sig) = &report.signature {
         let _ = writeln!(out, "counting only failures matching: {sig}");
     }
@@ -25,11 +30,7 @@ pub fn render(report: &Report) -> String {
         );
     }
     let _ = writeln!(out);
-    let what = if report.signature.is_some() {
-        "matching"
-    } else {
-        "failed"
-    };
+    let what = failure_heading(report);
     let header = [
         "cell".to_string(),
         what.to_string(),
@@ -78,15 +79,7 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "{}", line(row));
     }
     let notes = notes(report);
-    let repros: Vec<_> = report
-        .cells
-        .iter()
-        .filter(|c| {
-            c.vs_baseline.as_ref().is_some_and(|v| v.differs)
-                || (report.signature.is_some() && c.k > 0)
-        })
-        .filter_map(|c| c.first_failure.as_ref().map(|f| (c, f)))
-        .collect();
+    let repros = shown_failures(report);
     if !notes.is_empty() {
         let _ = writeln!(out);
         for n in notes {
@@ -98,8 +91,11 @@ pub fn render(report: &Report) -> String {
         for (c, f) in repros {
             let _ = writeln!(out, "first failure in {} (run {}):", c.name, f.run);
             let _ = writeln!(out, "  {}", f.repro);
+            if let Some(note) = &f.repro_note {
+                let _ = writeln!(out, "  note: {note}");
+            }
             if let Some(log) = &f.log {
-                let _ = writeln!(out, "  log: {log}");
+                let _ = writeln!(out, "  log (in the store): {log}");
             }
         }
     }

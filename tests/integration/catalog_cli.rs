@@ -89,7 +89,13 @@ fn demo_shows_the_zone_cells_flipping_the_planted_test() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // The deterministic plants flip every run; the load plant is timing and
     // is checked on its own (kernel::cpu_stress_…).
-    for name in ["tz-kiritimati", "tz-pago-pago", "tz-kathmandu", "clock-next-year", "no-network"] {
+    for name in [
+        "tz-kiritimati",
+        "tz-pago-pago",
+        "tz-kathmandu",
+        "clock-next-year",
+        "no-network",
+    ] {
         let c = super::cell(&report, name);
         assert_eq!(c["applied"], true, "{c}");
         assert_eq!(c["k"].as_u64(), Some(5), "{c}");
