@@ -370,3 +370,73 @@ fn doctor_reports_each_capability() {
         assert!(text.contains(name), "{name}: {text}");
     }
 }
+
+#[test]
+fn netns_works_for_an_ordinary_user_through_a_user_namespace() {
+    // As root, run flakelab as `nobody` (uid 65534): the helper then needs a
+    // user namespace to get a network namespace, and must keep the uid.
+    if !nix::unistd::geteuid().is_root() {
+        // Not root: every other netns test already takes this path.
+        return;
+    }
+    if !capable("setpriv (util-linux)", sh_ok("command -v setpriv")) {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let lab = Lab::new();
+    let home = lab.path().join("nobody");
+    std::fs::create_dir(&home).unwrap();
+    let bin = home.join("flakelab");
+    std::fs::copy(super::bin(), &bin).unwrap();
+    for p in [lab.path(), &home, &bin] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    nix::unistd::chown(&home, Some(65534.into()), Some(65534.into())).unwrap();
+    let usable = sh_ok(&format!(
+        "setpriv --reuid=65534 --regid=65534 --clear-groups {} --version",
+        bin.display()
+    ));
+    let userns = usable
+        && sh_ok(&format!(
+            "setpriv --reuid=65534 --regid=65534 --clear-groups {} __exec --netns -- true",
+            bin.display()
+        ));
+    if !capable("unprivileged user namespaces", userns) {
+        return;
+    }
+    let mut cmd = std::process::Command::new("setpriv");
+    super::scrub(&mut cmd);
+    let out = cmd
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args([
+            "run",
+            "--format",
+            "json",
+            "-n",
+            "2",
+            "--no-baseline",
+            "-p",
+            "netns",
+            "-C",
+        ])
+        .arg(&home)
+        .args(["--", "sh", "-c", "test \"$(id -u)\" = 65534"])
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = cell(&report, "netns");
+    assert_eq!(c["applied"], true, "{c}");
+    assert_eq!(
+        (c["k"].as_u64(), c["n"].as_u64()),
+        (Some(0), Some(2)),
+        "{c}"
+    );
+}
