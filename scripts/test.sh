@@ -23,6 +23,9 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_pkgs[@]}"
 fi
 
+# pytest: the real runner the per-test (JUnit) tests drive.
+python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install --quiet pytest
+
 # CI must not go green by skipping capability-dependent tests.
 export FLAKELAB_TEST_REQUIRE_ALL="${FLAKELAB_TEST_REQUIRE_ALL:-1}"
 export INSTA_UPDATE=no

@@ -75,6 +75,16 @@ struct Settings {
     limits: ChildLimits,
     format: Format,
     facts: HostFacts,
+    junit: Option<JunitSource>,
+}
+
+/// Where a run's JUnit report comes from.
+#[derive(Debug, Clone)]
+enum JunitSource {
+    /// `{junit}` in the command: a fresh harness-owned path per run.
+    Harness,
+    /// `--junit PATH` (relative to the subject's directory), `{run}` expanded.
+    Path(String),
 }
 
 fn resolve(args: RunArgs) -> Result<Settings> {
@@ -114,6 +124,7 @@ fn resolve(args: RunArgs) -> Result<Settings> {
             })
         })
         .transpose()?;
+    let junit = resolve_junit(&args)?;
     let dir = subject_dir(args.store.dir.as_deref())?;
     let catalog = Catalog::load(Some(&dir.join(".flakelab").join("perturbations")))?;
     let cells = resolve_cells(&catalog, &args)?;
@@ -167,7 +178,42 @@ fn resolve(args: RunArgs) -> Result<Settings> {
         },
         format: args.format,
         facts,
+        junit,
     })
+}
+
+fn resolve_junit(args: &RunArgs) -> Result<Option<JunitSource>> {
+    let in_command = args.command.iter().any(|w| w.contains("{junit}"));
+    match (&args.junit, in_command) {
+        (Some(_), true) => Err(Error::usage(
+            "both `--junit` and `{junit}` in the command say where the report goes",
+            "use one: `{junit}` in the command lets flakelab choose a fresh path per run",
+        )),
+        (None, true) => Ok(Some(JunitSource::Harness)),
+        (None, false) => Ok(None),
+        (Some(path), false) => {
+            let rest = path.replace("{run}", "");
+            if let Some(start) = rest.find('{') {
+                let end = rest[start..]
+                    .find('}')
+                    .map_or(rest.len(), |e| start + e + 1);
+                return Err(Error::usage(
+                    format!(
+                        "unknown placeholder `{}` in --junit {path}",
+                        &rest[start..end]
+                    ),
+                    "the only placeholder --junit knows is {run} (the run's id)",
+                ));
+            }
+            if args.jobs > 1 && !path.contains("{run}") {
+                return Err(Error::usage(
+                    format!("--junit {path} with -j {}: runs at once would overwrite each other's report", args.jobs),
+                    "put {run} in the path (e.g. --junit 'reports/{run}.xml') or use {junit} in the command",
+                ));
+            }
+            Ok(Some(JunitSource::Path(path.clone())))
+        }
+    }
 }
 
 fn resolve_cells(catalog: &Catalog, args: &RunArgs) -> Result<Vec<Cell>> {
@@ -409,6 +455,10 @@ async fn run_cmd(args: RunArgs, replay: Replay) -> Result<i32> {
         host: host::host_info(),
         repo: host::repo_info(&settings.dir),
         replay_of: replay.of.clone(),
+        junit: match &settings.junit {
+            Some(JunitSource::Path(p)) => Some(p.clone()),
+            _ => None,
+        },
     };
     settings.store.append_session(&session)?;
 
@@ -437,10 +487,30 @@ async fn execute(
     for spec in &plan.runs {
         let (cell, prepared) = &settings.cells[spec.cell];
         let id = format!("{}.{:05}", session.id, spec.index);
+        let applied = cells[spec.cell].applied;
+        let junit = match (&settings.junit, applied) {
+            (Some(JunitSource::Harness), true) => {
+                Some(settings.store.junit_path(&session.id, spec.index)?)
+            }
+            (Some(JunitSource::Path(template)), true) => {
+                Some(settings.dir.join(template.replace("{run}", &id)))
+            }
+            _ => None,
+        };
+        let command = match (&settings.junit, &junit) {
+            (Some(JunitSource::Harness), Some(path)) => {
+                expand_junit(&settings.command, &path.display().to_string())
+            }
+            _ => settings.command.clone(),
+        };
+        if let Some(path) = &junit {
+            // A report left by an earlier run must never pass as this run's.
+            let _ = std::fs::remove_file(path);
+        }
         let launch = launch_for(
             settings,
             prepared,
-            prepared.wrap(&settings.facts.self_exe, &settings.command),
+            prepared.wrap(&settings.facts.self_exe, &command),
             identity_env(&id, spec.seed, &cell.name),
         );
         let env = repro::redacted(&launch.env_set, &launch.env_unset);
@@ -464,7 +534,7 @@ async fn execute(
             log: None,
             output_bytes: 0,
             output_dropped: 0,
-            repro: repro::line(&launch.cwd, &env, &prepared.repro_argv(&settings.command)),
+            repro: repro::line(&launch.cwd, &env, &prepared.repro_argv(&command)),
             repro_note: prepared.repro_note(),
             cpu_busy: None,
             argv: launch.argv.clone(),
@@ -472,8 +542,12 @@ async fn execute(
             env,
             stragglers: 0,
             warnings: Vec::new(),
+            junit,
+            tests_missing: None,
+            tests: Vec::new(),
+            failure_signature: None,
         };
-        if !cells[spec.cell].applied {
+        if !applied {
             record.reason = cells[spec.cell].reason.clone();
             settings.store.append_run(&record)?;
             continue;
@@ -563,6 +637,7 @@ fn finish_record(
         _ => {}
     }
     record.end = result.end;
+    read_tests(record, settings);
     if record.outcome != Outcome::Fail {
         return;
     }
@@ -584,6 +659,49 @@ fn finish_record(
     if let Some(sig) = &settings.signature {
         record.signature_match = Some(sig.is_match(&text));
     }
+    record.failure_signature = record
+        .tests
+        .iter()
+        .find(|t| t.failed())
+        .and_then(|t| t.signature.clone())
+        .or_else(|| crate::signature::from_log(&text));
+}
+
+/// Reads the run's JUnit report into per-test records; a missing or broken
+/// report leaves the run's outcome alone and says why in the record.
+fn read_tests(record: &mut RunRecord, settings: &Settings) {
+    let Some(path) = record.junit.clone() else {
+        return;
+    };
+    if !matches!(
+        record.outcome,
+        Outcome::Pass | Outcome::Fail | Outcome::Timeout
+    ) {
+        return;
+    }
+    match crate::junit::parse_file(&path) {
+        Ok(parsed) => {
+            let sig = settings.signature.clone();
+            let matches = move |text: &str| sig.as_ref().is_some_and(|r| r.is_match(text));
+            let matcher: Option<&dyn Fn(&str) -> bool> = if settings.signature.is_some() {
+                Some(&matches)
+            } else {
+                None
+            };
+            record.tests = crate::outcomes::records(&parsed, matcher);
+            if record.tests.is_empty() {
+                record.tests_missing =
+                    Some(format!("the report {} holds no test case", path.display()));
+            }
+        }
+        Err(e) => record.tests_missing = Some(e.to_string()),
+    }
+}
+
+/// Replaces `{junit}` in every word of the command (one pass: the path is
+/// never expanded again).
+fn expand_junit(command: &[String], path: &str) -> Vec<String> {
+    command.iter().map(|w| w.replace("{junit}", path)).collect()
 }
 
 fn print_report(report: &Report, format: Format) {
@@ -782,6 +900,7 @@ fn replay_cmd(args: &cli::ReplayArgs) -> Result<i32> {
         seed: Some(session.seed),
         confidence: session.confidence,
         signature: session.signature.clone(),
+        junit: session.junit.clone(),
         format: args.format,
         store: cli::StoreArgs {
             store: Some(root),
@@ -878,6 +997,7 @@ fn demo_cmd(args: &cli::DemoArgs) -> Result<i32> {
         seed: args.seed,
         confidence: 0.95,
         signature: None,
+        junit: None,
         format: args.format,
         store: cli::StoreArgs {
             store: None,

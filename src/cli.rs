@@ -124,6 +124,11 @@ pub struct RunArgs {
     /// Count only failures whose output matches this regex.
     #[arg(long, value_name = "REGEX")]
     pub signature: Option<String>,
+    /// Read per-test outcomes from this JUnit XML file after each run
+    /// (relative to the subject's directory; `{run}` becomes the run id).
+    /// Or put `{junit}` in the command for a fresh harness-owned path per run.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

@@ -147,6 +147,81 @@ pub struct RunRecord {
     pub stragglers: u32,
     /// Problems the harness met that did not change the outcome.
     pub warnings: Vec<String>,
+    /// The JUnit report read after the run, when one was expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub junit: Option<PathBuf>,
+    /// Why there is no per-test data although a report was expected
+    /// (missing, empty, malformed); the run keeps its exit-code outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests_missing: Option<String>,
+    /// Per-test outcomes from the report (first attempts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<TestRecord>,
+    /// The normalised signature of the run's first failure: from the first
+    /// failing test's message, else from the log's last failure line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_signature: Option<String>,
+}
+
+/// How one test's first attempt ended in one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestOutcome {
+    /// Passed.
+    Pass,
+    /// Failed an assertion (`<failure>`).
+    Fail,
+    /// Errored (`<error>`); counted as a failure of the test.
+    Error,
+    /// Skipped.
+    Skip,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// One test in one run, from the run's JUnit report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestRecord {
+    /// Stable id: `classname::name` (or `suite::name`, or `name`).
+    pub id: String,
+    /// The id with parameters stripped, when it differs from `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// The first attempt's outcome: what k of N counts.
+    pub outcome: TestOutcome,
+    /// The first attempt failed and a retry passed.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub passed_on_rerun: bool,
+    /// Further attempts the report holds (reruns, repeated cases).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
+    /// Normalised failure signature (failures only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// The failure message as reported, cut short (failures only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Whether the failure matched `--signature` (failures only, with one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_match: Option<bool>,
+}
+
+impl TestRecord {
+    /// The family id (the id itself when it has no parameters).
+    pub fn family(&self) -> &str {
+        self.family.as_deref().unwrap_or(&self.id)
+    }
+
+    /// Whether the first attempt failed or errored.
+    pub fn failed(&self) -> bool {
+        matches!(self.outcome, TestOutcome::Fail | TestOutcome::Error)
+    }
 }
 
 /// A cell as planned and probed, stored in the session record.
@@ -200,4 +275,7 @@ pub struct SessionRecord {
     /// The run this session replays (`flakelab replay`), if it is a replay.
     #[serde(default)]
     pub replay_of: Option<String>,
+    /// The `--junit` path template, if one was given.
+    #[serde(default)]
+    pub junit: Option<String>,
 }

@@ -27,6 +27,8 @@ pub const RUNS_FILE: &str = "runs.jsonl";
 pub const SESSIONS_FILE: &str = "sessions.jsonl";
 /// Directory holding captured output, one subdirectory per session.
 pub const LOGS_DIR: &str = "logs";
+/// Directory (under the store) of harness-owned JUnit reports.
+pub const JUNIT_DIR: &str = "junit";
 
 const HINT_OPEN: &str = "choose a writable directory with --store";
 const HINT_WRITE: &str =
@@ -86,20 +88,30 @@ impl Store {
     /// creating the session's log directory. The path is `root` joined with
     /// the rest, so it is absolute when `root` is.
     pub fn log_path(&self, session: &str, index: usize) -> Result<PathBuf> {
+        self.run_file(LOGS_DIR, session, &format!("{index:05}.log"))
+    }
+
+    /// Path for one run's harness-owned JUnit report (what `{junit}` in the
+    /// command expands to): `root/junit/<session>/<index>.xml`.
+    pub fn junit_path(&self, session: &str, index: usize) -> Result<PathBuf> {
+        self.run_file(JUNIT_DIR, session, &format!("{index:05}.xml"))
+    }
+
+    fn run_file(&self, kind: &str, session: &str, file: &str) -> Result<PathBuf> {
         let mut parts = Path::new(session).components();
         if !matches!(
             (parts.next(), parts.next()),
             (Some(Component::Normal(_)), None)
         ) {
             return Err(Error::store(
-                self.root.join(LOGS_DIR),
-                format!("invalid session id {session:?} for a log directory"),
+                self.root.join(kind),
+                format!("invalid session id {session:?} for a {kind} directory"),
                 "session ids are single path components; this is a flakelab bug",
             ));
         }
-        let dir = self.root.join(LOGS_DIR).join(session);
+        let dir = self.root.join(kind).join(session);
         fs::create_dir_all(&dir).map_err(|e| Error::store(&dir, e, HINT_WRITE))?;
-        Ok(dir.join(format!("{index:05}.log")))
+        Ok(dir.join(file))
     }
 
     /// `path` relative to the store root (what goes into
@@ -298,6 +310,10 @@ mod tests {
             repro: "sh -c 'exit 1'".to_string(),
             repro_note: None,
             cpu_busy: None,
+            junit: None,
+            tests_missing: None,
+            tests: Vec::new(),
+            failure_signature: None,
             stragglers: 0,
             warnings: vec![],
         }
@@ -329,6 +345,7 @@ mod tests {
             },
             repo: None,
             replay_of: None,
+            junit: None,
         }
     }
 

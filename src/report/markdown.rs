@@ -3,8 +3,9 @@
 use std::fmt::Write as _;
 
 use super::{
-    applied_text, failure_heading, interval_text, notes, runs_text, shown_failures, versus_text,
-    Report,
+    applied_text, failure_heading, interval_text, notes, runs_text, shown_failures,
+    shown_test_rows, test_count_text, test_counts, test_interval_text, test_versus_text,
+    versus_text, Report,
 };
 
 /// Renders the report as Markdown.
@@ -51,6 +52,54 @@ pub fn render(report: &Report) -> String {
             versus_text(c),
             applied_text(c).replace('|', "\\|")
         );
+    }
+    let (total, clean, skipped) = test_counts(report);
+    let rows = shown_test_rows(report);
+    if total > 0 {
+        let _ = writeln!(out, "\nPer-test outcomes (JUnit), {total} tests:\n");
+        if !rows.is_empty() {
+            let _ = writeln!(
+                out,
+                "| cell | test | {} | interval | vs baseline | signature |",
+                failure_heading(report)
+            );
+            let _ = writeln!(out, "| --- | --- | ---: | --- | --- | --- |");
+            for (c, t) in &rows {
+                let sig = t
+                    .signatures
+                    .first()
+                    .map(|s| {
+                        format!(
+                            "`{}` ({}×)",
+                            s.signature.replace('`', "'").replace('|', "\\|"),
+                            s.count
+                        )
+                    })
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "| `{}` | `{}` | {} | {} | {} | {} |",
+                    c.name,
+                    t.id,
+                    test_count_text(t),
+                    test_interval_text(t),
+                    test_versus_text(c, t),
+                    sig
+                );
+            }
+        }
+        if clean > 0 {
+            let _ = writeln!(
+                out,
+                "\n{clean} other test(s) passed in every run that ran them, in every cell."
+            );
+        }
+        if skipped > 0 {
+            let _ = writeln!(
+                out,
+                "\n{skipped} test(s) were skipped in every run of every cell."
+            );
+        }
     }
     let notes = notes(report);
     if !notes.is_empty() {

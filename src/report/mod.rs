@@ -6,6 +6,7 @@
 pub mod catalog;
 pub mod json;
 pub mod markdown;
+pub mod per_test;
 pub mod progress;
 pub mod table;
 
@@ -65,8 +66,12 @@ pub struct CellReport {
     pub high: f64,
     /// Comparison with the baseline (None for the baseline itself).
     pub vs_baseline: Option<VsBaseline>,
-    /// Per-test rows (filled once JUnit reports are read).
-    pub tests: Vec<serde_json::Value>,
+    /// Per-test rows, from the runs' JUnit reports (differing tests first).
+    pub tests: Vec<per_test::TestRow>,
+    /// Counted runs that carried per-test data.
+    pub runs_with_tests: u64,
+    /// Counted runs whose report was missing or unreadable (see the records' `tests_missing`).
+    pub runs_without_tests: u64,
     /// What the probes observed.
     pub probes: Vec<String>,
     /// Processes the runs of this cell left behind.
@@ -130,10 +135,12 @@ impl Report {
     /// interruption, which the caller knows about: 1 when a cell differs or
     /// the signature reproduced, else 3 when a cell was not applied, else 0.
     pub fn exit_code(&self) -> i32 {
-        let differs = self
-            .cells
-            .iter()
-            .any(|c| c.vs_baseline.as_ref().is_some_and(|v| v.differs));
+        let differs = self.cells.iter().any(|c| {
+            c.vs_baseline.as_ref().is_some_and(|v| v.differs)
+                || c.tests
+                    .iter()
+                    .any(|t| t.vs_baseline.as_ref().is_some_and(|v| v.differs))
+        });
         // With a signature, or in a replay, any counted failure is the finding.
         let reproduced = (self.signature.is_some() || self.replay_of.is_some())
             && self.cells.iter().any(|c| c.k > 0);
@@ -173,6 +180,8 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 high: 1.0,
                 vs_baseline: None,
                 tests: Vec::new(),
+                runs_with_tests: 0,
+                runs_without_tests: 0,
                 probes: c.probes.clone(),
                 stragglers: 0,
                 first_failure: None,
@@ -202,6 +211,14 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 }
             }
             cell.n = cell.passed + cell.failed;
+            let counted: Vec<&RunRecord> = runs
+                .iter()
+                .filter(|r| r.cell == c.name && matches!(r.outcome, Outcome::Pass | Outcome::Fail))
+                .collect();
+            cell.runs_with_tests = counted.iter().filter(|r| !r.tests.is_empty()).count() as u64;
+            cell.runs_without_tests =
+                counted.iter().filter(|r| r.tests_missing.is_some()).count() as u64;
+            cell.tests = per_test::rows(&counted, session.confidence, counting_signature);
             let p = stats::proportion(cell.k, cell.n, session.confidence);
             cell.rate = p.rate;
             cell.low = p.low;
@@ -233,6 +250,19 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         }
     }
 
+    if let Some(base) = cells
+        .iter()
+        .position(|c| c.perturbations.is_empty() && c.name == "baseline")
+    {
+        let mut rows: Vec<Vec<per_test::TestRow>> = cells
+            .iter_mut()
+            .map(|c| std::mem::take(&mut c.tests))
+            .collect();
+        per_test::compare(&mut rows, base, session.confidence);
+        for (c, r) in cells.iter_mut().zip(rows) {
+            c.tests = r;
+        }
+    }
     let recorded = runs.len() as u64;
     let planned = session.plan.runs.len() as u64;
     Report {
@@ -328,6 +358,14 @@ pub fn notes(report: &Report) -> Vec<String> {
                 excluded.join(", ")
             ));
         }
+        if c.runs_without_tests > 0 {
+            out.push(format!(
+                "{}: {} of {} counted runs have no per-test data (report missing or unreadable; see `tests_missing` in their records)",
+                c.name,
+                c.runs_without_tests,
+                c.n
+            ));
+        }
         if c.stragglers > 0 {
             out.push(format!(
                 "{}: runs left {} process(es) behind; flakelab killed them",
@@ -357,6 +395,89 @@ pub fn shown_failures(report: &Report) -> Vec<(&CellReport, &FirstFailure)> {
         })
         .filter_map(|c| c.first_failure.as_ref().map(|f| (c, f)))
         .collect()
+}
+
+/// The per-test rows a human report shows, in cell order: rows that differ
+/// from baseline, rows with failures, and rows whose status changed from the
+/// baseline's (a test that stopped running or is skipped only here).
+pub fn shown_test_rows(report: &Report) -> Vec<(&CellReport, &per_test::TestRow)> {
+    let base = report.cells.iter().find(|c| c.name == "baseline");
+    let base_status = |id: &str| {
+        base.and_then(|b| b.tests.iter().find(|t| t.id == id))
+            .map(|t| t.status)
+    };
+    let mut out = Vec::new();
+    for c in &report.cells {
+        for t in &c.tests {
+            let differs = t.vs_baseline.as_ref().is_some_and(|v| v.differs);
+            let failed = t.k > 0 || t.other_failures > 0;
+            let changed = c.name != "baseline"
+                && matches!(
+                    t.status,
+                    per_test::TestStatus::NeverRan | per_test::TestStatus::AlwaysSkipped
+                )
+                && base_status(&t.id) != Some(t.status);
+            if differs || failed || changed {
+                out.push((c, t));
+            }
+        }
+    }
+    out
+}
+
+/// Distinct tests; of those no shown row mentions, how many passed in every
+/// run that ran them and how many were skipped in every cell.
+pub fn test_counts(report: &Report) -> (usize, usize, usize) {
+    let all: std::collections::BTreeSet<&str> = report
+        .cells
+        .iter()
+        .flat_map(|c| c.tests.iter().map(|t| t.id.as_str()))
+        .collect();
+    let shown: std::collections::BTreeSet<&str> = shown_test_rows(report)
+        .iter()
+        .map(|(_, t)| t.id.as_str())
+        .collect();
+    let skipped_everywhere = |id: &str| {
+        report
+            .cells
+            .iter()
+            .flat_map(|c| c.tests.iter().filter(move |t| t.id == id))
+            .all(|t| t.status == per_test::TestStatus::AlwaysSkipped)
+    };
+    let clean: Vec<&&str> = all.iter().filter(|id| !shown.contains(*id)).collect();
+    let skipped = clean.iter().filter(|id| skipped_everywhere(id)).count();
+    (all.len(), clean.len() - skipped, skipped)
+}
+
+/// The k-of-N text of a test row, naming the statuses that are not counts.
+pub fn test_count_text(t: &per_test::TestRow) -> String {
+    match t.status {
+        per_test::TestStatus::AlwaysSkipped => format!("skipped in all {} runs", t.skipped),
+        per_test::TestStatus::NeverRan => "never ran".to_string(),
+        per_test::TestStatus::AlwaysFails => format!("{} of {} (always fails)", t.k, t.n),
+        per_test::TestStatus::Measured => format!("{} of {}", t.k, t.n),
+    }
+}
+
+/// The interval text of a test row.
+pub fn test_interval_text(t: &per_test::TestRow) -> String {
+    if t.n == 0 {
+        "—".into()
+    } else if t.k == 0 {
+        stats::format_bound(t.high)
+    } else {
+        format!("[{:.3}, {:.3}]", t.low, t.high)
+    }
+}
+
+/// The versus-baseline text of a test row.
+pub fn test_versus_text(cell: &CellReport, t: &per_test::TestRow) -> String {
+    match &t.vs_baseline {
+        None if cell.name == "baseline" => "(reference)".into(),
+        None => "not compared".into(),
+        Some(v) if v.differs => format!("differs (p={})", short_p(v.adjusted_p)),
+        Some(v) => format!("no difference shown (p={})", short_p(v.adjusted_p)),
+    }
 }
 
 /// The header's run count: executed runs, and the placeholders of cells

@@ -4,8 +4,9 @@
 use std::fmt::Write as _;
 
 use super::{
-    applied_text, failure_heading, interval_text, notes, runs_text, shown_failures, versus_text,
-    Report,
+    applied_text, failure_heading, interval_text, notes, runs_text, shown_failures,
+    shown_test_rows, test_count_text, test_counts, test_interval_text, test_versus_text,
+    versus_text, Report,
 };
 
 /// Renders the report as a plain-text table.
@@ -78,6 +79,7 @@ pub fn render(report: &Report) -> String {
     for row in &rows {
         let _ = writeln!(out, "{}", line(row));
     }
+    render_tests(report, &mut out);
     let notes = notes(report);
     let repros = shown_failures(report);
     if !notes.is_empty() {
@@ -100,4 +102,77 @@ pub fn render(report: &Report) -> String {
         }
     }
     out
+}
+
+fn render_tests(report: &Report, out: &mut String) {
+    let (total, clean, skipped) = test_counts(report);
+    if total == 0 {
+        return;
+    }
+    let rows = shown_test_rows(report);
+    let _ = writeln!(out, "\nper-test outcomes (JUnit), {total} tests:");
+    let what = failure_heading(report);
+    let header = [
+        "cell".to_string(),
+        "test".to_string(),
+        what.to_string(),
+        "interval".to_string(),
+        "vs baseline".to_string(),
+    ];
+    let body: Vec<[String; 5]> = rows
+        .iter()
+        .map(|(c, t)| {
+            [
+                c.name.clone(),
+                t.id.clone(),
+                test_count_text(t),
+                test_interval_text(t),
+                test_versus_text(c, t),
+            ]
+        })
+        .collect();
+    let mut widths = header.clone().map(|h| h.chars().count());
+    for row in &body {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cols: &[String; 5]| {
+        let mut s = String::from("  ");
+        for (col, w) in cols.iter().zip(widths) {
+            let _ = write!(s, "{col:<w$}  ");
+        }
+        s.trim_end().to_string()
+    };
+    if !body.is_empty() {
+        let _ = writeln!(out, "{}", line(&header));
+    }
+    for (row, (_, t)) in body.iter().zip(&rows) {
+        let _ = writeln!(out, "{}", line(row));
+        for sig in t.signatures.iter().take(3) {
+            let _ = writeln!(out, "      {}× {}", sig.count, sig.signature);
+        }
+        if t.other_failures > 0 {
+            let _ = writeln!(
+                out,
+                "      {} other failure(s) not matching the signature",
+                t.other_failures
+            );
+        }
+        if t.passed_on_rerun > 0 {
+            let _ = writeln!(out, "      {} of these failures passed on rerun (still counted: the first attempt is the sample)", t.passed_on_rerun);
+        }
+    }
+    if clean > 0 {
+        let _ = writeln!(
+            out,
+            "  {clean} other test(s) passed in every run that ran them, in every cell (per-cell bounds in the JSON report)"
+        );
+    }
+    if skipped > 0 {
+        let _ = writeln!(
+            out,
+            "  {skipped} test(s) were skipped in every run of every cell"
+        );
+    }
 }

@@ -2,6 +2,8 @@
 //! One test binary; this file declares the modules and the [`Lab`] helper.
 
 mod catalog_cli;
+mod junit_corpus;
+mod junit_e2e;
 mod kernel;
 mod run_stats;
 mod sandbox;

@@ -1,0 +1,160 @@
+//! Failure signatures: a failure message normalised so that the same failure
+//! reads the same in every run. Numbers, hex addresses, temporary paths,
+//! durations, timestamps and UUIDs are replaced by placeholders; whitespace is
+//! collapsed; the result is cut to one line of bounded length. Pure.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+/// Longest signature kept, in characters.
+pub const MAX_SIGNATURE: usize = 200;
+
+struct Rules {
+    rules: Vec<(Regex, &'static str)>,
+}
+
+fn rules() -> &'static Rules {
+    static RULES: OnceLock<Rules> = OnceLock::new();
+    RULES.get_or_init(|| {
+        let r = |p: &str| Regex::new(p).expect("a valid built-in pattern");
+        Rules {
+            rules: vec![
+                // ANSI colour codes, and their remnants without ESC.
+                (r(r"\x1b\[[0-9;]*[A-Za-z]|\[[0-9;]{1,8}m"), ""),
+                // ISO timestamps and dates (before plain numbers).
+                (
+                    r(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?"),
+                    "<time>",
+                ),
+                (r(r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b"), "<time>"),
+                // UUIDs.
+                (
+                    r(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"),
+                    "<uuid>",
+                ),
+                // Hex addresses and long hex ids.
+                (r(r"(?i)\b0x[0-9a-f]+\b"), "<addr>"),
+                (r(r"(?i)\b[0-9a-f]{12,}\b"), "<hex>"),
+                // Temporary paths (up to the next space or quote).
+                (
+                    r(r#"(/tmp|/var/folders|/private/var|/dev/shm|[A-Za-z]:\\Users\\[^\\\s]+\\AppData\\Local\\Temp)[^\s'"\)\],]*"#),
+                    "<tmp>",
+                ),
+                // Durations with a unit.
+                (
+                    r(r"(?i)\b\d+(\.\d+)?\s?(ns|us|µs|ms|s|sec|secs|seconds|m|min|minutes|h|hours|d|days)\b"),
+                    "<duration>",
+                ),
+                // Any remaining number.
+                (r(r"[-+]?\b\d+(\.\d+)?(e[-+]?\d+)?\b"), "<n>"),
+                // Whitespace.
+                (r(r"\s+"), " "),
+            ],
+        }
+    })
+}
+
+/// Normalises a failure message into its signature.
+pub fn normalise(message: &str) -> String {
+    let mut s = message.to_string();
+    for (re, with) in &rules().rules {
+        if let std::borrow::Cow::Owned(next) = re.replace_all(&s, *with) {
+            s = next;
+        }
+    }
+    let s = s.trim();
+    match s.char_indices().nth(MAX_SIGNATURE) {
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+        None => s.to_string(),
+    }
+}
+
+/// The failure lines of a log when there is no report: the last lines that
+/// look like a failure (`FAIL`, `Error`, `assert`, `panicked`…), else the
+/// last non-empty line.
+pub fn from_log(log: &str) -> Option<String> {
+    let lines: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let looks_failed = |l: &&&str| {
+        let lower = l.to_ascii_lowercase();
+        [
+            "fail",
+            "error",
+            "assert",
+            "panicked",
+            "exception",
+            "expected",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+    };
+    lines
+        .iter()
+        .rev()
+        .find(looks_failed)
+        .or_else(|| lines.last())
+        .map(|l| normalise(l))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_same_failure_reads_the_same_across_runs() {
+        let a = "AssertionError: expected 41 == 42 at 0x7ffd3a2b after 12.5ms in /tmp/pytest-of-root/pytest-17/test_x0/db.sqlite";
+        let b = "AssertionError: expected 7 == 42 at 0x55aa01 after 3ms in /tmp/pytest-of-root/pytest-18/test_x0/db.sqlite";
+        assert_eq!(normalise(a), normalise(b));
+        assert_eq!(
+            normalise(a),
+            "AssertionError: expected <n> == <n> at <addr> after <duration> in <tmp>"
+        );
+    }
+
+    #[test]
+    fn timestamps_uuids_and_colours_go() {
+        assert_eq!(
+            normalise("\u{1b}[31mdeadline 2026-11-29T20:13:52.123Z for job 123e4567-e89b-12d3-a456-426614174000\u{1b}[0m"),
+            "deadline <time> for job <uuid>"
+        );
+        assert_eq!(normalise("[36mTypeError[39m: x"), "TypeError: x");
+    }
+
+    #[test]
+    fn different_failures_stay_different() {
+        assert_ne!(
+            normalise("KeyError: 'user'"),
+            normalise("KeyError: 'order'")
+        );
+        assert_ne!(
+            normalise("connection refused"),
+            normalise("connection reset")
+        );
+    }
+
+    #[test]
+    fn log_fallback_finds_the_failure_line() {
+        let log = "collected 3 items\nok 1\nFAIL test_due_date: expected 30 days, got 29\n1 passed, 1 failed\n";
+        assert_eq!(from_log(log).unwrap(), "<n> passed, <n> failed");
+        let log = "ok 1\nFAIL test_due_date: expected 30 days, got 29\ndone\n";
+        assert_eq!(
+            from_log(log).unwrap(),
+            "FAIL test_due_date: expected <duration>, got <n>"
+        );
+        assert_eq!(from_log(""), None);
+    }
+
+    proptest! {
+        #[test]
+        fn normalising_twice_is_normalising_once(s in ".{0,300}") {
+            let once = normalise(&s);
+            prop_assert_eq!(normalise(&once), once.clone());
+            prop_assert!(once.chars().count() <= MAX_SIGNATURE + 1);
+        }
+    }
+}
