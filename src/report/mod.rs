@@ -68,6 +68,9 @@ pub struct CellReport {
     pub vs_baseline: Option<VsBaseline>,
     /// Per-test rows, from the runs' JUnit reports (differing tests first).
     pub tests: Vec<per_test::TestRow>,
+    /// The cell's failed runs grouped by failure signature (the first
+    /// failing test's, else the log's), most frequent first.
+    pub signatures: Vec<per_test::SignatureCount>,
     /// Counted runs that carried per-test data.
     pub runs_with_tests: u64,
     /// Counted runs whose report was missing or unreadable (see the records' `tests_missing`).
@@ -180,6 +183,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 high: 1.0,
                 vs_baseline: None,
                 tests: Vec::new(),
+                signatures: Vec::new(),
                 runs_with_tests: 0,
                 runs_without_tests: 0,
                 probes: c.probes.clone(),
@@ -219,6 +223,12 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
             cell.runs_without_tests =
                 counted.iter().filter(|r| r.tests_missing.is_some()).count() as u64;
             cell.tests = per_test::rows(&counted, session.confidence, counting_signature);
+            cell.signatures = per_test::group_signatures(
+                counted
+                    .iter()
+                    .filter(|r| r.outcome == Outcome::Fail)
+                    .filter_map(|r| r.failure_signature.as_deref()),
+            );
             let p = stats::proportion(cell.k, cell.n, session.confidence);
             cell.rate = p.rate;
             cell.low = p.low;

@@ -81,6 +81,24 @@ struct Tally {
     first_failure: Option<String>,
 }
 
+/// Counts signatures, most frequent first (ties by text).
+pub fn group_signatures<'a>(sigs: impl Iterator<Item = &'a str>) -> Vec<SignatureCount> {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    for s in sigs {
+        *counts.entry(s.to_string()).or_default() += 1;
+    }
+    sorted_counts(counts)
+}
+
+fn sorted_counts(counts: BTreeMap<String, u64>) -> Vec<SignatureCount> {
+    let mut out: Vec<SignatureCount> = counts
+        .into_iter()
+        .map(|(signature, count)| SignatureCount { signature, count })
+        .collect();
+    out.sort_by(|a, b| b.count.cmp(&a.count).then(a.signature.cmp(&b.signature)));
+    out
+}
+
 /// The rows of one cell from its runs (counted runs with per-test data).
 pub fn rows(runs: &[&RunRecord], confidence: f64, counting_signature: bool) -> Vec<TestRow> {
     let with_data: Vec<&&RunRecord> = runs
@@ -130,12 +148,7 @@ pub fn rows(runs: &[&RunRecord], confidence: f64, counting_signature: bool) -> V
             } else {
                 TestStatus::Measured
             };
-            let mut signatures: Vec<SignatureCount> = t
-                .signatures
-                .into_iter()
-                .map(|(signature, count)| SignatureCount { signature, count })
-                .collect();
-            signatures.sort_by(|a, b| b.count.cmp(&a.count).then(a.signature.cmp(&b.signature)));
+            let signatures = sorted_counts(t.signatures);
             TestRow {
                 id,
                 family: t.family,

@@ -93,6 +93,9 @@ pub fn render(report: &Report) -> String {
         for (c, f) in repros {
             let _ = writeln!(out, "first failure in {} (run {}):", c.name, f.run);
             let _ = writeln!(out, "  {}", f.repro);
+            for sig in c.signatures.iter().take(3) {
+                let _ = writeln!(out, "  {}× {}", sig.count, sig.signature);
+            }
             if let Some(note) = &f.repro_note {
                 let _ = writeln!(out, "  note: {note}");
             }

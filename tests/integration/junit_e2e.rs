@@ -83,6 +83,9 @@ fn pytest_under_a_zone_singles_out_the_zone_dependent_test() {
         assert!((t["high"].as_f64().unwrap() - 0.3123).abs() < 1e-3, "{t}");
         assert_eq!(t["vs_baseline"]["differs"], false, "{t}");
     }
+    // The cell's failed runs, grouped by their first failure's signature.
+    assert_eq!(zone["signatures"][0]["count"].as_u64(), Some(8), "{zone}");
+    assert_eq!(zone["signatures"][0]["signature"].as_str(), Some(sig));
     // Parameterised cases share a family.
     let adds = tests
         .iter()
