@@ -23,8 +23,10 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_pkgs[@]}"
 fi
 
-# pytest: the real runner the per-test (JUnit) tests drive.
-python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install --quiet pytest
+# pytest with its shuffle and workers plugins: the real runner the per-test
+# (JUnit) and recipe tests drive. Pinned: the versions runners.md verified.
+python3 -c 'import pytest, pytest_randomly, xdist' >/dev/null 2>&1 \
+  || python3 -m pip install --quiet pytest==9.2.0 pytest-randomly==5.1.0 pytest-xdist==3.8.0
 
 # CI must not go green by skipping capability-dependent tests.
 export FLAKELAB_TEST_REQUIRE_ALL="${FLAKELAB_TEST_REQUIRE_ALL:-1}"

@@ -33,6 +33,7 @@ pub fn run(cli: cli::Cli) -> Result<i32> {
         Command::Run(args) => runtime()?.block_on(run_cmd(args, Replay::default())),
         Command::Replay(args) => replay_cmd(&args),
         Command::Doctor => doctor_cmd(),
+        Command::Recipes(args) => recipes_cmd(&args),
         Command::Plan(args) => plan_cmd(&args),
         Command::Report(args) => report_cmd(&args),
         Command::Perturbations(args) => perturbations_cmd(&args),
@@ -76,11 +77,16 @@ struct Settings {
     format: Format,
     facts: HostFacts,
     junit: Option<JunitSource>,
+    recipe: Option<crate::catalog::recipe::Recipe>,
+    runner_note: Option<String>,
+    left_out: Vec<(String, String)>,
 }
 
 /// Where a run's JUnit report comes from.
 #[derive(Debug, Clone)]
 enum JunitSource {
+    /// The recipe's JUnit arguments, with a fresh harness-owned path per run.
+    Recipe,
     /// `{junit}` in the command: a fresh harness-owned path per run.
     Harness,
     /// `--junit PATH` (relative to the subject's directory), `{run}` expanded.
@@ -124,16 +130,44 @@ fn resolve(args: RunArgs) -> Result<Settings> {
             })
         })
         .transpose()?;
-    let junit = resolve_junit(&args)?;
     let dir = subject_dir(args.store.dir.as_deref())?;
     let catalog = Catalog::load(Some(&dir.join(".flakelab").join("perturbations")))?;
+    let recipes = crate::catalog::recipe::load(Some(&dir.join(".flakelab").join("recipes")))?;
+    let (recipe, runner_note) = resolve_runner(&recipes, args.runner.as_deref(), &args.command)?;
+    let mut junit = resolve_junit(&args)?;
+    if junit.is_none() && recipe.as_ref().is_some_and(|r| r.junit.is_some()) {
+        junit = Some(JunitSource::Recipe);
+    }
     let cells = resolve_cells(&catalog, &args)?;
-    let facts = HostFacts::detect();
+    let mut facts = HostFacts::detect();
+    if let Some(r) = &recipe {
+        facts.unsupported = r.unsupported.clone();
+    }
     let explicit: Vec<String> = args.perturb.clone();
+    let mut left_out = Vec::new();
     let cells = cells
         .into_iter()
-        .map(|c| {
-            let mut p = perturb::prepare(&c, &facts)?;
+        .filter_map(|c| {
+            let mut p = match perturb::prepare(&c, &facts, recipe.as_ref()) {
+                Ok(p) => p,
+                Err(e) => return Some(Err(e)),
+            };
+            let needs_recipe = c.perturbations.iter().any(|k| {
+                matches!(
+                    k,
+                    crate::catalog::Kind::Shuffle | crate::catalog::Kind::Workers { .. }
+                )
+            });
+            if p.missing.is_some() && needs_recipe && !explicit.contains(&c.name) {
+                // A matrix cell this runner cannot take: left out, and said so.
+                let why = p.missing.take().unwrap_or_default();
+                left_out.push((c.name.clone(), why.lines().next().unwrap_or("").to_string()));
+                return None;
+            }
+            Some(Ok((c, p)))
+        })
+        .map(|r| {
+            let (c, mut p) = r?;
             if let Some(missing) = p.missing.take() {
                 // Asked for by hand: an error before anything runs. From a
                 // matrix: the cell is reported not applied, the rest run.
@@ -179,7 +213,40 @@ fn resolve(args: RunArgs) -> Result<Settings> {
         format: args.format,
         facts,
         junit,
+        recipe,
+        runner_note,
+        left_out,
     })
+}
+
+/// The recipe for the command: `--runner NAME` (or `none`), else detection.
+fn resolve_runner(
+    recipes: &[crate::catalog::recipe::Recipe],
+    runner: Option<&str>,
+    command: &[String],
+) -> Result<(Option<crate::catalog::recipe::Recipe>, Option<String>)> {
+    use crate::catalog::recipe::{detect, Detection};
+    match runner {
+        Some("none") => Ok((None, Some("--runner none: exit codes only".into()))),
+        Some(name) => match recipes.iter().find(|r| r.name == name) {
+            Some(r) => Ok((Some(r.clone()), None)),
+            None => Err(Error::usage(
+                format!("unknown runner `{name}`"),
+                format!(
+                    "known runners: {} (or `none`)",
+                    recipes
+                        .iter()
+                        .map(|r| r.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        },
+        None => match detect(recipes, command) {
+            Detection::Found { recipe, .. } => Ok((Some(recipe.clone()), None)),
+            Detection::None(why) => Ok((None, Some(why))),
+        },
+    }
 }
 
 fn resolve_junit(args: &RunArgs) -> Result<Option<JunitSource>> {
@@ -316,9 +383,11 @@ fn launch_for(
     prepared: &Prepared,
     argv: Vec<String>,
     identity: BTreeMap<String, String>,
+    extra: &BTreeMap<String, String>,
 ) -> Launch {
     let mut env_set = identity;
     env_set.extend(prepared.set.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env_set.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
     Launch {
         argv,
         cwd: settings.dir.clone(),
@@ -355,6 +424,7 @@ async fn probe_cell(
             prepared,
             prepared.wrap(&settings.facts.self_exe, &probe.argv),
             identity_env(&marker, 0, &cell.name),
+            &BTreeMap::new(),
         );
         let log = tempfile::NamedTempFile::new().map_err(|e| {
             Error::harness(
@@ -455,6 +525,13 @@ async fn run_cmd(args: RunArgs, replay: Replay) -> Result<i32> {
         host: host::host_info(),
         repo: host::repo_info(&settings.dir),
         replay_of: replay.of.clone(),
+        runner: settings.recipe.as_ref().map(|r| r.name.clone()),
+        runner_note: settings.runner_note.clone(),
+        left_out: settings
+            .left_out
+            .iter()
+            .map(|(cell, why)| format!("{cell}: {why}"))
+            .collect(),
         junit: match &settings.junit {
             Some(JunitSource::Path(p)) => Some(p.clone()),
             _ => None,
@@ -489,7 +566,7 @@ async fn execute(
         let id = format!("{}.{:05}", session.id, spec.index);
         let applied = cells[spec.cell].applied;
         let junit = match (&settings.junit, applied) {
-            (Some(JunitSource::Harness), true) => {
+            (Some(JunitSource::Harness | JunitSource::Recipe), true) => {
                 Some(settings.store.junit_path(&session.id, spec.index)?)
             }
             (Some(JunitSource::Path(template)), true) => {
@@ -497,21 +574,17 @@ async fn execute(
             }
             _ => None,
         };
-        let command = match (&settings.junit, &junit) {
-            (Some(JunitSource::Harness), Some(path)) => {
-                expand_junit(&settings.command, &path.display().to_string())
-            }
-            _ => settings.command.clone(),
-        };
         if let Some(path) = &junit {
             // A report left by an earlier run must never pass as this run's.
             let _ = std::fs::remove_file(path);
         }
+        let (command, extra_env) = build_command(settings, prepared, spec.seed, junit.as_deref())?;
         let launch = launch_for(
             settings,
             prepared,
             prepared.wrap(&settings.facts.self_exe, &command),
             identity_env(&id, spec.seed, &cell.name),
+            &extra_env,
         );
         let env = repro::redacted(&launch.env_set, &launch.env_unset);
         let mut record = RunRecord {
@@ -543,6 +616,7 @@ async fn execute(
             stragglers: 0,
             warnings: Vec::new(),
             junit,
+            workers: None,
             tests_missing: None,
             tests: Vec::new(),
             failure_signature: None,
@@ -584,7 +658,8 @@ async fn execute(
                     return;
                 };
                 record.cpu_busy = cpu_busy;
-                finish_record(&mut record, started_at, result, settings);
+                let prepared = &settings.cells[record_cell(&settings.cells, &record.cell)].1;
+                finish_record(&mut record, started_at, result, settings, prepared);
                 progress.finished(record.outcome == Outcome::Fail);
                 if let Err(e) = settings.store.append_run(&record) {
                     store_error.get_or_insert(e);
@@ -606,6 +681,7 @@ fn finish_record(
     started_at: jiff::Timestamp,
     result: ChildResult,
     settings: &Settings,
+    prepared: &Prepared,
 ) {
     record.started_at = started_at
         .round(jiff::Unit::Millisecond)
@@ -637,8 +713,8 @@ fn finish_record(
         _ => {}
     }
     record.end = result.end;
-    read_tests(record, settings);
-    if record.outcome != Outcome::Fail {
+    if !matches!(record.outcome, Outcome::Pass | Outcome::Fail) {
+        read_tests(record, settings);
         return;
     }
     let log = record.log.as_ref().map(|l| settings.store.root().join(l));
@@ -656,6 +732,23 @@ fn finish_record(
             return;
         }
     }
+    if let Some(recipe) = &settings.recipe {
+        if let Some(reason) = runner_error(recipe, record.exit_code, &text) {
+            // A usage error or an empty run measured nothing: never a pass or a fail.
+            record.outcome = Outcome::Error;
+            record.reason = Some(reason);
+            return;
+        }
+        if let Some(reason) = recipe_not_applied(recipe, prepared, record, &text) {
+            record.outcome = Outcome::NotApplied;
+            record.reason = Some(reason);
+            return;
+        }
+    }
+    read_tests(record, settings);
+    if record.outcome != Outcome::Fail {
+        return;
+    }
     if let Some(sig) = &settings.signature {
         record.signature_match = Some(sig.is_match(&text));
     }
@@ -665,6 +758,98 @@ fn finish_record(
         .find(|t| t.failed())
         .and_then(|t| t.signature.clone())
         .or_else(|| crate::signature::from_log(&text));
+}
+
+fn record_cell(cells: &[(Cell, Prepared)], name: &str) -> usize {
+    cells.iter().position(|(c, _)| c.name == name).unwrap_or(0)
+}
+
+/// The runner's own "usage error" or "nothing collected", from its recipe.
+fn runner_error(
+    recipe: &crate::catalog::recipe::Recipe,
+    code: Option<i32>,
+    log: &str,
+) -> Option<String> {
+    let code = code?;
+    let last = log
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("(no output)");
+    if recipe.exit.usage.contains(&code) {
+        return Some(format!("{} usage error (exit {code}): {last}", recipe.name));
+    }
+    if recipe.exit.no_tests.contains(&code) {
+        return Some(format!(
+            "{} collected no tests (exit {code}): {last}",
+            recipe.name
+        ));
+    }
+    let empty = recipe
+        .exit
+        .no_tests_regex
+        .as_deref()
+        .and_then(|r| regex::Regex::new(r).ok())
+        .is_some_and(|re| re.is_match(log));
+    (code == 0 && empty).then(|| format!("{} ran no tests: {last}", recipe.name))
+}
+
+/// The per-run probes of the recipe-driven kinds: the seed the runner
+/// printed must be the one passed, and workers must show they ran.
+fn recipe_not_applied(
+    recipe: &crate::catalog::recipe::Recipe,
+    prepared: &Prepared,
+    record: &mut RunRecord,
+    log: &str,
+) -> Option<String> {
+    if let (true, Some(shuffle)) = (prepared.shuffle, &recipe.shuffle) {
+        let printed = regex::Regex::new(&shuffle.seed_regex).ok().and_then(|re| {
+            re.captures(log)
+                .and_then(|c| c.get(1))
+                .map(|m| m.as_str().to_string())
+        });
+        match printed {
+            None => {
+                return Some(format!(
+                    "shuffle: {} printed no seed line: its shuffle plugin or flag did not take effect (see `flakelab recipes show {}`)",
+                    recipe.name, recipe.name
+                ))
+            }
+            Some(seed) if seed != record.seed.to_string() => {
+                return Some(format!(
+                    "shuffle: {} printed seed {seed}, not the seed passed ({})",
+                    recipe.name, record.seed
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    if let (Some(n), Some(w)) = (prepared.workers, &recipe.workers) {
+        record.workers = Some(n);
+        let found = |re: &Option<String>| {
+            re.as_deref()
+                .and_then(|r| regex::Regex::new(r).ok())
+                .map(|re| re.is_match(log))
+        };
+        if found(&w.missing_regex) == Some(true) {
+            return Some(format!(
+                "workers: {} cannot run workers here{}",
+                recipe.name,
+                w.missing_hint
+                    .as_deref()
+                    .map(|h| format!(" ({h})"))
+                    .unwrap_or_default()
+            ));
+        }
+        if found(&w.proof_regex) == Some(false) {
+            return Some(format!(
+                "workers: {} did not report starting {n} workers",
+                recipe.name
+            ));
+        }
+    }
+    None
 }
 
 /// Reads the run's JUnit report into per-test records; a missing or broken
@@ -696,6 +881,73 @@ fn read_tests(record: &mut RunRecord, settings: &Settings) {
         }
         Err(e) => record.tests_missing = Some(e.to_string()),
     }
+}
+
+/// The command of one run: the user's, with the report path, and with the
+/// recipe's shuffle (this run's seed, or shuffling off in every other cell)
+/// and workers arguments. Returns the argv and the variables to add.
+fn build_command(
+    settings: &Settings,
+    prepared: &Prepared,
+    seed: u64,
+    junit: Option<&Path>,
+) -> Result<(Vec<String>, BTreeMap<String, String>)> {
+    let mut argv = settings.command.clone();
+    let mut env = BTreeMap::new();
+    let recipe_err = |e: String| {
+        Error::harness(
+            format!("the runner recipe could not build the command: {e}"),
+            "fix the recipe (`flakelab recipes show NAME`) or pass --runner none",
+        )
+    };
+    let mut inject = |inject: &crate::catalog::recipe::Inject,
+                      argv: &mut Vec<String>,
+                      vars: BTreeMap<&str, String>|
+     -> Result<()> {
+        let (next, more) = inject.apply(argv, &vars).map_err(recipe_err)?;
+        *argv = next;
+        env.extend(more);
+        Ok(())
+    };
+    match (&settings.junit, junit) {
+        (Some(JunitSource::Harness), Some(path)) => {
+            argv = expand_junit(&argv, &path.display().to_string());
+        }
+        (Some(JunitSource::Recipe), Some(path)) => {
+            if let Some(j) = settings.recipe.as_ref().and_then(|r| r.junit.as_ref()) {
+                inject(
+                    j,
+                    &mut argv,
+                    BTreeMap::from([("junit", path.display().to_string())]),
+                )?;
+            }
+        }
+        _ => {}
+    }
+    if let Some(shuffle) = settings.recipe.as_ref().and_then(|r| r.shuffle.as_ref()) {
+        if prepared.shuffle {
+            argv.retain(|w| !shuffle.hides_seed.contains(w));
+            inject(
+                &shuffle.on,
+                &mut argv,
+                BTreeMap::from([("seed", seed.to_string())]),
+            )?;
+        } else if let Some(off) = &shuffle.off {
+            inject(off, &mut argv, BTreeMap::new())?;
+        }
+    }
+    if let (Some(n), Some(w)) = (
+        prepared.workers,
+        settings.recipe.as_ref().and_then(|r| r.workers.as_ref()),
+    ) {
+        argv.retain(|a| !w.hides_proof.contains(a));
+        inject(
+            &w.set,
+            &mut argv,
+            BTreeMap::from([("workers", n.to_string())]),
+        )?;
+    }
+    Ok((argv, env))
 }
 
 /// Replaces `{junit}` in every word of the command (one pass: the path is
@@ -901,6 +1153,7 @@ fn replay_cmd(args: &cli::ReplayArgs) -> Result<i32> {
         confidence: session.confidence,
         signature: session.signature.clone(),
         junit: session.junit.clone(),
+        runner: Some(session.runner.clone().unwrap_or_else(|| "none".into())),
         format: args.format,
         store: cli::StoreArgs {
             store: Some(root),
@@ -916,6 +1169,32 @@ fn replay_cmd(args: &cli::ReplayArgs) -> Result<i32> {
         },
     ))?;
     Ok(code)
+}
+
+fn recipes_cmd(args: &cli::RecipesArgs) -> Result<i32> {
+    let dir = subject_dir(args.dir.as_deref())?;
+    let recipes = crate::catalog::recipe::load(Some(&dir.join(".flakelab").join("recipes")))?;
+    let text = match &args.action {
+        None => crate::report::catalog::recipes_list(&recipes),
+        Some(cli::RecipesAction::Show { name }) => {
+            let r = recipes.iter().find(|r| &r.name == name).ok_or_else(|| {
+                Error::usage(
+                    format!("no recipe named `{name}`"),
+                    "`flakelab recipes` lists them",
+                )
+            })?;
+            crate::report::catalog::recipe_show(r)
+        }
+        Some(cli::RecipesAction::Detect { command }) => {
+            crate::report::catalog::recipe_detect(&recipes, command, num_cpus())
+        }
+    };
+    print!("{text}");
+    Ok(EXIT_OK)
+}
+
+fn num_cpus() -> usize {
+    perturb::isolate::allowed_cpus().len().max(1)
 }
 
 fn doctor_cmd() -> Result<i32> {
@@ -998,6 +1277,7 @@ fn demo_cmd(args: &cli::DemoArgs) -> Result<i32> {
         confidence: 0.95,
         signature: None,
         junit: None,
+        runner: None,
         format: args.format,
         store: cli::StoreArgs {
             store: None,

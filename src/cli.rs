@@ -33,6 +33,8 @@ pub enum Command {
     Doctor,
     /// List the declared perturbations and matrices, or show one.
     Perturbations(PerturbationsArgs),
+    /// List the runner recipes, show one, or say what flakelab would do with a command.
+    Recipes(RecipesArgs),
     /// Run the standard matrix on the bundled example suite.
     Demo(DemoArgs),
     /// Internal: report what a child process sees (used by probes).
@@ -124,6 +126,10 @@ pub struct RunArgs {
     /// Count only failures whose output matches this regex.
     #[arg(long, value_name = "REGEX")]
     pub signature: Option<String>,
+    /// The test runner, when detection cannot tell (`flakelab recipes`
+    /// lists them); `none` uses exit codes only.
+    #[arg(long, value_name = "NAME")]
+    pub runner: Option<String>,
     /// Read per-test outcomes from this JUnit XML file after each run
     /// (relative to the subject's directory; `{run}` becomes the run id).
     /// Or put `{junit}` in the command for a fresh harness-owned path per run.
@@ -189,6 +195,33 @@ pub struct PerturbationsArgs {
     /// Where project overrides are looked for.
     #[arg(short = 'C', long = "dir", value_name = "DIR", global = true)]
     pub dir: Option<PathBuf>,
+}
+
+/// `flakelab recipes`.
+#[derive(Debug, Clone, Args)]
+pub struct RecipesArgs {
+    /// `show NAME` or `detect -- CMD`.
+    #[command(subcommand)]
+    pub action: Option<RecipesAction>,
+    /// Where project recipes (`.flakelab/recipes/`) are looked for.
+    #[arg(short = 'C', long = "dir", value_name = "DIR", global = true)]
+    pub dir: Option<PathBuf>,
+}
+
+/// `flakelab recipes` actions.
+#[derive(Debug, Clone, Subcommand)]
+pub enum RecipesAction {
+    /// Print one recipe in full (as TOML).
+    Show {
+        /// Its name.
+        name: String,
+    },
+    /// Say which recipe a command line gets and what it would inject.
+    Detect {
+        /// The command (after `--`).
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 /// `flakelab perturbations show`.

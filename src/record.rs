@@ -147,6 +147,9 @@ pub struct RunRecord {
     pub stragglers: u32,
     /// Problems the harness met that did not change the outcome.
     pub warnings: Vec<String>,
+    /// The runner's workers in this run (workers cells).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<usize>,
     /// The JUnit report read after the run, when one was expected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub junit: Option<PathBuf>,
@@ -278,4 +281,13 @@ pub struct SessionRecord {
     /// The `--junit` path template, if one was given.
     #[serde(default)]
     pub junit: Option<String>,
+    /// The runner recipe used (detected or `--runner`), if any.
+    #[serde(default)]
+    pub runner: Option<String>,
+    /// Why no recipe is used, when none is.
+    #[serde(default)]
+    pub runner_note: Option<String>,
+    /// Matrix cells left out because this runner cannot take them, with why.
+    #[serde(default)]
+    pub left_out: Vec<String>,
 }

@@ -311,6 +311,7 @@ mod tests {
             repro_note: None,
             cpu_busy: None,
             junit: None,
+            workers: None,
             tests_missing: None,
             tests: Vec::new(),
             failure_signature: None,
@@ -346,6 +347,9 @@ mod tests {
             repo: None,
             replay_of: None,
             junit: None,
+            runner: None,
+            runner_note: None,
+            left_out: Vec::new(),
         }
     }
 

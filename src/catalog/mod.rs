@@ -7,6 +7,7 @@
 //! [`Cell`]s. Host checks (does this zone exist here?) live in `perturb`.
 
 pub mod perturbation;
+pub mod recipe;
 pub mod values;
 
 use std::path::{Path, PathBuf};
@@ -30,6 +31,10 @@ const EMBEDDED: &[(&str, &str)] = &[
     (
         "perturbations/kernel.toml",
         include_str!("../../perturbations/kernel.toml"),
+    ),
+    (
+        "perturbations/runner.toml",
+        include_str!("../../perturbations/runner.toml"),
     ),
     (
         "perturbations/matrices.toml",

@@ -52,6 +52,13 @@ pub enum Kind {
         /// Number of CPUs.
         cpus: u32,
     },
+    /// The runner's own shuffle with a per-run seed (needs a recipe).
+    Shuffle,
+    /// The runner's workers at a factor of its default, or a count (needs a recipe).
+    Workers {
+        /// `2x` (factor of the recipe's default on this host) or `8`.
+        amount: String,
+    },
     /// A resource limit on the child (soft and hard).
     Rlimit {
         /// `nofile`, `nproc`, `as`, …
@@ -111,6 +118,16 @@ pub const KINDS: &[KindInfo] = &[
         bare: true,
     },
     KindInfo {
+        name: "shuffle",
+        syntax: "shuffle (the runner's own shuffle, a recorded seed per run; needs a recipe)",
+        bare: true,
+    },
+    KindInfo {
+        name: "workers",
+        syntax: "workers[=2x|=N] (the runner's workers: a factor of its default, or N; default 2x)",
+        bare: true,
+    },
+    KindInfo {
         name: "rlimit",
         syntax: "rlimit=RESOURCE:VALUE (e.g. nofile:64, nproc:200, as:512M)",
         bare: false,
@@ -129,6 +146,8 @@ impl Kind {
             Kind::CpuStress { .. } => "cpu-stress",
             Kind::CpuPin { .. } => "cpu-pin",
             Kind::Rlimit { .. } => "rlimit",
+            Kind::Shuffle => "shuffle",
+            Kind::Workers { .. } => "workers",
         }
     }
 
@@ -138,6 +157,7 @@ impl Kind {
         match self {
             Kind::Faketime { clock } => values::parse_clock_shift(clock).map(drop),
             Kind::CpuStress { amount } => values::parse_stress(amount).map(drop),
+            Kind::Workers { amount } => values::parse_workers(amount).map(drop),
             Kind::CpuPin { cpus: 0 } => Err("cpu-pin needs at least 1 CPU".into()),
             Kind::Rlimit { resource, value } => {
                 values::parse_rlimit(&format!("{resource}:{value}")).map(drop)
@@ -243,6 +263,20 @@ impl Kind {
                 };
                 Kind::CpuPin { cpus }
             }
+            "shuffle" => match value {
+                None | Some("on") => Kind::Shuffle,
+                Some(other) => {
+                    return Err(format!(
+                        "`shuffle={other}`: write `shuffle`; each run gets its own recorded seed"
+                    ))
+                }
+            },
+            "workers" => {
+                let amount = values::parse_workers(value.unwrap_or("2x"))?;
+                Kind::Workers {
+                    amount: amount.to_string(),
+                }
+            }
             "rlimit" => {
                 let (resource, value) = values::parse_rlimit(&need("rlimit=nofile:64")?)?;
                 Kind::Rlimit { resource, value }
@@ -288,6 +322,8 @@ impl fmt::Display for Kind {
             Kind::CpuStress { amount } => write!(f, "cpu-stress={amount}"),
             Kind::CpuPin { cpus } => write!(f, "cpu-pin={cpus}"),
             Kind::Rlimit { resource, value } => write!(f, "rlimit={resource}:{value}"),
+            Kind::Shuffle => write!(f, "shuffle"),
+            Kind::Workers { amount } => write!(f, "workers={amount}"),
         }
     }
 }

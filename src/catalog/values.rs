@@ -130,6 +130,14 @@ pub fn parse_stress(text: &str) -> Result<StressAmount, String> {
     }
 }
 
+/// Parses a `workers` amount: the same grammar as `cpu-stress` (`2x` is a
+/// factor of the recipe's default on this host, `8` a count).
+pub fn parse_workers(text: &str) -> Result<StressAmount, String> {
+    parse_stress(text).map_err(|_| {
+        format!("workers `{text}`: write a factor of the runner's default (2x) or a count (8)")
+    })
+}
+
 /// The resources `rlimit` can set, with the `prlimit` option for each.
 pub const RLIMITS: &[(&str, &str)] = &[
     ("nofile", "open files"),

@@ -16,6 +16,7 @@ pub mod stress;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::catalog::recipe::Recipe;
 use crate::catalog::values::{self, ClockShift};
 use crate::catalog::{Cell, Kind};
 use crate::error::{Error, Result};
@@ -78,6 +79,10 @@ pub struct Prepared {
     /// A capability this host lacks for the cell (e.g. libfaketime), as the
     /// error a user who asked for the cell by hand gets.
     pub missing: Option<String>,
+    /// The runner's own shuffle, with each run's seed (from the recipe).
+    pub shuffle: bool,
+    /// The runner's workers (from the recipe).
+    pub workers: Option<usize>,
     /// Which perturbation set each variable, to refuse conflicting ones.
     owners: BTreeMap<String, String>,
 }
@@ -137,7 +142,7 @@ impl Prepared {
 
 /// Validates a cell against this host and prepares its launch changes and
 /// probes. Two perturbations that touch the same variable are refused.
-pub fn prepare(cell: &Cell, host: &HostFacts) -> Result<Prepared> {
+pub fn prepare(cell: &Cell, host: &HostFacts, recipe: Option<&Recipe>) -> Result<Prepared> {
     let mut out = Prepared::default();
     let exe = host.self_exe.display().to_string();
     let own_probe = |args: &[&str]| -> Vec<String> {
@@ -247,6 +252,40 @@ pub fn prepare(cell: &Cell, host: &HostFacts) -> Result<Prepared> {
                     },
                 });
             }
+            Kind::Shuffle => match recipe {
+                Some(r) if r.shuffle.is_some() => out.shuffle = true,
+                Some(r) => {
+                    out.missing = Some(format!(
+                        "cannot shuffle: the {} recipe knows no seeded shuffle for this runner\nhint: see `flakelab recipes show {}`",
+                        r.name, r.name
+                    ))
+                }
+                None => {
+                    out.missing = Some(
+                        "cannot shuffle: no recipe recognises this command, so flakelab does not know the runner's shuffle flag\nhint: name the runner with --runner NAME (`flakelab recipes` lists them)".into(),
+                    )
+                }
+            },
+            Kind::Workers { amount } => {
+                let amount = values::parse_workers(amount).map_err(|m| Error::usage(m, "see `flakelab run --help`"))?;
+                match recipe.and_then(|r| r.default_workers(host.cpus.len()).map(|d| (r, d))) {
+                    Some((_, default)) => {
+                        out.workers = Some(match amount {
+                            values::StressAmount::Factor(f) => ((default as f64) * f).ceil().max(1.0) as usize,
+                            values::StressAmount::Threads(n) => n as usize,
+                        })
+                    }
+                    None => {
+                        out.missing = Some(format!(
+                            "cannot set workers: {}\nhint: name the runner with --runner NAME (`flakelab recipes` lists them)",
+                            recipe.map_or("no recipe recognises this command".to_string(), |r| format!(
+                                "the {} recipe knows no workers flag for this runner",
+                                r.name
+                            ))
+                        ))
+                    }
+                }
+            }
             Kind::CpuStress { amount } => {
                 let amount = values::parse_stress(amount)
                     .map_err(|m| Error::usage(m, "see `flakelab run --help`"))?;
@@ -316,14 +355,14 @@ mod tests {
     fn each_perturbation_has_a_probe_and_conflicts_are_refused() {
         let catalog = Catalog::load(None).unwrap();
         let cell = catalog.cell("env=A=1+tz=Asia/Kathmandu+env=-HOME").unwrap();
-        let prepared = prepare(&cell, &HostFacts::detect()).unwrap();
+        let prepared = prepare(&cell, &HostFacts::detect(), None).unwrap();
         assert_eq!(prepared.set.get("TZ").unwrap(), "Asia/Kathmandu");
         assert_eq!(prepared.unset, ["HOME"]);
         assert_eq!(prepared.probes.len(), 3);
         let clash = catalog
             .cell("env=TZ=Europe/Paris+tz=Asia/Kathmandu")
             .unwrap();
-        let err = prepare(&clash, &HostFacts::detect())
+        let err = prepare(&clash, &HostFacts::detect(), None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("both set TZ"), "{err}");
@@ -334,7 +373,7 @@ mod tests {
         let catalog = Catalog::load(None).unwrap();
         let mut host = HostFacts::detect();
         host.faketime_override = Some("/nonexistent/libfaketime.so.1".into());
-        let prepared = prepare(&catalog.cell("faketime=+365d").unwrap(), &host).unwrap();
+        let prepared = prepare(&catalog.cell("faketime=+365d").unwrap(), &host, None).unwrap();
         assert!(prepared
             .missing
             .as_deref()
@@ -347,7 +386,7 @@ mod tests {
     fn an_unknown_zone_is_refused_before_anything_runs() {
         let catalog = Catalog::load(None).unwrap();
         let cell = catalog.cell("tz=Mars/Olympus_Mons").unwrap();
-        let err = prepare(&cell, &HostFacts::detect())
+        let err = prepare(&cell, &HostFacts::detect(), None)
             .unwrap_err()
             .to_string();
         assert!(

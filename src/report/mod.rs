@@ -117,6 +117,12 @@ pub struct Report {
     pub started_at: String,
     /// The run this session replays, if it is a replay.
     pub replay_of: Option<String>,
+    /// The runner recipe used, if any.
+    pub runner: Option<String>,
+    /// Why no recipe was used, when none was.
+    pub runner_note: Option<String>,
+    /// Matrix cells this runner could not take, with why.
+    pub left_out: Vec<String>,
     /// Runs planned in all.
     pub planned: u64,
     /// Runs recorded (including the not-applied placeholders).
@@ -285,6 +291,9 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         signature: session.signature.clone(),
         started_at: session.started_at.clone(),
         replay_of: session.replay_of.clone(),
+        runner: session.runner.clone(),
+        runner_note: session.runner_note.clone(),
+        left_out: session.left_out.clone(),
         planned,
         recorded,
         executed: runs
@@ -340,6 +349,9 @@ pub fn notes(report: &Report) -> Vec<String> {
             "partial session: {} of {} planned runs were recorded (interrupted)",
             report.recorded, report.planned
         ));
+    }
+    for cell in &report.left_out {
+        out.push(format!("left out of the matrix: {cell}"));
     }
     if report.jobs > 1 {
         out.push(format!(

@@ -21,6 +21,9 @@ pub fn render(report: &Report) -> String {
         runs_text(report)
     );
     let _ = writeln!(out, "command: {}", crate::repro::join(&report.command));
+    if let Some(runner) = &report.runner {
+        let _ = writeln!(out, "runner: {runner} (recipe)");
+    }
     if let Some(sig) = &report.signature {
         let _ = writeln!(out, "counting only failures matching: {sig}");
     }

@@ -1,0 +1,686 @@
+//! Runner recipes: what flakelab knows about one test runner, declared in
+//! `recipes/*.toml` (embedded, overridable by `.flakelab/recipes/*.toml`):
+//! how to recognise it in a command line, how to ask it for a JUnit report,
+//! how to shuffle with a seed and read the seed back, how to switch its own
+//! shuffling off, how to set its workers, how to select one test, what its
+//! exit codes mean, and which perturbations its runtime cannot honour.
+//!
+//! Pure: parsing, detection and argv templating. Running is `exec`'s job.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One recipe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    /// Name used by `--runner NAME` and `flakelab recipes show NAME`.
+    pub name: String,
+    /// One line: the runner and the plugins the recipe relies on.
+    pub summary: String,
+    /// How far the recipe's facts were checked: `tested` (flakelab's own
+    /// tests run the real runner), `verified` (run by hand on this machine
+    /// kind, see `shared/reference/runners.md`) or `documented` (from the
+    /// runner's docs or source only: "unverified here").
+    pub status: Status,
+    /// The runner version(s) the facts were checked with, or the citation.
+    pub checked: String,
+    /// How to recognise the runner in a command line.
+    pub detect: Detect,
+    /// How to get a JUnit report at a given path.
+    #[serde(default)]
+    pub junit: Option<Inject>,
+    /// How to shuffle with a seed, and read the seed back.
+    #[serde(default)]
+    pub shuffle: Option<Shuffle>,
+    /// How to set the number of parallel workers.
+    #[serde(default)]
+    pub workers: Option<Workers>,
+    /// How to run one test by id.
+    #[serde(default)]
+    pub select: Option<Inject>,
+    /// What its exit codes mean.
+    pub exit: ExitCodes,
+    /// Perturbation kinds the runtime cannot honour, with the reason.
+    #[serde(default)]
+    pub unsupported: BTreeMap<String, String>,
+    /// Where the facts come from (runners.md sections, docs, source files).
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
+/// How far a recipe's facts were checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// flakelab's own test suite runs the real runner through this recipe.
+    Tested,
+    /// Checked by hand with the real runner on this machine kind.
+    Verified,
+    /// From documentation or source only: unverified here.
+    Documented,
+}
+
+/// Command-line shapes that identify the runner. Each pattern is a list of
+/// words: the first matches the program's file name, the rest must follow
+/// in order, with only options (`-x`, `+nightly`) between them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Detect {
+    /// Patterns, e.g. `["pytest"]`, `["python3", "-m", "pytest"]`, `["cargo", "test"]`.
+    pub patterns: Vec<Vec<String>>,
+}
+
+/// Arguments and variables added to the command, with placeholders
+/// (`{junit}`, `{seed}`, `{workers}`, `{id}`) replaced in one pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inject {
+    /// Arguments appended to the command.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Where the arguments go: `end` (default) or `after-double-dash`
+    /// (after the command's `--`, adding one when there is none).
+    #[serde(default)]
+    pub position: Position,
+    /// Variables set for the run.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// Where injected arguments go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Position {
+    /// At the end of the command.
+    #[default]
+    End,
+    /// After the command's `--` (one is added when missing).
+    AfterDoubleDash,
+}
+
+/// Shuffling with a seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shuffle {
+    /// What turns shuffling on with `{seed}`.
+    pub on: Inject,
+    /// A regex with one capture group: the seed as the runner prints it.
+    pub seed_regex: String,
+    /// What turns the runner's own shuffling off (for every other cell),
+    /// when it shuffles by default or through an installed plugin.
+    #[serde(default)]
+    pub off: Option<Inject>,
+    /// Arguments that hide the seed line; they are removed in shuffle cells.
+    #[serde(default)]
+    pub hides_seed: Vec<String>,
+    /// The seed's range: the largest seed the runner accepts.
+    #[serde(default = "default_max_seed")]
+    pub max_seed: u64,
+}
+
+fn default_max_seed() -> u64 {
+    u64::from(u32::MAX)
+}
+
+/// Parallel workers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workers {
+    /// What sets `{workers}` workers.
+    pub set: Inject,
+    /// The runner's default: `1`, `cpus`, `cpus-1`, `half-cpus`.
+    pub default: String,
+    /// A regex whose match in the output proves workers really ran (with one
+    /// capture group: their number), when the runner prints one.
+    #[serde(default)]
+    pub proof_regex: Option<String>,
+    /// Arguments that hide the proof line; they are removed in workers cells.
+    #[serde(default)]
+    pub hides_proof: Vec<String>,
+    /// Output that means a plugin the workers need is missing.
+    #[serde(default)]
+    pub missing_regex: Option<String>,
+    /// What to install when it is missing.
+    #[serde(default)]
+    pub missing_hint: Option<String>,
+}
+
+/// What the runner's exit codes mean (0 is always "all passed").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExitCodes {
+    /// Codes for "tests failed".
+    pub failed: Vec<i32>,
+    /// Codes for "usage error" (an `error` outcome, never a failure).
+    #[serde(default)]
+    pub usage: Vec<i32>,
+    /// Codes for "nothing collected" (an `error` outcome, never a pass).
+    #[serde(default)]
+    pub no_tests: Vec<i32>,
+    /// A regex on the output that means nothing was collected although the
+    /// code says 0 (runners that exit 0 on an empty run).
+    #[serde(default)]
+    pub no_tests_regex: Option<String>,
+}
+
+/// The recipe files embedded in the binary.
+const EMBEDDED: &[(&str, &str)] = &[
+    (
+        "recipes/pytest.toml",
+        include_str!("../../recipes/pytest.toml"),
+    ),
+    ("recipes/go.toml", include_str!("../../recipes/go.toml")),
+    (
+        "recipes/cargo-test.toml",
+        include_str!("../../recipes/cargo-test.toml"),
+    ),
+    (
+        "recipes/cargo-nextest.toml",
+        include_str!("../../recipes/cargo-nextest.toml"),
+    ),
+    ("recipes/jest.toml", include_str!("../../recipes/jest.toml")),
+    (
+        "recipes/vitest.toml",
+        include_str!("../../recipes/vitest.toml"),
+    ),
+    (
+        "recipes/node-test.toml",
+        include_str!("../../recipes/node-test.toml"),
+    ),
+    (
+        "recipes/mocha.toml",
+        include_str!("../../recipes/mocha.toml"),
+    ),
+    (
+        "recipes/rspec.toml",
+        include_str!("../../recipes/rspec.toml"),
+    ),
+    (
+        "recipes/phpunit.toml",
+        include_str!("../../recipes/phpunit.toml"),
+    ),
+    (
+        "recipes/ctest.toml",
+        include_str!("../../recipes/ctest.toml"),
+    ),
+    (
+        "recipes/playwright.toml",
+        include_str!("../../recipes/playwright.toml"),
+    ),
+];
+
+/// Loads the embedded recipes, then the project's `override_dir/*.toml`
+/// (a recipe with an embedded recipe's name replaces it).
+pub fn load(override_dir: Option<&std::path::Path>) -> crate::error::Result<Vec<Recipe>> {
+    let parse = |source: &str, text: &str| -> crate::error::Result<Recipe> {
+        let bad = |message: String| crate::error::Error::Catalog {
+            path: source.to_string(),
+            message,
+            hint: "fix the recipe; `flakelab recipes show NAME` prints a working one".into(),
+        };
+        let recipe: Recipe = toml::from_str(text).map_err(|e| bad(e.message().to_string()))?;
+        recipe.validate().map_err(bad)?;
+        Ok(recipe)
+    };
+    let mut recipes = Vec::new();
+    for (source, text) in EMBEDDED {
+        recipes.push(parse(source, text)?);
+    }
+    if let Some(dir) = override_dir.filter(|d| d.is_dir()) {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_else(|_| Vec::new());
+        files.retain(|p: &std::path::PathBuf| p.extension().is_some_and(|x| x == "toml"));
+        files.sort();
+        for path in files {
+            let shown = path.display().to_string();
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| crate::error::Error::Catalog {
+                    path: shown.clone(),
+                    message: e.to_string(),
+                    hint: "check the file's permissions".into(),
+                })?;
+            let r = parse(&shown, &text)?;
+            match recipes.iter_mut().find(|q: &&mut Recipe| q.name == r.name) {
+                Some(q) => *q = r,
+                None => recipes.push(r),
+            }
+        }
+    }
+    Ok(recipes)
+}
+
+/// The placeholders a recipe may use.
+pub const PLACEHOLDERS: &[&str] = &["junit", "seed", "workers", "id"];
+
+/// Words that run the rest of the command line as the real command.
+const WRAPPERS: &[&[&str]] = &[
+    &["poetry", "run"],
+    &["uv", "run"],
+    &["pipenv", "run"],
+    &["hatch", "run"],
+    &["pnpm", "exec"],
+    &["yarn", "exec"],
+    &["xvfb-run"],
+    &["nice"],
+    &["ionice"],
+    &["stdbuf"],
+];
+
+/// Programs whose command line hides the runner: flakelab refuses to guess.
+const OPAQUE: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "make", "npm", "yarn", "pnpm", "just", "tox", "nox",
+];
+
+/// What detection found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Detection<'a> {
+    /// A recipe matched: the recipe, the pattern, and where the runner's
+    /// words start in the command.
+    Found {
+        /// The recipe.
+        recipe: &'a Recipe,
+        /// The pattern that matched.
+        pattern: Vec<String>,
+    },
+    /// No recipe: the reason, for the report.
+    None(String),
+}
+
+fn program_matches(pattern: &str, word: &str) -> bool {
+    let file = word.rsplit('/').next().unwrap_or(word);
+    if pattern == "python" || pattern == "python3" {
+        // python, python3, python3.11 …
+        return file
+            .strip_prefix("python")
+            .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit() || c == '.'));
+    }
+    file == pattern
+}
+
+/// Where the real command starts after wrappers (`env A=B`, `timeout 5m`,
+/// `poetry run` …), or None when the program hides the runner.
+fn skip_wrappers(argv: &[String]) -> Result<usize, String> {
+    let mut i = 0;
+    loop {
+        let Some(word) = argv.get(i) else {
+            return Err("the command is empty".into());
+        };
+        let file = word.rsplit('/').next().unwrap_or(word);
+        if file == "env" {
+            i += 1;
+            while argv
+                .get(i)
+                .is_some_and(|w| w.starts_with('-') || w.contains('='))
+            {
+                i += 1;
+            }
+            continue;
+        }
+        if file == "timeout" {
+            i += 1;
+            while argv.get(i).is_some_and(|w| w.starts_with('-')) {
+                i += 1;
+            }
+            i += 1; // the duration
+            continue;
+        }
+        if let Some(w) = WRAPPERS.iter().find(|w| {
+            program_matches(w[0], word) && w[1..].iter().zip(&argv[i + 1..]).all(|(a, b)| a == b)
+        }) {
+            i += w.len();
+            while argv.get(i).is_some_and(|w| w.starts_with('-')) {
+                i += 1;
+            }
+            continue;
+        }
+        if OPAQUE.contains(&file) {
+            return Err(format!(
+                "`{file}` hides which runner it starts; name it with --runner NAME, or run the runner directly"
+            ));
+        }
+        return Ok(i);
+    }
+}
+
+/// Whether `pattern` matches `argv` from `start`: the first word by file
+/// name, the others in order with only options between them.
+fn matches_at(pattern: &[String], argv: &[String], start: usize) -> bool {
+    let Some((first, rest)) = pattern.split_first() else {
+        return false;
+    };
+    if !argv.get(start).is_some_and(|w| program_matches(first, w)) {
+        return false;
+    }
+    let mut i = start + 1;
+    for want in rest {
+        loop {
+            match argv.get(i) {
+                Some(w) if w == want => break,
+                Some(w) if w.starts_with('-') || w.starts_with('+') => i += 1,
+                _ => return false,
+            }
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Finds the recipe for a command line.
+pub fn detect<'a>(recipes: &'a [Recipe], argv: &[String]) -> Detection<'a> {
+    let start = match skip_wrappers(argv) {
+        Ok(s) => s,
+        Err(why) => return Detection::None(why),
+    };
+    // The longest matching pattern wins (`cargo nextest run` over `cargo`).
+    let mut best: Option<(&Recipe, &Vec<String>)> = None;
+    for r in recipes {
+        for p in &r.detect.patterns {
+            if matches_at(p, argv, start) && best.is_none_or(|(_, b)| p.len() > b.len()) {
+                best = Some((r, p));
+            }
+        }
+    }
+    match best {
+        Some((recipe, pattern)) => Detection::Found {
+            recipe,
+            pattern: pattern.clone(),
+        },
+        None => Detection::None(format!(
+            "no recipe recognises `{}`; per-test data needs {{junit}} or --junit, and shuffle/workers cells need --runner NAME",
+            argv[start]
+        )),
+    }
+}
+
+/// Replaces `{name}` placeholders in one pass (a substituted value is never
+/// expanded again). Unknown placeholders are an error.
+pub fn fill(template: &str, vars: &BTreeMap<&str, String>) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            out.push_str(&rest[open..]);
+            return Ok(out);
+        };
+        let name = &after[..close];
+        match vars.get(name) {
+            Some(v) => out.push_str(v),
+            None if PLACEHOLDERS.contains(&name) => {
+                return Err(format!("placeholder `{{{name}}}` has no value here"))
+            }
+            None => return Err(format!("unknown placeholder `{{{name}}}`")),
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+impl Inject {
+    /// Applies the injection to `argv`, returning the new argv and the
+    /// variables to set.
+    pub fn apply(
+        &self,
+        argv: &[String],
+        vars: &BTreeMap<&str, String>,
+    ) -> Result<(Vec<String>, BTreeMap<String, String>), String> {
+        let args = self
+            .args
+            .iter()
+            .map(|a| fill(a, vars))
+            .collect::<Result<Vec<_>, _>>()?;
+        let env = self
+            .env
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), fill(v, vars)?)))
+            .collect::<Result<BTreeMap<_, _>, String>>()?;
+        let mut out = argv.to_vec();
+        match self.position {
+            Position::End => out.extend(args),
+            Position::AfterDoubleDash => {
+                if !out.iter().any(|w| w == "--") {
+                    out.push("--".into());
+                }
+                out.extend(args);
+            }
+        }
+        Ok((out, env))
+    }
+
+    fn templates(&self) -> impl Iterator<Item = &String> {
+        self.args.iter().chain(self.env.values())
+    }
+}
+
+impl Recipe {
+    /// Checks what serde cannot: placeholders, regexes, and that each
+    /// section uses the placeholder it needs.
+    pub fn validate(&self) -> Result<(), String> {
+        let check = |what: &str, inject: &Inject, needs: &str| -> Result<(), String> {
+            let mut vars: BTreeMap<&str, String> =
+                PLACEHOLDERS.iter().map(|p| (*p, String::new())).collect();
+            vars.insert(needs, "X".into());
+            let mut used = false;
+            for t in inject.templates() {
+                fill(t, &vars).map_err(|e| format!("[{what}]: {e}"))?;
+                used |= t.contains(&format!("{{{needs}}}"));
+            }
+            if !used && !needs.is_empty() {
+                return Err(format!("[{what}] never uses {{{needs}}}"));
+            }
+            Ok(())
+        };
+        if let Some(j) = &self.junit {
+            check("junit", j, "junit")?;
+        }
+        if let Some(s) = &self.select {
+            check("select", s, "id")?;
+        }
+        if let Some(s) = &self.shuffle {
+            check("shuffle.on", &s.on, "seed")?;
+            let re = regex::Regex::new(&s.seed_regex)
+                .map_err(|e| format!("[shuffle] seed_regex: {e}"))?;
+            if re.captures_len() != 2 {
+                return Err("[shuffle] seed_regex needs exactly one capture group".into());
+            }
+        }
+        if let Some(w) = &self.workers {
+            check("workers.set", &w.set, "workers")?;
+            if !["1", "cpus", "cpus-1", "half-cpus"].contains(&w.default.as_str()) {
+                return Err(format!(
+                    "[workers] default `{}`: use 1, cpus, cpus-1 or half-cpus",
+                    w.default
+                ));
+            }
+            for re in [&w.proof_regex, &w.missing_regex].into_iter().flatten() {
+                regex::Regex::new(re).map_err(|e| format!("[workers] regex: {e}"))?;
+            }
+        }
+        if let Some(re) = &self.exit.no_tests_regex {
+            regex::Regex::new(re).map_err(|e| format!("[exit] no_tests_regex: {e}"))?;
+        }
+        if self.detect.patterns.iter().any(Vec::is_empty) {
+            return Err("[detect] has an empty pattern".into());
+        }
+        Ok(())
+    }
+
+    /// The default number of workers on a host with `cpus` CPUs.
+    pub fn default_workers(&self, cpus: usize) -> Option<usize> {
+        let w = self.workers.as_ref()?;
+        Some(
+            match w.default.as_str() {
+                "cpus" => cpus,
+                "cpus-1" => cpus.saturating_sub(1),
+                "half-cpus" => cpus / 2,
+                _ => 1,
+            }
+            .max(1),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recipe(patterns: &[&[&str]]) -> Recipe {
+        Recipe {
+            name: "x".into(),
+            summary: String::new(),
+            status: Status::Documented,
+            checked: String::new(),
+            detect: Detect {
+                patterns: patterns
+                    .iter()
+                    .map(|p| p.iter().map(|s| s.to_string()).collect())
+                    .collect(),
+            },
+            junit: None,
+            shuffle: None,
+            workers: None,
+            select: None,
+            exit: ExitCodes {
+                failed: vec![1],
+                usage: vec![],
+                no_tests: vec![],
+                no_tests_regex: None,
+            },
+            unsupported: BTreeMap::new(),
+            sources: vec![],
+        }
+    }
+
+    fn argv(s: &str) -> Vec<String> {
+        shell_words::split(s).unwrap()
+    }
+
+    #[test]
+    fn detection_table_of_real_command_lines() {
+        let recipes = load(None).unwrap();
+        let table: &[(&str, Option<&str>)] = &[
+            ("pytest", Some("pytest")),
+            ("pytest -x -q tests/unit", Some("pytest")),
+            ("python -m pytest --maxfail=1", Some("pytest")),
+            ("python3.12 -m pytest", Some("pytest")),
+            ("poetry run pytest -n auto", Some("pytest")),
+            ("uv run pytest tests", Some("pytest")),
+            (
+                "env DJANGO_SETTINGS_MODULE=app.settings pytest",
+                Some("pytest"),
+            ),
+            ("timeout 10m pytest", Some("pytest")),
+            ("go test ./...", Some("go")),
+            ("go test -race -count=1 ./internal/...", Some("go")),
+            ("gotestsum -- ./...", Some("go")),
+            ("cargo test --workspace", Some("cargo-test")),
+            ("cargo +nightly test", Some("cargo-test")),
+            ("cargo nextest run --workspace", Some("cargo-nextest")),
+            ("npx jest --ci", Some("jest")),
+            ("jest", Some("jest")),
+            ("npx vitest run", Some("vitest")),
+            ("node --test", Some("node-test")),
+            ("npx mocha 'test/**/*.spec.js'", Some("mocha")),
+            ("bundle exec rspec spec/models", Some("rspec")),
+            ("rspec", Some("rspec")),
+            ("vendor/bin/phpunit --testsuite unit", Some("phpunit")),
+            ("ctest --output-on-failure", Some("ctest")),
+            ("npx playwright test", Some("playwright")),
+            // Must refuse to guess.
+            ("npm test", None),
+            ("yarn test", None),
+            ("make check", None),
+            ("sh -c 'pytest && go test ./...'", None),
+            ("bash scripts/test.sh", None),
+            ("./gradlew test", None),
+            ("python3 -m unittest discover", None),
+            ("python3 manage.py test", None),
+            ("cargo build", None),
+            ("go vet ./...", None),
+            ("node server.js", None),
+            ("tox -e py311", None),
+        ];
+        for (cmd, want) in table {
+            let got = match detect(&recipes, &argv(cmd)) {
+                Detection::Found { recipe, .. } => Some(recipe.name.as_str()),
+                Detection::None(_) => None,
+            };
+            assert_eq!(got, *want, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn every_embedded_recipe_is_valid_and_named_after_its_file() {
+        for (source, text) in EMBEDDED {
+            let r: Recipe = toml::from_str(text).unwrap_or_else(|e| panic!("{source}: {e}"));
+            r.validate().unwrap_or_else(|e| panic!("{source}: {e}"));
+            assert_eq!(format!("recipes/{}.toml", r.name), *source);
+        }
+    }
+
+    #[test]
+    fn fill_is_one_pass_and_strict() {
+        let vars = BTreeMap::from([("seed", "{junit}".to_string())]);
+        assert_eq!(fill("--seed={seed}", &vars).unwrap(), "--seed={junit}");
+        assert!(fill("{nope}", &vars)
+            .unwrap_err()
+            .contains("unknown placeholder"));
+        assert!(fill("{junit}", &vars).unwrap_err().contains("no value"));
+    }
+
+    #[test]
+    fn injection_after_double_dash_adds_one_when_missing() {
+        let inject = Inject {
+            args: vec!["--shuffle-seed".into(), "{seed}".into()],
+            position: Position::AfterDoubleDash,
+            env: BTreeMap::from([("RUSTC_BOOTSTRAP".to_string(), "1".to_string())]),
+        };
+        let vars = BTreeMap::from([("seed", "7".to_string())]);
+        let (a, env) = inject.apply(&argv("cargo test"), &vars).unwrap();
+        assert_eq!(a, argv("cargo test -- --shuffle-seed 7"));
+        assert_eq!(env["RUSTC_BOOTSTRAP"], "1");
+        let (a, _) = inject.apply(&argv("cargo test -- --exact"), &vars).unwrap();
+        assert_eq!(a, argv("cargo test -- --exact --shuffle-seed 7"));
+    }
+
+    #[test]
+    fn detection_sees_through_wrappers_and_refuses_to_guess() {
+        let recipes = vec![
+            Recipe {
+                name: "pytest".into(),
+                ..recipe(&[&["pytest"], &["python3", "-m", "pytest"]])
+            },
+            Recipe {
+                name: "cargo-test".into(),
+                ..recipe(&[&["cargo", "test"]])
+            },
+            Recipe {
+                name: "nextest".into(),
+                ..recipe(&[&["cargo", "nextest", "run"]])
+            },
+        ];
+        let name = |cmd: &str| match detect(&recipes, &argv(cmd)) {
+            Detection::Found { recipe, .. } => recipe.name.clone(),
+            Detection::None(why) => format!("none: {why}"),
+        };
+        assert_eq!(name("pytest -x tests/"), "pytest");
+        assert_eq!(name("/usr/bin/python3.11 -u -m pytest -q"), "pytest");
+        assert_eq!(
+            name("env PYTHONHASHSEED=0 timeout 5m poetry run pytest"),
+            "pytest"
+        );
+        assert_eq!(name("cargo +nightly test --release"), "cargo-test");
+        assert_eq!(name("cargo nextest run --workspace"), "nextest");
+        assert!(name("sh -c 'pytest'").contains("hides which runner"));
+        assert!(name("npm test").contains("hides which runner"));
+        assert!(name("make check").contains("hides which runner"));
+        assert!(name("./run-tests.sh").starts_with("none: no recipe recognises"));
+        assert!(name("python3 -m unittest").starts_with("none:"));
+        assert!(name("cargo build").starts_with("none:"));
+    }
+}

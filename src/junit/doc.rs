@@ -1,0 +1,875 @@
+//! The document state machine: builds [`Case`]s from quick-xml's events by
+//! the reference reading (element stack, suite names, open testcases, the
+//! captured failure text), and checks what quick-xml leaves to its caller:
+//! the XML declaration and its encoding, DOCTYPE placement, a single root,
+//! nesting depth, attributes (via [`AttrScan`]) and references.
+
+use std::borrow::Cow;
+
+use encoding_rs::{Encoding, UTF_16BE, UTF_16LE, UTF_8};
+use quick_xml::events::{BytesDecl, BytesStart};
+
+use super::text::{
+    check_refs, floor_char_boundary, is_xml_space, normalize_newlines, parse_time, unescape,
+    utf8_string,
+};
+use super::{Case, CaseOutcome, Check, JunitError, Limits, Parsed, MAX_DETAIL, MAX_MESSAGE};
+
+/// What an open element is, for the reference reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `<testsuite>`: its name is on the suite stack.
+    Suite,
+    /// `<testcase>`: its builder is on the open-case stack.
+    Case,
+    /// An outcome-like direct child of a testcase that is not captured.
+    Outcome,
+    /// The failure/error (or flaky/rerun) element whose text is captured.
+    Capture(Slot),
+    /// A `<stackTrace>` directly inside the captured element.
+    Trace(Slot),
+    /// Anything else.
+    Other,
+}
+
+/// Which capture of an open case an element fills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// The first `<failure>`/`<error>`.
+    Primary,
+    /// The first flaky*/rerun* element, used when there is no failure/error.
+    Rerun,
+}
+
+/// One open element: its kind and where its local name starts in
+/// [`Doc::names`].
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    kind: Kind,
+    name_at: usize,
+}
+
+/// Message and body of one failure-like element.
+#[derive(Debug, Default)]
+struct Capture {
+    message: Option<String>,
+    detail: String,
+    /// Input bytes of the body not kept.
+    dropped: u64,
+    /// No more body is kept.
+    full: bool,
+}
+
+impl Capture {
+    fn push(&mut self, text: &str) {
+        if self.full {
+            self.dropped += text.len() as u64;
+            return;
+        }
+        let room = MAX_DETAIL - self.detail.len();
+        if text.len() <= room {
+            self.detail.push_str(text);
+        } else {
+            let cut = floor_char_boundary(text, room);
+            self.detail.push_str(&text[..cut]);
+            self.dropped += (text.len() - cut) as u64;
+            self.full = true;
+        }
+    }
+
+    fn finish(self) -> (Option<String>, Option<String>) {
+        let mut detail = self.detail;
+        let detail = if self.dropped > 0 {
+            detail.push_str(&format!(
+                "\n[flakelab: {} more bytes dropped]",
+                self.dropped
+            ));
+            Some(detail)
+        } else if detail.trim().is_empty() {
+            None
+        } else {
+            Some(detail)
+        };
+        (self.message, detail)
+    }
+}
+
+/// A `<testcase>` whose end tag has not been seen yet.
+#[derive(Debug)]
+struct OpenCase {
+    index: usize,
+    failed: bool,
+    errored: bool,
+    skipped: bool,
+    /// Outcome of the first flaky*/rerun* child, if any.
+    first_rerun: Option<CaseOutcome>,
+    reruns: u32,
+    primary: Option<Capture>,
+    rerun: Option<Capture>,
+}
+
+/// Attribute values of interest on one start tag.
+#[derive(Default)]
+struct Attrs {
+    name: Option<String>,
+    classname: Option<String>,
+    class: Option<String>,
+    time: Option<f64>,
+    message: Option<String>,
+}
+
+pub(super) struct Doc {
+    limits: Limits,
+    cases: Vec<Case>,
+    root: Option<String>,
+    root_closed: bool,
+    /// Any markup or non-whitespace text seen (else an empty report).
+    pub(super) seen_markup: bool,
+    doctype: bool,
+    frames: Vec<Frame>,
+    /// Local names of the open elements, back to back.
+    names: Vec<u8>,
+    suites: Vec<String>,
+    open: Vec<OpenCase>,
+    /// Encoding of the bytes, when not UTF-8.
+    encoding: Option<&'static Encoding>,
+    scratch: Vec<u8>,
+}
+
+impl Doc {
+    pub(super) fn new(limits: Limits) -> Doc {
+        Doc {
+            limits,
+            cases: Vec::new(),
+            root: None,
+            root_closed: false,
+            seen_markup: false,
+            doctype: false,
+            frames: Vec::new(),
+            names: Vec::new(),
+            suites: Vec::new(),
+            open: Vec::new(),
+            encoding: None,
+            scratch: Vec::new(),
+        }
+    }
+
+    pub(super) fn decl(&mut self, decl: &BytesDecl<'_>) -> Check {
+        if self.seen_markup {
+            return Err("the XML declaration is not at the start of the report".into());
+        }
+        self.seen_markup = true;
+        decl.version()
+            .map_err(|e| format!("bad XML declaration: {e}"))?;
+        let Some(label) = decl.encoding() else {
+            return Ok(());
+        };
+        let label = label.map_err(|e| format!("bad XML declaration: {e}"))?;
+        let Some(encoding) = Encoding::for_label(&label) else {
+            return Err(format!(
+                "unknown encoding {:?} in the XML declaration",
+                String::from_utf8_lossy(&label)
+            ));
+        };
+        if encoding == UTF_8 || encoding == UTF_16LE || encoding == UTF_16BE {
+            // UTF-16 input was transcoded to UTF-8 before quick-xml; a
+            // declared UTF-16 on 8-bit input is read as UTF-8 (tolerance).
+            self.encoding = None;
+        } else if encoding.is_ascii_compatible() {
+            self.encoding = Some(encoding);
+        } else {
+            return Err(format!(
+                "unsupported encoding {} in the XML declaration",
+                encoding.name()
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn doctype(&mut self) -> Check {
+        if self.root.is_some() {
+            return Err("a DOCTYPE after the root element".into());
+        }
+        if self.doctype {
+            return Err("a second DOCTYPE".into());
+        }
+        self.doctype = true;
+        self.seen_markup = true;
+        Ok(())
+    }
+
+    pub(super) fn start(&mut self, e: &BytesStart<'_>, empty: bool) -> Check {
+        self.seen_markup = true;
+        if self.root_closed {
+            return Err("content after the root element (two root elements?)".into());
+        }
+        if self.frames.len() >= self.limits.depth {
+            return Err(format!(
+                "elements nested deeper than {} levels",
+                self.limits.depth
+            ));
+        }
+        let qname = e.name();
+        let qname = qname.as_ref();
+        if !is_name_start(qname.first().copied()) {
+            return Err(format!(
+                "invalid element name {:?}",
+                String::from_utf8_lossy(qname)
+            ));
+        }
+        let local = local_name(qname);
+
+        let parent = self.frames.last().map(|f| f.kind);
+        let kind = match local {
+            b"testsuite" => Kind::Suite,
+            b"testcase" => Kind::Case,
+            _ => match parent {
+                Some(Kind::Case) => self.outcome_kind(local),
+                Some(Kind::Capture(slot)) if local == b"stackTrace" => Kind::Trace(slot),
+                _ => Kind::Other,
+            },
+        };
+
+        let attrs = self.attributes(e, kind)?;
+
+        if self.frames.is_empty() {
+            self.root = Some(String::from_utf8_lossy(local).into_owned());
+        }
+        match kind {
+            Kind::Suite => self.suites.push(attrs.name.unwrap_or_default()),
+            Kind::Case => {
+                self.open.push(OpenCase {
+                    index: self.cases.len(),
+                    failed: false,
+                    errored: false,
+                    skipped: false,
+                    first_rerun: None,
+                    reruns: 0,
+                    primary: None,
+                    rerun: None,
+                });
+                self.cases.push(Case {
+                    suite: self.suites.last().cloned().unwrap_or_default(),
+                    classname: attrs.classname.or(attrs.class).unwrap_or_default(),
+                    name: attrs.name.unwrap_or_default(),
+                    outcome: CaseOutcome::Passed,
+                    first_attempt: CaseOutcome::Passed,
+                    reruns: 0,
+                    message: None,
+                    detail: None,
+                    time_s: attrs.time,
+                });
+            }
+            Kind::Capture(slot) => {
+                if let Some(case) = self.open.last_mut() {
+                    let capture = Capture {
+                        message: attrs.message,
+                        ..Capture::default()
+                    };
+                    match slot {
+                        Slot::Primary => case.primary = Some(capture),
+                        Slot::Rerun => case.rerun = Some(capture),
+                    }
+                }
+            }
+            Kind::Outcome | Kind::Trace(_) | Kind::Other => {}
+        }
+        self.frames.push(Frame {
+            kind,
+            name_at: self.names.len(),
+        });
+        self.names.extend_from_slice(local);
+        if empty {
+            self.end()?;
+        }
+        Ok(())
+    }
+
+    /// Classifies a direct child of the innermost open testcase and records
+    /// what it says about the case.
+    fn outcome_kind(&mut self, local: &[u8]) -> Kind {
+        let Some(case) = self.open.last_mut() else {
+            return Kind::Other;
+        };
+        let (failure, rerun) = match local {
+            b"failure" => (CaseOutcome::Failed, false),
+            b"error" => (CaseOutcome::Errored, false),
+            b"skipped" => {
+                case.skipped = true;
+                return Kind::Outcome;
+            }
+            b"flakyFailure" | b"rerunFailure" => (CaseOutcome::Failed, true),
+            b"flakyError" | b"rerunError" => (CaseOutcome::Errored, true),
+            _ => return Kind::Other,
+        };
+        if rerun {
+            case.reruns = case.reruns.saturating_add(1);
+            case.first_rerun.get_or_insert(failure);
+            if case.primary.is_none() && case.rerun.is_none() {
+                return Kind::Capture(Slot::Rerun);
+            }
+            return Kind::Outcome;
+        }
+        if failure == CaseOutcome::Failed {
+            case.failed = true;
+        } else {
+            case.errored = true;
+        }
+        if case.primary.is_none() {
+            case.rerun = None;
+            return Kind::Capture(Slot::Primary);
+        }
+        Kind::Outcome
+    }
+
+    /// Checks every attribute of a start tag and decodes the ones `kind`
+    /// keeps.
+    fn attributes(&mut self, e: &BytesStart<'_>, kind: Kind) -> Check<Attrs> {
+        let mut attrs = Attrs::default();
+        // `<` and `&` are rare in attribute values: look at each value only
+        // when the tag has one.
+        let raw = e.attributes_raw();
+        let suspicious = memchr::memchr2(b'<', b'&', raw).is_some();
+        let mut scan = AttrScan { raw, at: 0 };
+        // Keys seen so far, for the duplicate check, without allocating for
+        // the usual handful.
+        let mut seen: [&[u8]; 8] = [&[]; 8];
+        let mut more: Vec<&[u8]> = Vec::new();
+        let mut count = 0;
+        while let Some((key, value)) = scan.next_attr()? {
+            let earlier = &seen[..count.min(seen.len())];
+            if earlier.contains(&key) || more.contains(&key) {
+                return Err(format!(
+                    "duplicate attribute {:?}",
+                    String::from_utf8_lossy(key)
+                ));
+            }
+            if count < seen.len() {
+                seen[count] = key;
+            } else {
+                more.push(key);
+            }
+            count += 1;
+            if suspicious && memchr::memchr(b'<', value).is_some() {
+                return Err(format!(
+                    "`<` in the value of attribute {:?}",
+                    String::from_utf8_lossy(key)
+                ));
+            }
+            match (kind, key) {
+                (Kind::Case | Kind::Suite, b"name") => attrs.name = Some(self.attr_string(value)?),
+                (Kind::Case, b"classname") => attrs.classname = Some(self.attr_string(value)?),
+                (Kind::Case, b"class") => attrs.class = Some(self.attr_string(value)?),
+                (Kind::Case, b"time") => attrs.time = self.attr_time(value)?,
+                (Kind::Capture(_), b"message") => {
+                    let mut message = self.attr_string(value)?;
+                    message.truncate(floor_char_boundary(&message, MAX_MESSAGE));
+                    attrs.message = Some(message);
+                }
+                _ if suspicious => check_refs(value)?,
+                _ => {}
+            }
+        }
+        Ok(attrs)
+    }
+
+    /// An attribute value, normalised and unescaped.
+    fn attr_string(&mut self, raw: &[u8]) -> Check<String> {
+        let plain = !raw
+            .iter()
+            .any(|&b| matches!(b, b'&' | b'\t' | b'\n' | b'\r'));
+        if plain && self.encoding.is_none() {
+            return Ok(utf8_string(raw));
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let result = self.decode_into(raw, true, &mut scratch);
+        let out = result.map(|()| utf8_string(&scratch));
+        self.scratch = scratch;
+        out
+    }
+
+    fn attr_time(&mut self, raw: &[u8]) -> Check<Option<f64>> {
+        if memchr::memchr(b'&', raw).is_none() && self.encoding.is_none() {
+            return Ok(std::str::from_utf8(raw).ok().and_then(parse_time));
+        }
+        Ok(parse_time(&self.attr_string(raw)?))
+    }
+
+    /// Decodes `raw` (document encoding) into UTF-8 bytes in `out`, with
+    /// line-end (text) or whitespace (attribute) normalisation and
+    /// references resolved.
+    fn decode_into(&self, raw: &[u8], attr: bool, out: &mut Vec<u8>) -> Check {
+        out.clear();
+        match self.encoding {
+            None => unescape(raw, attr, out),
+            Some(encoding) => {
+                let text = encoding.decode_without_bom_handling(raw).0;
+                unescape(text.as_bytes(), attr, out)
+            }
+        }
+    }
+
+    pub(super) fn text(
+        &mut self,
+        raw: &[u8],
+        cdata: bool,
+        elided: u64,
+        elided_text: bool,
+    ) -> Check {
+        let Some(top) = self.frames.last() else {
+            if cdata {
+                return Err("CDATA outside the root element".into());
+            }
+            if elided_text || raw.iter().any(|&b| !is_xml_space(b)) {
+                return Err("text outside the root element".into());
+            }
+            return Ok(());
+        };
+        let slot = match top.kind {
+            Kind::Capture(slot) | Kind::Trace(slot) => slot,
+            _ => {
+                if !cdata {
+                    check_refs(raw)?;
+                }
+                return Ok(());
+            }
+        };
+        let full = self.capture(slot).is_none_or(|capture| capture.full);
+        if full {
+            if !cdata {
+                check_refs(raw)?;
+            }
+            if let Some(capture) = self.capture(slot) {
+                capture.dropped += raw.len() as u64 + elided;
+            }
+            return Ok(());
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let result = if cdata {
+            scratch.clear();
+            match self.encoding {
+                None => normalize_newlines(raw, &mut scratch),
+                Some(encoding) => normalize_newlines(
+                    encoding.decode_without_bom_handling(raw).0.as_bytes(),
+                    &mut scratch,
+                ),
+            }
+            Ok(())
+        } else {
+            self.decode_into(raw, false, &mut scratch)
+        };
+        if result.is_ok() {
+            let text = match std::str::from_utf8(&scratch) {
+                Ok(text) => Cow::Borrowed(text),
+                Err(_) => String::from_utf8_lossy(&scratch),
+            };
+            if let Some(capture) = self.capture(slot) {
+                capture.push(&text);
+                if elided > 0 {
+                    // The middle of this run was dropped: keep no text after
+                    // the gap, so the detail stays a prefix of the body.
+                    capture.dropped += elided;
+                    capture.full = true;
+                }
+            }
+        }
+        self.scratch = scratch;
+        result
+    }
+
+    fn capture(&mut self, slot: Slot) -> Option<&mut Capture> {
+        let case = self.open.last_mut()?;
+        match slot {
+            Slot::Primary => case.primary.as_mut(),
+            Slot::Rerun => case.rerun.as_mut(),
+        }
+    }
+
+    pub(super) fn end(&mut self) -> Check {
+        let Some(frame) = self.frames.pop() else {
+            return Err("an end tag without a start tag".into());
+        };
+        self.names.truncate(frame.name_at);
+        match frame.kind {
+            Kind::Suite => {
+                self.suites.pop();
+            }
+            Kind::Case => {
+                if let Some(open) = self.open.pop() {
+                    self.close_case(open);
+                }
+            }
+            Kind::Capture(_) | Kind::Outcome | Kind::Trace(_) | Kind::Other => {}
+        }
+        if self.frames.is_empty() {
+            self.root_closed = true;
+        }
+        Ok(())
+    }
+
+    fn close_case(&mut self, open: OpenCase) {
+        let Some(case) = self.cases.get_mut(open.index) else {
+            return;
+        };
+        let outcome = if open.failed {
+            CaseOutcome::Failed
+        } else if open.errored {
+            CaseOutcome::Errored
+        } else if open.skipped {
+            CaseOutcome::Skipped
+        } else {
+            CaseOutcome::Passed
+        };
+        let (first_attempt, capture) = match (outcome, open.first_rerun) {
+            (CaseOutcome::Passed, Some(first)) => (first, open.rerun),
+            (CaseOutcome::Failed | CaseOutcome::Errored, _) => (outcome, open.primary),
+            _ => (outcome, None),
+        };
+        case.outcome = outcome;
+        case.first_attempt = first_attempt;
+        case.reruns = open.reruns;
+        if let Some(capture) = capture {
+            (case.message, case.detail) = capture.finish();
+        }
+    }
+
+    pub(super) fn finish(self, position: u64) -> Result<Parsed, JunitError> {
+        if let Some(frame) = self.frames.last() {
+            let name = String::from_utf8_lossy(&self.names[frame.name_at..]).into_owned();
+            return Err(JunitError::Malformed {
+                position,
+                message: format!("the report ends inside <{name}> (truncated?)"),
+            });
+        }
+        let Some(root) = self.root else {
+            if !self.seen_markup {
+                return Err(JunitError::Empty);
+            }
+            return Err(JunitError::Malformed {
+                position,
+                message: "no root element".into(),
+            });
+        };
+        Ok(Parsed {
+            cases: self.cases,
+            root,
+        })
+    }
+}
+
+/// A validating scanner over the attributes of a start tag (the bytes after
+/// the element name): `S Name S? = S? ("…" | '…')`, repeated. Values are
+/// returned raw (not unescaped).
+struct AttrScan<'a> {
+    raw: &'a [u8],
+    at: usize,
+}
+
+impl<'a> AttrScan<'a> {
+    fn next_attr(&mut self) -> Check<Option<(&'a [u8], &'a [u8])>> {
+        let raw = self.raw;
+        let start = self.at;
+        let mut i = start;
+        while i < raw.len() && is_xml_space(raw[i]) {
+            i += 1;
+        }
+        if i == raw.len() {
+            self.at = i;
+            return Ok(None);
+        }
+        if i == start {
+            return Err("attributes must be separated by whitespace".into());
+        }
+        let key_start = i;
+        while i < raw.len() && !is_xml_space(raw[i]) && raw[i] != b'=' {
+            if matches!(raw[i], b'"' | b'\'' | b'<' | b'>') {
+                return Err("bad attribute name".into());
+            }
+            i += 1;
+        }
+        let key = &raw[key_start..i];
+        if !is_name_start(key.first().copied()) {
+            return Err(format!(
+                "bad attribute name {:?}",
+                String::from_utf8_lossy(key)
+            ));
+        }
+        while i < raw.len() && is_xml_space(raw[i]) {
+            i += 1;
+        }
+        if raw.get(i) != Some(&b'=') {
+            return Err(format!(
+                "attribute {:?} has no value",
+                String::from_utf8_lossy(key)
+            ));
+        }
+        i += 1;
+        while i < raw.len() && is_xml_space(raw[i]) {
+            i += 1;
+        }
+        let quote = match raw.get(i) {
+            Some(&q @ (b'"' | b'\'')) => q,
+            _ => {
+                return Err(format!(
+                    "the value of attribute {:?} is not quoted",
+                    String::from_utf8_lossy(key)
+                ))
+            }
+        };
+        i += 1;
+        let Some(len) = memchr::memchr(quote, &raw[i..]) else {
+            return Err(format!(
+                "the value of attribute {:?} is not closed",
+                String::from_utf8_lossy(key)
+            ));
+        };
+        let value = &raw[i..i + len];
+        self.at = i + len + 1;
+        Ok(Some((key, value)))
+    }
+}
+
+/// The local part of a qualified name (after the last `:`).
+fn local_name(qname: &[u8]) -> &[u8] {
+    match memchr::memrchr(b':', qname) {
+        Some(i) => &qname[i + 1..],
+        None => qname,
+    }
+}
+
+fn is_name_start(b: Option<u8>) -> bool {
+    matches!(
+        b,
+        Some(b'A'..=b'Z' | b'a'..=b'z' | b'_' | b':' | 0x80..=0xff)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::junit::tests::{case, malformed};
+    use crate::junit::{parse, MAX_DEPTH};
+
+    fn ok(xml: &str) -> Parsed {
+        parse(xml.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{xml}"))
+    }
+
+    #[test]
+    fn reference_reading() {
+        let xml = r#"<?xml version="1.0"?>
+<testsuites>
+  <testsuite name="outer">
+    <failure message="suite-level, not counted"/>
+    <testcase classname="C" name="pass" time="0.5"/>
+    <testcase classname="C" name="fail"><failure message="m">body</failure></testcase>
+    <testcase classname="C" name="err"><error/></testcase>
+    <testcase classname="C" name="skip"><skipped/></testcase>
+    <testcase classname="C" name="skip+fail"><skipped/><failure/></testcase>
+    <testcase classname="C" name="skip+err"><skipped/><error/></testcase>
+    <testcase classname="C" name="err+fail"><error message="first"/><failure message="second"/></testcase>
+    <testcase classname="C" name="deep"><x><failure/><skipped/></x></testcase>
+    <testcase classname="C" name="status" status="disabled"/>
+    <testsuite name="inner">
+      <testcase name="nested-suite"/>
+    </testsuite>
+    <testcase name="back-in-outer"/>
+    <testcase name="outer-case"><testcase name="inner-case"><failure/></testcase></testcase>
+  </testsuite>
+  <testcase name="no-suite"/>
+</testsuites>"#;
+        let parsed = ok(xml);
+        assert_eq!(parsed.root, "testsuites");
+        let got: Vec<(&str, &str, CaseOutcome)> = parsed
+            .cases
+            .iter()
+            .map(|c| (c.suite.as_str(), c.name.as_str(), c.outcome))
+            .collect();
+        use CaseOutcome::*;
+        assert_eq!(
+            got,
+            [
+                ("outer", "pass", Passed),
+                ("outer", "fail", Failed),
+                ("outer", "err", Errored),
+                ("outer", "skip", Skipped),
+                ("outer", "skip+fail", Failed),
+                ("outer", "skip+err", Errored),
+                ("outer", "err+fail", Failed),
+                ("outer", "deep", Passed),
+                ("outer", "status", Passed),
+                ("inner", "nested-suite", Passed),
+                ("outer", "back-in-outer", Passed),
+                ("outer", "outer-case", Passed),
+                ("outer", "inner-case", Failed),
+                ("", "no-suite", Passed),
+            ]
+        );
+        let c = &parsed.cases;
+        assert_eq!(c[0].time_s, Some(0.5));
+        assert_eq!(c[1].message.as_deref(), Some("m"));
+        assert_eq!(c[1].detail.as_deref(), Some("body"));
+        assert_eq!(c[2].message, None);
+        assert_eq!(c[2].detail, None);
+        assert_eq!(c[3].message, None, "skip reasons are not kept");
+        assert_eq!(
+            c[6].message.as_deref(),
+            Some("first"),
+            "first failure/error"
+        );
+        assert_eq!(c[12].id(), "outer::inner-case");
+        assert_eq!(c[13].id(), "no-suite");
+    }
+
+    #[test]
+    fn first_attempts() {
+        use CaseOutcome::*;
+        let read = |body: &str| ok(&case("t", body)).cases.remove(0);
+        let c = read(r#"<flakyFailure message="one">t1</flakyFailure><flakyError message="two"/>"#);
+        assert_eq!((c.outcome, c.first_attempt, c.reruns), (Passed, Failed, 2));
+        assert!(c.passed_on_rerun());
+        assert_eq!(
+            (c.message.as_deref(), c.detail.as_deref()),
+            (Some("one"), Some("t1"))
+        );
+        let c = read(
+            r#"<flakyError message="e"><stackTrace>at x</stackTrace><system-out>no</system-out></flakyError>"#,
+        );
+        assert_eq!((c.outcome, c.first_attempt), (Passed, Errored));
+        assert_eq!(c.detail.as_deref(), Some("at x"));
+        let c = read(
+            r#"<failure message="final">f</failure><rerunFailure message="r1"/><rerunFailure/><rerunError/>"#,
+        );
+        assert_eq!((c.outcome, c.first_attempt, c.reruns), (Failed, Failed, 3));
+        assert!(!c.passed_on_rerun());
+        assert_eq!(c.message.as_deref(), Some("final"));
+        let c = read(r#"<flakyFailure message="flaky"/><failure message="fail-on-flaky"/>"#);
+        assert_eq!((c.outcome, c.first_attempt), (Failed, Failed));
+        assert_eq!(c.message.as_deref(), Some("fail-on-flaky"));
+        let c = read(r#"<skipped/><flakyFailure message="x"/>"#);
+        assert_eq!((c.outcome, c.first_attempt), (Skipped, Skipped));
+        assert_eq!(c.message, None);
+        let c = read(r#"<system-out><flakyFailure/></system-out>"#);
+        assert_eq!((c.outcome, c.first_attempt, c.reruns), (Passed, Passed, 0));
+    }
+
+    #[test]
+    fn bodies_join_text_cdata_and_stack_trace_only() {
+        let c = ok(&case(
+            "t",
+            "<failure>a&amp;b\r\n<![CDATA[<raw> &amp;\r\n]]><stackTrace>trace</stackTrace><system-out>out</system-out><x>no</x>z</failure>",
+        ))
+        .cases
+        .remove(0);
+        assert_eq!(c.detail.as_deref(), Some("a&b\n<raw> &amp;\ntracez"));
+        let c = ok(&case("t", "<failure message=''>  \n  </failure>"))
+            .cases
+            .remove(0);
+        assert_eq!((c.message.as_deref(), c.detail), (Some(""), None));
+    }
+
+    #[test]
+    fn attributes_are_normalised_and_unescaped() {
+        let xml = "<testsuite name='a&amp;b'><testcase classname=\"x\r\n y\" name='q&quot;\t&#xA;' time='1'>\
+                   <failure message=\"line1&#10;line2\nline3\"/></testcase></testsuite>";
+        let c = ok(xml).cases.remove(0);
+        assert_eq!(c.suite, "a&b");
+        assert_eq!(c.classname, "x  y");
+        assert_eq!(c.name, "q\" \n");
+        assert_eq!(c.message.as_deref(), Some("line1\nline2 line3"));
+        let codeception = ok("<testsuite><testcase class='K' name='n'/></testsuite>");
+        assert_eq!(codeception.cases[0].classname, "K");
+        let both = ok("<testsuite><testcase class='K' classname='C' name='n'/></testsuite>");
+        assert_eq!(both.cases[0].classname, "C");
+    }
+
+    #[test]
+    fn namespaces_and_roots() {
+        let p = ok("<j:testsuites xmlns:j='urn:x'><j:testsuite name='s'><j:testcase name='n'><j:failure/></j:testcase></j:testsuite></j:testsuites>");
+        assert_eq!(p.root, "testsuites");
+        assert_eq!(p.cases[0].outcome, CaseOutcome::Failed);
+        assert_eq!(p.cases[0].suite, "s");
+        let p = ok("<nothing><testcase name='a'/><TestCase name='not counted'/></nothing>");
+        assert_eq!((p.root.as_str(), p.cases.len()), ("nothing", 1));
+        let p = ok("<testsuite/>");
+        assert_eq!((p.root.as_str(), p.cases.len()), ("testsuite", 0));
+    }
+
+    #[test]
+    fn well_formed_extras_are_accepted() {
+        for xml in [
+            "\u{feff}<?xml version='1.0' encoding='utf-8'?>\r\n<a/>\r\n",
+            "<?xml version=\"1.1\"?><a/>",
+            "<!-- before --><?pi x?><a><!-- in --><?pi y?></a><!-- after -->\n",
+            "<?xml version='1.0'?>\n<!DOCTYPE r [\n<!ELEMENT r ANY>\n<!ENTITY % p SYSTEM 'http://x/'>\n]>\n<r/>",
+            "\n  <?xml version='1.0'?><a/>",
+            "<a b = '1'\n c=\"2\"  />",
+            "<a>]]&gt; &#x1b;[31m</a>",
+        ] {
+            assert!(parse(xml.as_bytes()).is_ok(), "{xml:?}: {:?}", parse(xml.as_bytes()));
+        }
+    }
+
+    #[test]
+    fn not_well_formed_is_an_error() {
+        assert_eq!(parse(&b""[..]), Err(JunitError::Empty));
+        assert_eq!(parse(&b" \r\n\t "[..]), Err(JunitError::Empty));
+        assert_eq!(parse(&b"\xef\xbb\xbf\n"[..]), Err(JunitError::Empty));
+        for (xml, why) in [
+            (&b"plain text"[..], "text outside"),
+            (b"<?xml version='1.0'?>", "no root"),
+            (b"<!-- only a comment -->", "no root"),
+            (b"<a>", "ends inside <a>"),
+            (b"<a><b>text", "ends inside <b>"),
+            (b"<a><![CDATA[open", "CDATA"),
+            (b"<a", ""),
+            (b"<a></b>", ""),
+            (b"</a>", ""),
+            (b"<a/><b/>", "root"),
+            (b"<a/>text", "text outside"),
+            (b"<a/><![CDATA[x]]>", "CDATA outside"),
+            (b"<a/><!DOCTYPE a>", "DOCTYPE"),
+            (b"<!DOCTYPE a><!DOCTYPE a><a/>", "DOCTYPE"),
+            (b"<a b='<'/>", "`<`"),
+            (b"<a b='&oob;'/>", "&oob;"),
+            (b"<a>&oob;</a>", "&oob;"),
+            (b"<a>a & b</a>", "`&`"),
+            (b"<a b=c/>", "not quoted"),
+            (b"<a b/>", "no value"),
+            (b"<a b='1'c='2'/>", "whitespace"),
+            (b"<a b='1' b='2'/>", "duplicate"),
+            (b"< a/>", "element name"),
+            (b"<1a/>", "element name"),
+            (b"<a><!-- x -- y --></a>", ""),
+            (b"<a/><?xml version='1.0'?>", "declaration"),
+            (b"<?xml encoding='utf-8'?><a/>", "declaration"),
+            (
+                b"<?xml version='1.0' encoding='UTF-16 LE'?><a/>",
+                "UTF-16 LE",
+            ),
+            (
+                b"<?xml version='1.0' encoding='x-nonsense'?><a/>",
+                "unknown encoding",
+            ),
+            (
+                b"<?xml version='1.0' encoding='ISO-2022-JP'?><a/>",
+                "unsupported",
+            ),
+            (b"<r><!ENTITY x 'y'></r>", ""),
+        ] {
+            let message = malformed(xml);
+            assert!(
+                message.contains(why),
+                "{:?}: {message:?} should mention {why:?}",
+                String::from_utf8_lossy(xml)
+            );
+        }
+        let deep = format!(
+            "{}{}",
+            "<a>".repeat(MAX_DEPTH + 1),
+            "</a>".repeat(MAX_DEPTH + 1)
+        );
+        assert!(malformed(deep.as_bytes()).contains("deeper"));
+        let fine = format!("{}{}", "<a>".repeat(MAX_DEPTH), "</a>".repeat(MAX_DEPTH));
+        assert!(parse(fine.as_bytes()).is_ok());
+    }
+}
