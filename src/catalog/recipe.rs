@@ -615,6 +615,60 @@ mod tests {
     }
 
     #[test]
+    fn seed_lines_recorded_from_real_runs_are_read_back() {
+        // Output lines as recorded in shared/reference/runners.md (VERIFIED
+        // rows, run on this machine kind), one per recipe with a shuffle.
+        let recorded: &[(&str, &str, &str)] = &[
+            (
+                "pytest",
+                "platform linux -- Python 3.11.7\nUsing --randomly-seed=1234\nrootdir: /x\n",
+                "1234",
+            ),
+            ("go", "=== RUN   TestA\n-test.shuffle 1234\n", "1234"),
+            (
+                "go",
+                "{\"Action\":\"output\",\"Output\":\"-test.shuffle 1234\\n\"}\n",
+                "1234",
+            ),
+            (
+                "cargo-test",
+                "\nrunning 4 tests (shuffle seed: 1234)\ntest a ... ok\n",
+                "1234",
+            ),
+            (
+                "jest",
+                "Tests:       3 passed, 3 total\nSeed:        1234\n",
+                "1234",
+            ),
+            (
+                "vitest",
+                " RUN  v4.1.12 /x\n      Running tests with seed \"1234\"\n",
+                "1234",
+            ),
+            (
+                "playwright",
+                "Running 5 tests using 1 worker, shuffle seed 1234\n",
+                "1234",
+            ),
+            ("rspec", "Randomized with seed 1234\n...\n", "1234"),
+            (
+                "phpunit",
+                "PHPUnit 9.6.7 by Sebastian Bergmann and contributors.\n\nRandom Seed:   1234\n",
+                "1234",
+            ),
+        ];
+        let recipes = load(None).unwrap();
+        for (name, log, seed) in recorded {
+            let r = recipes.iter().find(|r| r.name == *name).unwrap();
+            let re = regex::Regex::new(&r.shuffle.as_ref().unwrap().seed_regex).unwrap();
+            let got = re.captures(log).and_then(|c| c.get(1)).map(|m| m.as_str());
+            assert_eq!(got, Some(*seed), "{name}: {log:?}");
+            // A run whose output lacks the line is caught.
+            assert!(re.captures("all tests passed\n").is_none(), "{name}");
+        }
+    }
+
+    #[test]
     fn every_embedded_recipe_is_valid_and_named_after_its_file() {
         for (source, text) in EMBEDDED {
             let r: Recipe = toml::from_str(text).unwrap_or_else(|e| panic!("{source}: {e}"));
