@@ -941,6 +941,7 @@ fn build_command(
         settings.recipe.as_ref().and_then(|r| r.workers.as_ref()),
     ) {
         argv.retain(|a| !w.hides_proof.contains(a));
+        argv = crate::catalog::recipe::remove_options(&argv, &w.replaces);
         inject(
             &w.set,
             &mut argv,

@@ -93,6 +93,15 @@ pub fn from_log(log: &str) -> Option<String> {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
+    // A Rust panic names its place on one line and its message on the next.
+    if let Some(i) = lines
+        .iter()
+        .position(|l| l.contains("panicked at") && l.ends_with(':'))
+    {
+        if let Some(message) = lines.get(i + 1) {
+            return Some(normalise(&format!("panicked: {message}")));
+        }
+    }
     let looks_failed = |l: &&&str| {
         let lower = l.to_ascii_lowercase();
         [
@@ -161,6 +170,11 @@ mod tests {
             "FAIL test_due_date: expected <duration>, got <n>"
         );
         assert_eq!(from_log(""), None);
+        let panic = "running 3 tests\nthread 'order::b' (4242) panicked at src/lib.rs:17:9:\ncurrency was never loaded\nnote: run with `RUST_BACKTRACE=1`\nerror: test failed, to rerun pass `--lib`\n";
+        assert_eq!(
+            from_log(panic).unwrap(),
+            "panicked: currency was never loaded"
+        );
     }
 
     #[test]

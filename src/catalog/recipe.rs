@@ -136,6 +136,11 @@ pub struct Workers {
     /// capture group: their number), when the runner prints one.
     #[serde(default)]
     pub proof_regex: Option<String>,
+    /// Options the command may already carry that would override the
+    /// injected count (`--test-threads`, `-j`): removed with their value
+    /// (`--opt V` and `--opt=V`) in workers cells.
+    #[serde(default)]
+    pub replaces: Vec<String>,
     /// Arguments that hide the proof line; they are removed in workers cells.
     #[serde(default)]
     pub hides_proof: Vec<String>,
@@ -366,6 +371,28 @@ fn matches_at(pattern: &[String], argv: &[String], start: usize) -> bool {
         i += 1;
     }
     true
+}
+
+/// Removes each option in `options` from `argv`, with its value: both
+/// `--opt V` and `--opt=V`.
+pub fn remove_options(argv: &[String], options: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut skip_value = false;
+    for w in argv {
+        if skip_value {
+            skip_value = false;
+            continue;
+        }
+        if options.iter().any(|o| w == o) {
+            skip_value = true;
+            continue;
+        }
+        if options.iter().any(|o| w.starts_with(&format!("{o}="))) {
+            continue;
+        }
+        out.push(w.clone());
+    }
+    out
 }
 
 /// Finds the recipe for a command line.
@@ -675,6 +702,22 @@ mod tests {
             r.validate().unwrap_or_else(|e| panic!("{source}: {e}"));
             assert_eq!(format!("recipes/{}.toml", r.name), *source);
         }
+    }
+
+    #[test]
+    fn options_are_removed_with_their_values() {
+        let opts = vec!["--test-threads".to_string(), "-j".to_string()];
+        assert_eq!(
+            remove_options(
+                &argv("cargo test -j 2 -- --test-threads=1 --exact x"),
+                &opts
+            ),
+            argv("cargo test -- --exact x")
+        );
+        assert_eq!(
+            remove_options(&argv("cargo test -- --test-threads 1"), &opts),
+            argv("cargo test --")
+        );
     }
 
     #[test]
