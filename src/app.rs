@@ -764,19 +764,33 @@ fn record_cell(cells: &[(Cell, Prepared)], name: &str) -> usize {
     cells.iter().position(|(c, _)| c.name == name).unwrap_or(0)
 }
 
-/// The runner's own "usage error" or "nothing collected", from its recipe.
+/// The runner's own "usage error" or "nothing collected", from its recipe:
+/// by exit code, or by a line of output for runners that share codes.
 fn runner_error(
     recipe: &crate::catalog::recipe::Recipe,
     code: Option<i32>,
     log: &str,
 ) -> Option<String> {
     let code = code?;
-    let last = log
+    let plain = regex::Regex::new(r"\x1b\[[0-9;]*[A-Za-z]")
+        .map(|re| re.replace_all(log, "").into_owned())
+        .unwrap_or_else(|_| log.to_string());
+    let found = |re: &Option<String>| -> Option<String> {
+        let re = regex::Regex::new(re.as_deref()?).ok()?;
+        let m = re.find(&plain)?;
+        let line_start = plain[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = plain[m.start()..]
+            .find('\n')
+            .map_or(plain.len(), |i| m.start() + i);
+        Some(plain[line_start..line_end].trim().to_string())
+    };
+    let last = plain
         .lines()
         .rev()
         .map(str::trim)
         .find(|l| !l.is_empty())
-        .unwrap_or("(no output)");
+        .unwrap_or("(no output)")
+        .to_string();
     if recipe.exit.usage.contains(&code) {
         return Some(format!("{} usage error (exit {code}): {last}", recipe.name));
     }
@@ -786,13 +800,17 @@ fn runner_error(
             recipe.name
         ));
     }
-    let empty = recipe
-        .exit
-        .no_tests_regex
-        .as_deref()
-        .and_then(|r| regex::Regex::new(r).ok())
-        .is_some_and(|re| re.is_match(log));
-    (code == 0 && empty).then(|| format!("{} ran no tests: {last}", recipe.name))
+    if code != 0 {
+        if let Some(line) = found(&recipe.exit.error_regex) {
+            return Some(format!(
+                "{} could not run the tests (exit {code}): {line}",
+                recipe.name
+            ));
+        }
+        return None;
+    }
+    found(&recipe.exit.no_tests_regex)
+        .map(|line| format!("{} ran no tests (exit 0): {line}", recipe.name))
 }
 
 /// The per-run probes of the recipe-driven kinds: the seed the runner

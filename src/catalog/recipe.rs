@@ -168,6 +168,11 @@ pub struct ExitCodes {
     /// code says 0 (runners that exit 0 on an empty run).
     #[serde(default)]
     pub no_tests_regex: Option<String>,
+    /// A regex on the output that means the run measured nothing — a usage
+    /// error, or no tests found — for runners whose code for that is the
+    /// "tests failed" code (jest, vitest, cargo test).
+    #[serde(default)]
+    pub error_regex: Option<String>,
 }
 
 /// The recipe files embedded in the binary.
@@ -427,8 +432,19 @@ pub fn detect<'a>(recipes: &'a [Recipe], argv: &[String]) -> Detection<'a> {
 pub fn fill(template: &str, vars: &BTreeMap<&str, String>) -> Result<String, String> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
-    while let Some(open) = rest.find('{') {
+    while let Some(open) = rest.find(['{', '}']) {
         out.push_str(&rest[..open]);
+        // `{{` and `}}` stand for literal braces (a runner's own template).
+        if rest[open..].starts_with("{{") || rest[open..].starts_with("}}") {
+            out.push_str(&rest[open..open + 1]);
+            rest = &rest[open + 2..];
+            continue;
+        }
+        if rest[open..].starts_with('}') {
+            out.push('}');
+            rest = &rest[open + 1..];
+            continue;
+        }
         let after = &rest[open + 1..];
         let Some(close) = after.find('}') else {
             out.push_str(&rest[open..]);
@@ -528,8 +544,11 @@ impl Recipe {
                 regex::Regex::new(re).map_err(|e| format!("[workers] regex: {e}"))?;
             }
         }
-        if let Some(re) = &self.exit.no_tests_regex {
-            regex::Regex::new(re).map_err(|e| format!("[exit] no_tests_regex: {e}"))?;
+        for re in [&self.exit.no_tests_regex, &self.exit.error_regex]
+            .into_iter()
+            .flatten()
+        {
+            regex::Regex::new(re).map_err(|e| format!("[exit] regex: {e}"))?;
         }
         if self.detect.patterns.iter().any(Vec::is_empty) {
             return Err("[detect] has an empty pattern".into());
@@ -577,6 +596,7 @@ mod tests {
                 usage: vec![],
                 no_tests: vec![],
                 no_tests_regex: None,
+                error_regex: None,
             },
             unsupported: BTreeMap::new(),
             sources: vec![],

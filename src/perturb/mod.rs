@@ -256,8 +256,10 @@ pub fn prepare(cell: &Cell, host: &HostFacts, recipe: Option<&Recipe>) -> Result
                 Some(r) if r.shuffle.is_some() => out.shuffle = true,
                 Some(r) => {
                     out.missing = Some(format!(
-                        "cannot shuffle: the {} recipe knows no seeded shuffle for this runner\nhint: see `flakelab recipes show {}`",
-                        r.name, r.name
+                        "cannot shuffle: the {} recipe knows no seeded shuffle for this runner{}\nhint: see `flakelab recipes show {}`",
+                        r.name,
+                        r.unsupported.get("shuffle").map(|why| format!(" ({why})")).unwrap_or_default(),
+                        r.name
                     ))
                 }
                 None => {

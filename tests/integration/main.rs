@@ -7,6 +7,8 @@ mod junit_e2e;
 mod kernel;
 mod recipes;
 mod run_stats;
+mod runner_cargo;
+mod runner_node;
 mod sandbox;
 mod store;
 

@@ -1,0 +1,464 @@
+//! Runner recipes end to end with the real JavaScript runners: node:test
+//! (`node --test`, Node 20), Jest (with jest-junit) and Vitest, each on its
+//! fixture project `tests/fixtures/{node,jest,vitest}-project`: an
+//! order-dependent pair (module state set by one test, read by another, in
+//! one file) and a shared-resource collision (two test files create the same
+//! lock file exclusively; parallel workers collide, one file at a time never
+//! does).
+//!
+//! Jest and Vitest are installed once per test binary run with npm (pinned
+//! versions from the fixture's package.json) into
+//! `$CARGO_TARGET_TMPDIR/flakelab-test-node/<project>`, outside the
+//! repository; each lab links its `node_modules` there. When npm cannot
+//! install (offline), `capable()` decides: skipped locally, a failure under
+//! `FLAKELAB_TEST_REQUIRE_ALL=1`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::{capable, cell, sh_ok, Lab};
+
+fn fixture(project: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(project)
+}
+
+/// Copies the fixture's files (never a `node_modules`) into the lab, and
+/// links `node_modules` to `deps` when given.
+fn copy_fixture(lab: &Lab, project: &str, deps: Option<&Path>) {
+    for entry in std::fs::read_dir(fixture(project)).unwrap().flatten() {
+        if entry.file_type().unwrap().is_file() && entry.file_name() != ".gitignore" {
+            std::fs::copy(entry.path(), lab.path().join(entry.file_name())).unwrap();
+        }
+    }
+    if let Some(deps) = deps {
+        std::os::unix::fs::symlink(deps.join("node_modules"), lab.path().join("node_modules"))
+            .unwrap();
+    }
+}
+
+fn node_available() -> bool {
+    capable(
+        "Node.js >= 20 (node --test)",
+        sh_ok(
+            "node -e 'process.exit(Number(process.versions.node.split(\".\")[0]) >= 20 ? 0 : 1)'",
+        ),
+    )
+}
+
+/// The project's npm dependencies, installed once per test binary run (and
+/// kept between runs while package.json is unchanged), or None when npm
+/// cannot install them.
+fn npm_deps(project: &str) -> Option<PathBuf> {
+    static DONE: Mutex<BTreeMap<String, Option<PathBuf>>> = Mutex::new(BTreeMap::new());
+    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(found) = done.get(project) {
+        return found.clone();
+    }
+    let found = npm_install(project);
+    done.insert(project.to_string(), found.clone());
+    found
+}
+
+fn npm_install(project: &str) -> Option<PathBuf> {
+    let manifest = std::fs::read(fixture(project).join("package.json")).unwrap();
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flakelab-test-node");
+    let dir = root.join(project);
+    // `.installed` is a copy of the package.json that was installed.
+    let ready = dir.join(".installed");
+    let is_ready = || std::fs::read(&ready).is_ok_and(|m| m == manifest);
+    if is_ready() {
+        return Some(dir);
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    // Another test binary may be installing the same project.
+    let lock = std::fs::File::create(root.join(format!("{project}.lock"))).unwrap();
+    lock.lock().unwrap();
+    if is_ready() {
+        return Some(dir);
+    }
+    std::fs::write(dir.join("package.json"), &manifest).unwrap();
+    let out = std::process::Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--no-package-lock",
+            "--prefer-offline",
+            "--loglevel=error",
+        ])
+        .current_dir(&dir)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            std::fs::write(&ready, &manifest).unwrap();
+            Some(dir)
+        }
+        Ok(o) => {
+            eprintln!(
+                "npm install in {} failed: {}",
+                dir.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("npm install in {} failed: {e}", dir.display());
+            None
+        }
+    }
+}
+
+/// The lab with the project's files and dependencies, or None (skipped).
+fn npm_lab(project: &str, what: &str, alone: bool) -> Option<Lab> {
+    if !node_available() {
+        return None;
+    }
+    let deps = npm_deps(project);
+    if !capable(what, deps.is_some()) {
+        return None;
+    }
+    let lab = if alone { Lab::alone() } else { Lab::new() };
+    copy_fixture(&lab, project, deps.as_deref());
+    Some(lab)
+}
+
+fn argv(run: &serde_json::Value) -> Vec<&str> {
+    run["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect()
+}
+
+/// The test of a cell whose id ends with `name`.
+fn test_in<'a>(cell: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    cell["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"].as_str().unwrap().ends_with(name))
+        .unwrap_or_else(|| panic!("no test {name} in {cell}"))
+}
+
+/// The run's repro line, run in a plain shell: its exit code.
+fn replay(run: &serde_json::Value) -> Option<i32> {
+    let mut sh = std::process::Command::new("sh");
+    super::scrub(&mut sh);
+    sh.arg("-c")
+        .arg(run["repro"].as_str().unwrap())
+        .output()
+        .unwrap()
+        .status
+        .code()
+}
+
+/// Some workers run failed on the shared lock file.
+fn collided(runs: &[serde_json::Value]) -> bool {
+    runs.iter()
+        .filter(|r| r["cell"] == "workers=2x" && r["outcome"] == "fail")
+        .any(|r| {
+            r["tests"].as_array().unwrap().iter().any(|t| {
+                t["signature"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("locked by another test process"))
+            })
+        })
+}
+
+/// Both errored runs of a 2-run baseline, and the first run's reason.
+fn errored_twice(lab: &Lab, args: &[&str]) -> String {
+    let before = lab.runs().len();
+    let mut all = vec!["-n", "2", "--"];
+    all.extend_from_slice(args);
+    let (_, report) = lab.run_json(&all);
+    let base = cell(&report, "baseline");
+    assert_eq!(
+        (base["errored"].as_u64(), base["n"].as_u64()),
+        (Some(2), Some(0)),
+        "{args:?}: {report}"
+    );
+    lab.runs()[before]["reason"].as_str().unwrap().to_string()
+}
+
+// ---------------------------------------------------------------- node:test
+
+/// Node 20 stops reading options at the first file argument (an option after
+/// a file is taken as a file), and the recipe appends its options at the
+/// end: the command names no files, so node finds `*.test.js` itself.
+/// `--test-concurrency=1` keeps the baseline serial on any host; the
+/// injected `--test-concurrency=N` comes later and wins.
+#[test]
+fn node_test_workers_find_the_collision_and_the_replay_fails_again() {
+    if !node_available() {
+        return;
+    }
+    // Alone: the collision needs both files to start within 300 ms.
+    let lab = Lab::alone();
+    copy_fixture(&lab, "node-project", None);
+    let (_, report) = lab.run_json(&[
+        "-n",
+        "3",
+        "--seed",
+        "5",
+        "-p",
+        "workers=2x",
+        "--",
+        "node",
+        "--test",
+        "--test-concurrency=1",
+    ]);
+    assert_eq!(report["runner"], "node-test", "{report}");
+    let base = cell(&report, "baseline");
+    assert_eq!(base["k"].as_u64(), Some(0), "{report}");
+    // Per-test outcomes came from the JUnit report the recipe asked for
+    // (node's classname is always "test").
+    let ids: Vec<&str> = base["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 5, "{base}");
+    assert!(ids.contains(&"test::test_b_formats_price"), "{ids:?}");
+    assert_eq!(base["runs_with_tests"].as_u64(), Some(3));
+    assert_eq!(test_in(base, "test_b_formats_price")["k"].as_u64(), Some(0));
+
+    let workers = cell(&report, "workers=2x");
+    assert!(workers["k"].as_u64().unwrap() >= 1, "{workers}");
+    let runs = lab.runs();
+    assert!(collided(&runs), "a workers run failed on the shared lock");
+    for r in runs.iter().filter(|r| r["cell"] == "workers=2x") {
+        let n = r["workers"].as_u64().unwrap();
+        assert!(n >= 2, "{r}");
+        let argv = argv(r);
+        assert_eq!(
+            argv.last().copied(),
+            Some(format!("--test-concurrency={n}").as_str()),
+            "{argv:?}"
+        );
+        assert!(argv.contains(&"--test-reporter=junit"), "{argv:?}");
+    }
+
+    let failing = runs
+        .iter()
+        .find(|r| r["cell"] == "workers=2x" && r["outcome"] == "fail")
+        .unwrap();
+    assert_eq!(replay(failing), Some(1), "{}", failing["repro"]);
+}
+
+#[test]
+fn node_test_shuffle_is_refused_with_the_recipes_reason() {
+    let lab = Lab::new();
+    copy_fixture(&lab, "node-project", None);
+    let out = lab.run(&["run", "-n", "1", "-p", "shuffle", "--", "node", "--test"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("knows no seeded shuffle"), "{stderr}");
+    assert!(lab.runs().is_empty(), "nothing ran");
+    // The recipe's reason is what `recipes detect` shows for the command.
+    // (The refusal itself names only the recipe; see the report.)
+    let detect = String::from_utf8(
+        lab.run(&["recipes", "detect", "--", "node", "--test"])
+            .stdout,
+    )
+    .unwrap();
+    assert!(detect.contains("recipe:   node-test"), "{detect}");
+    assert!(
+        detect.contains("shuffle:  not supported: Node 20 has no shuffle"),
+        "{detect}"
+    );
+}
+
+#[test]
+fn node_test_usage_errors_and_empty_runs_are_errors() {
+    if !node_available() {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "node-project", None);
+    let reason = errored_twice(&lab, &["node", "--test", "--no-such-flag"]);
+    assert!(reason.contains("usage error (exit 9)"), "{reason}");
+    // A name pattern that matches nothing exits 0 with every test skipped.
+    let reason = errored_twice(
+        &lab,
+        &[
+            "node",
+            "--test",
+            "--test-name-pattern=^nothing_matches_this$",
+        ],
+    );
+    assert!(reason.contains("ran no tests"), "{reason}");
+    // No test files at all also exits 0.
+    let empty = Lab::new();
+    let reason = errored_twice(&empty, &["node", "--test"]);
+    assert!(reason.contains("ran no tests"), "{reason}");
+}
+
+// --------------------------------------------------------- Jest and Vitest
+
+/// What one runner's shuffle + workers run must show.
+struct Expect {
+    runner: &'static str,
+    /// Arguments every shuffle run carries, with `{seed}`.
+    shuffle_args: &'static [&'static str],
+    /// The id of the order-dependent test.
+    pair_id: &'static str,
+    /// An argument every workers run carries besides the count.
+    workers_extra: Option<&'static str>,
+}
+
+fn shuffle_and_workers(lab: &Lab, command: &[&str], want: &Expect) {
+    let mut args = vec![
+        "-n",
+        "4",
+        "--seed",
+        "5",
+        "-p",
+        "shuffle",
+        "-p",
+        "workers=2x",
+        "--",
+    ];
+    args.extend_from_slice(command);
+    let (_, report) = lab.run_json(&args);
+    assert_eq!(report["runner"], want.runner, "{report}");
+    let base = cell(&report, "baseline");
+    assert_eq!(base["k"].as_u64(), Some(0), "{report}");
+    // Per-test outcomes came from the JUnit report the recipe asked for.
+    assert_eq!(base["tests"].as_array().unwrap().len(), 5, "{base}");
+    assert_eq!(base["runs_with_tests"].as_u64(), Some(4));
+
+    let shuffle = cell(&report, "shuffle");
+    assert_eq!(shuffle["applied"], true);
+    assert_eq!(
+        shuffle["n"].as_u64(),
+        Some(4),
+        "every run printed its seed: {shuffle}"
+    );
+    let pair = test_in(shuffle, "test_b_formats_price");
+    assert_eq!(pair["id"], want.pair_id, "{pair}");
+    assert!(pair["k"].as_u64().unwrap() >= 1, "{pair}");
+    assert!(pair["signatures"][0]["signature"]
+        .as_str()
+        .unwrap()
+        .contains("currency was never loaded"));
+    assert_eq!(test_in(base, "test_b_formats_price")["k"].as_u64(), Some(0));
+
+    let workers = cell(&report, "workers=2x");
+    assert!(workers["k"].as_u64().unwrap() >= 1, "{workers}");
+    let runs = lab.runs();
+    assert!(collided(&runs), "a workers run failed on the shared lock");
+    for r in runs.iter().filter(|r| r["cell"] == "workers=2x") {
+        let n = r["workers"].as_u64().unwrap();
+        assert!(n >= 2, "{r}");
+        let argv = argv(r);
+        assert!(
+            argv.contains(&format!("--maxWorkers={n}").as_str()),
+            "{argv:?}"
+        );
+        if let Some(extra) = want.workers_extra {
+            assert!(argv.contains(&extra), "{argv:?}");
+        }
+    }
+    for r in runs.iter().filter(|r| r["cell"] == "shuffle") {
+        let seed = r["seed"].to_string();
+        let argv = argv(r);
+        for a in want.shuffle_args {
+            let a = a.replace("{seed}", &seed);
+            assert!(argv.contains(&a.as_str()), "{a}: {argv:?}");
+        }
+    }
+    let base_run = runs.iter().find(|r| r["cell"] == "baseline").unwrap();
+    assert!(
+        !argv(base_run).iter().any(|a| a.contains("seed")),
+        "the baseline does not shuffle"
+    );
+
+    // A failing seed's repro line, run in a plain shell, fails again.
+    let failing = runs
+        .iter()
+        .find(|r| r["cell"] == "shuffle" && r["outcome"] == "fail")
+        .expect("a failing shuffle run");
+    assert_eq!(replay(failing), Some(1), "{}", failing["repro"]);
+}
+
+/// Jest shuffles tests within a file only: the pair shares `config.test.js`.
+/// The fixture's config sets `maxWorkers: 1`, so the baseline is serial on
+/// any host (`--maxWorkers` on the command line wins).
+#[test]
+fn jest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
+    let Some(lab) = npm_lab(
+        "jest-project",
+        "jest 30.5.2 with jest-junit 17.0.0 (npm install)",
+        true,
+    ) else {
+        return;
+    };
+    shuffle_and_workers(
+        &lab,
+        &["npx", "jest"],
+        &Expect {
+            runner: "jest",
+            shuffle_args: &["--randomize", "--seed={seed}"],
+            // jest-junit's default templates for a top-level test: classname
+            // and name are both " <title>" (an empty describe path).
+            pair_id: " test_b_formats_price:: test_b_formats_price",
+            // Without it Jest runs in band when the timings it cached from
+            // an earlier run show fast files, whatever --maxWorkers says.
+            workers_extra: Some("--no-cache"),
+        },
+    );
+}
+
+/// Exit 1 is both "tests failed" and a usage error or "No tests found" for
+/// Jest, so only the exit-0 empty run can be told apart (see the report).
+#[test]
+fn jest_empty_run_is_an_error() {
+    let Some(lab) = npm_lab(
+        "jest-project",
+        "jest 30.5.2 with jest-junit 17.0.0 (npm install)",
+        false,
+    ) else {
+        return;
+    };
+    let reason = errored_twice(&lab, &["npx", "jest", "-t", "^nothing_matches_this$"]);
+    assert!(reason.contains("jest ran no tests"), "{reason}");
+}
+
+/// The fixture's vitest.config.js sets `maxWorkers: 1`, so the baseline is
+/// serial on any host (`--maxWorkers` on the command line wins).
+#[test]
+fn vitest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
+    let Some(lab) = npm_lab("vitest-project", "vitest 4.1.12 (npm install)", true) else {
+        return;
+    };
+    shuffle_and_workers(
+        &lab,
+        &["npx", "vitest", "run"],
+        &Expect {
+            runner: "vitest",
+            shuffle_args: &["--sequence.shuffle", "--sequence.seed={seed}"],
+            pair_id: "config.test.js::test_b_formats_price",
+            workers_extra: None,
+        },
+    );
+}
+
+/// As for Jest, exit 1 also means a usage error or "No test files found";
+/// only the exit-0 empty run can be told apart.
+#[test]
+fn vitest_empty_run_is_an_error() {
+    let Some(lab) = npm_lab("vitest-project", "vitest 4.1.12 (npm install)", false) else {
+        return;
+    };
+    // Vitest colours its summary even when piped.
+    let reason = errored_twice(
+        &lab,
+        &["npx", "vitest", "run", "-t", "^nothing_matches_this$"],
+    );
+    assert!(reason.contains("vitest ran no tests"), "{reason}");
+}
