@@ -772,9 +772,7 @@ fn runner_error(
     log: &str,
 ) -> Option<String> {
     let code = code?;
-    let plain = regex::Regex::new(r"\x1b\[[0-9;]*[A-Za-z]")
-        .map(|re| re.replace_all(log, "").into_owned())
-        .unwrap_or_else(|_| log.to_string());
+    let plain = strip_ansi(log);
     let found = |re: &Option<String>| -> Option<String> {
         let re = regex::Regex::new(re.as_deref()?).ok()?;
         let m = re.find(&plain)?;
@@ -813,6 +811,15 @@ fn runner_error(
         .map(|line| format!("{} ran no tests (exit 0): {line}", recipe.name))
 }
 
+/// The log without colour codes (vitest colours even when piped), so that
+/// no seed, proof or error line hides behind them.
+fn strip_ansi(log: &str) -> String {
+    static ANSI: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    ANSI.get_or_init(|| regex::Regex::new(r"\x1b\[[0-9;]*[A-Za-z]").expect("a valid pattern"))
+        .replace_all(log, "")
+        .into_owned()
+}
+
 /// The per-run probes of the recipe-driven kinds: the seed the runner
 /// printed must be the one passed, and workers must show they ran.
 fn recipe_not_applied(
@@ -821,6 +828,8 @@ fn recipe_not_applied(
     record: &mut RunRecord,
     log: &str,
 ) -> Option<String> {
+    let plain = strip_ansi(log);
+    let log = plain.as_str();
     if let (true, Some(shuffle)) = (prepared.shuffle, &recipe.shuffle) {
         let printed = regex::Regex::new(&shuffle.seed_regex).ok().and_then(|re| {
             re.captures(log)
@@ -1322,4 +1331,95 @@ fn demo_cmd(args: &cli::DemoArgs) -> Result<i32> {
         EXIT_INTERRUPTED | EXIT_USAGE => code,
         _ => EXIT_OK,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pytest() -> crate::catalog::recipe::Recipe {
+        crate::catalog::recipe::load(None)
+            .unwrap()
+            .into_iter()
+            .find(|r| r.name == "pytest")
+            .unwrap()
+    }
+
+    fn record(seed: u64) -> RunRecord {
+        serde_json::from_value(serde_json::json!({
+            "schema": "flakelab.run/1", "id": "s.00000", "session": "s", "index": 0, "cell": "c",
+            "perturbations": [], "replicate": 0, "seed": seed, "started_at": "", "duration_s": 0.0,
+            "outcome": "pass", "end": {"how": "exited", "code": 0}, "exit_code": 0, "signal": null,
+            "signature_match": null, "reason": null, "log": null, "output_bytes": 0,
+            "output_dropped": 0, "argv": [], "cwd": "/", "env": {"set": {}, "unset": []},
+            "repro": "", "stragglers": 0, "warnings": []
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn runner_codes_and_lines_become_errors() {
+        let r = pytest();
+        assert!(runner_error(&r, Some(4), "ERROR: not found: x.py::nope\n")
+            .unwrap()
+            .contains("usage error (exit 4)"));
+        assert!(runner_error(&r, Some(5), "3 deselected\n")
+            .unwrap()
+            .contains("collected no tests"));
+        assert_eq!(runner_error(&r, Some(1), "1 failed, 2 passed\n"), None);
+        assert_eq!(runner_error(&r, Some(0), "3 passed\n"), None);
+    }
+
+    #[test]
+    fn a_shuffle_run_must_print_the_seed_it_was_given() {
+        let r = pytest();
+        let mut shuffled = Prepared::default();
+        shuffled.shuffle = true;
+        let mut rec = record(1234);
+        assert_eq!(
+            recipe_not_applied(&r, &shuffled, &mut rec, "Using --randomly-seed=1234\n"),
+            None
+        );
+        let missing = recipe_not_applied(&r, &shuffled, &mut rec, "collected 3 items\n").unwrap();
+        assert!(missing.contains("printed no seed line"), "{missing}");
+        let other =
+            recipe_not_applied(&r, &shuffled, &mut rec, "Using --randomly-seed=99\n").unwrap();
+        assert!(other.contains("printed seed 99"), "{other}");
+        // Colour codes do not hide the line.
+        assert_eq!(
+            recipe_not_applied(
+                &r,
+                &shuffled,
+                &mut rec,
+                "\u{1b}[1mUsing --randomly-seed=1234\u{1b}[0m\n"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn workers_need_their_proof_and_name_a_missing_plugin() {
+        let r = pytest();
+        let mut workers = Prepared::default();
+        workers.workers = Some(2);
+        let mut rec = record(1);
+        assert_eq!(
+            recipe_not_applied(&r, &workers, &mut rec, "created: 2/2 workers\n"),
+            None
+        );
+        assert_eq!(rec.workers, Some(2));
+        let missing = recipe_not_applied(
+            &r,
+            &workers,
+            &mut rec,
+            "ERROR: usage: pytest [options]\npytest: error: unrecognized arguments: -n 2\n",
+        )
+        .unwrap();
+        assert!(missing.contains("pip install pytest-xdist"), "{missing}");
+        let silent = recipe_not_applied(&r, &workers, &mut rec, "5 passed\n").unwrap();
+        assert!(
+            silent.contains("did not report starting 2 workers"),
+            "{silent}"
+        );
+    }
 }
