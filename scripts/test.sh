@@ -16,6 +16,9 @@ ls /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 >/dev
 command -v unshare >/dev/null && command -v taskset >/dev/null && command -v prlimit >/dev/null \
   || need_pkgs+=(util-linux)
 command -v ip >/dev/null || need_pkgs+=(iproute2)
+# go test and gotestsum for the go recipe's end-to-end tests.
+command -v go >/dev/null || need_pkgs+=(golang-go)
+command -v gotestsum >/dev/null || need_pkgs+=(gotestsum)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "installing: ${need_pkgs[*]}"
   sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
@@ -27,6 +30,12 @@ fi
 # (JUnit) and recipe tests drive. Pinned: the versions runners.md verified.
 python3 -c 'import pytest, pytest_randomly, xdist' >/dev/null 2>&1 \
   || python3 -m pip install --quiet pytest==9.2.0 pytest-randomly==5.1.0 pytest-xdist==3.8.0
+
+# jest and vitest for the node recipes' tests: the tests install the pinned
+# versions of tests/fixtures/{jest,vitest}-project/package.json themselves,
+# once, into target/tmp/flakelab-test-node/ (npm must reach its registry).
+command -v node >/dev/null && command -v npm >/dev/null || {
+  echo "node and npm are needed for the node recipes' tests" >&2; exit 1; }
 
 # CI must not go green by skipping capability-dependent tests.
 export FLAKELAB_TEST_REQUIRE_ALL="${FLAKELAB_TEST_REQUIRE_ALL:-1}"

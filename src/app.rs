@@ -927,11 +927,15 @@ fn build_command(
             "fix the recipe (`flakelab recipes show NAME`) or pass --runner none",
         )
     };
+    let recipe = settings.recipe.as_ref();
     let mut inject = |inject: &crate::catalog::recipe::Inject,
                       argv: &mut Vec<String>,
                       vars: BTreeMap<&str, String>|
      -> Result<()> {
-        let (next, more) = inject.apply(argv, &vars).map_err(recipe_err)?;
+        let end = recipe.map_or(argv.len(), |r| {
+            crate::catalog::recipe::runner_words_end(r, argv)
+        });
+        let (next, more) = inject.apply_at(argv, &vars, end).map_err(recipe_err)?;
         *argv = next;
         env.extend(more);
         Ok(())

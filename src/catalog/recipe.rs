@@ -98,6 +98,9 @@ pub enum Position {
     End,
     /// After the command's `--` (one is added when missing).
     AfterDoubleDash,
+    /// Right after the runner's own words (`node --test`), before any file
+    /// argument: for runners that stop reading options at the first file.
+    AfterMatch,
 }
 
 /// Shuffling with a seed.
@@ -358,11 +361,15 @@ fn skip_wrappers(argv: &[String]) -> Result<usize, String> {
 /// Whether `pattern` matches `argv` from `start`: the first word by file
 /// name, the others in order with only options between them.
 fn matches_at(pattern: &[String], argv: &[String], start: usize) -> bool {
-    let Some((first, rest)) = pattern.split_first() else {
-        return false;
-    };
+    match_end(pattern, argv, start).is_some()
+}
+
+/// Where the match of `pattern` at `start` ends (the index after its last
+/// word), if it matches.
+fn match_end(pattern: &[String], argv: &[String], start: usize) -> Option<usize> {
+    let (first, rest) = pattern.split_first()?;
     if !argv.get(start).is_some_and(|w| program_matches(first, w)) {
-        return false;
+        return None;
     }
     let mut i = start + 1;
     for want in rest {
@@ -370,12 +377,29 @@ fn matches_at(pattern: &[String], argv: &[String], start: usize) -> bool {
             match argv.get(i) {
                 Some(w) if w == want => break,
                 Some(w) if w.starts_with('-') || w.starts_with('+') => i += 1,
-                _ => return false,
+                _ => return None,
             }
         }
         i += 1;
     }
-    true
+    Some(i)
+}
+
+/// Where the runner's own words end in `argv` (after wrappers and the words
+/// of the first pattern of `recipe` that matches), for `after-match`
+/// injection; the end of `argv` when none matches.
+pub fn runner_words_end(recipe: &Recipe, argv: &[String]) -> usize {
+    skip_wrappers(argv)
+        .ok()
+        .and_then(|start| {
+            recipe
+                .detect
+                .patterns
+                .iter()
+                .filter_map(|p| match_end(p, argv, start))
+                .max()
+        })
+        .unwrap_or(argv.len())
 }
 
 /// Removes each option in `options` from `argv`, with its value: both
@@ -472,6 +496,17 @@ impl Inject {
         argv: &[String],
         vars: &BTreeMap<&str, String>,
     ) -> Result<(Vec<String>, BTreeMap<String, String>), String> {
+        self.apply_at(argv, vars, argv.len())
+    }
+
+    /// Like [`Inject::apply`], with the index where the runner's own words
+    /// end (see [`runner_words_end`]) for `after-match` injection.
+    pub fn apply_at(
+        &self,
+        argv: &[String],
+        vars: &BTreeMap<&str, String>,
+        words_end: usize,
+    ) -> Result<(Vec<String>, BTreeMap<String, String>), String> {
         let args = self
             .args
             .iter()
@@ -490,6 +525,10 @@ impl Inject {
                     out.push("--".into());
                 }
                 out.extend(args);
+            }
+            Position::AfterMatch => {
+                let at = words_end.min(out.len());
+                out.splice(at..at, args);
             }
         }
         Ok((out, env))
@@ -722,6 +761,26 @@ mod tests {
             r.validate().unwrap_or_else(|e| panic!("{source}: {e}"));
             assert_eq!(format!("recipes/{}.toml", r.name), *source);
         }
+    }
+
+    #[test]
+    fn after_match_goes_before_file_arguments() {
+        let node = Recipe {
+            name: "node".into(),
+            ..recipe(&[&["node", "--test"]])
+        };
+        let inject = Inject {
+            args: vec!["--test-reporter=junit".into()],
+            position: Position::AfterMatch,
+            env: BTreeMap::new(),
+        };
+        let cmd = argv("env A=1 node --test test/a.test.js test/b.test.js");
+        let end = runner_words_end(&node, &cmd);
+        let (out, _) = inject.apply_at(&cmd, &BTreeMap::new(), end).unwrap();
+        assert_eq!(
+            out,
+            argv("env A=1 node --test --test-reporter=junit test/a.test.js test/b.test.js")
+        );
     }
 
     #[test]

@@ -125,7 +125,8 @@ pub fn recipe_detect(recipes: &[Recipe], command: &[String], cpus: usize) -> Str
     };
     let vars = |k: &'static str, v: &str| std::collections::BTreeMap::from([(k, v.to_string())]);
     let show = |inject: &crate::catalog::recipe::Inject, k: &'static str, v: &str| -> String {
-        match inject.apply(command, &vars(k, v)) {
+        let end = crate::catalog::recipe::runner_words_end(r, command);
+        match inject.apply_at(command, &vars(k, v), end) {
             Ok((argv, env)) => {
                 let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let mut s = env.join(" ");
@@ -159,7 +160,8 @@ pub fn recipe_detect(recipes: &[Recipe], command: &[String], cpus: usize) -> Str
                 .filter(|w| !s.hides_seed.contains(w))
                 .cloned()
                 .collect();
-            let shown = match s.on.apply(&kept, &vars("seed", "12345")) {
+            let end = crate::catalog::recipe::runner_words_end(r, &kept);
+            let shown = match s.on.apply_at(&kept, &vars("seed", "12345"), end) {
                 Ok((argv, _)) => crate::repro::join(&argv),
                 Err(e) => format!("(recipe error: {e})"),
             };

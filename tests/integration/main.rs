@@ -8,6 +8,7 @@ mod kernel;
 mod recipes;
 mod run_stats;
 mod runner_cargo;
+mod runner_go;
 mod runner_node;
 mod sandbox;
 mod store;
@@ -24,6 +25,36 @@ static TIMING: RwLock<()> = RwLock::new(());
 enum Hold {
     Shared(#[expect(dead_code, reason = "held for its Drop")] RwLockReadGuard<'static, ()>),
     Alone(#[expect(dead_code, reason = "held for its Drop")] RwLockWriteGuard<'static, ()>),
+    /// A second lab in a thread that already holds the lock: taking it again
+    /// would deadlock behind a waiting writer (std's RwLock prefers writers).
+    Nested,
+}
+
+thread_local! {
+    /// Labs alive in this thread.
+    static LABS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+fn hold(alone: bool) -> Hold {
+    let nested = LABS.with(|n| {
+        let held = n.get();
+        n.set(held + 1);
+        held > 0
+    });
+    if nested {
+        assert!(!alone, "Lab::alone() in a thread that already has a lab");
+        Hold::Nested
+    } else if alone {
+        Hold::Alone(TIMING.write().unwrap_or_else(|e| e.into_inner()))
+    } else {
+        Hold::Shared(TIMING.read().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        LABS.with(|n| n.set(n.get().saturating_sub(1)));
+    }
 }
 
 /// The flakelab binary under test.
@@ -51,7 +82,7 @@ impl Lab {
     pub fn new() -> Lab {
         Lab {
             dir: tempfile::tempdir().expect("temp dir"),
-            _hold: Hold::Shared(TIMING.read().unwrap_or_else(|e| e.into_inner())),
+            _hold: hold(false),
         }
     }
 
@@ -60,7 +91,7 @@ impl Lab {
     pub fn alone() -> Lab {
         Lab {
             dir: tempfile::tempdir().expect("temp dir"),
-            _hold: Hold::Alone(TIMING.write().unwrap_or_else(|e| e.into_inner())),
+            _hold: hold(true),
         }
     }
 

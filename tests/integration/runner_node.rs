@@ -235,9 +235,14 @@ fn node_test_workers_find_the_collision_and_the_replay_fails_again() {
         let n = r["workers"].as_u64().unwrap();
         assert!(n >= 2, "{r}");
         let argv = argv(r);
+        // The command's own --test-concurrency=1 is replaced, not outvoted.
+        let concurrency: Vec<&&str> = argv
+            .iter()
+            .filter(|a| a.starts_with("--test-concurrency"))
+            .collect();
         assert_eq!(
-            argv.last().copied(),
-            Some(format!("--test-concurrency={n}").as_str()),
+            concurrency,
+            [&format!("--test-concurrency={n}").as_str()],
             "{argv:?}"
         );
         assert!(argv.contains(&"--test-reporter=junit"), "{argv:?}");
@@ -461,4 +466,32 @@ fn vitest_empty_run_is_an_error() {
         &["npx", "vitest", "run", "-t", "^nothing_matches_this$"],
     );
     assert!(reason.contains("vitest ran no tests"), "{reason}");
+}
+
+#[test]
+fn node_test_with_file_arguments_gets_its_options_before_the_files() {
+    // node stops reading options at the first file: the recipe's JUnit
+    // arguments go right after `node --test` (position = "after-match").
+    if !node_available() {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "node-project", None);
+    let (code, report) = lab.run_json(&["-n", "2", "--", "node", "--test", "config.test.js"]);
+    assert_eq!(code, 0, "{report}");
+    let base = cell(&report, "baseline");
+    assert_eq!(
+        (base["k"].as_u64(), base["n"].as_u64()),
+        (Some(0), Some(2)),
+        "{base}"
+    );
+    assert_eq!(base["runs_with_tests"].as_u64(), Some(2), "{base}");
+    let runs = lab.runs();
+    let words = argv(&runs[0]);
+    let file = words.iter().position(|w| *w == "config.test.js").unwrap();
+    let reporter = words
+        .iter()
+        .position(|w| w.starts_with("--test-reporter"))
+        .unwrap();
+    assert!(reporter < file, "{words:?}");
 }
