@@ -310,18 +310,29 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
 /// The interval column: `[low, high]`, or `p < high` when nothing failed,
 /// or `—` when nothing was measured.
 pub fn interval_text(cell: &CellReport) -> String {
-    if cell.n == 0 {
+    interval_words(cell.n, cell.k, cell.low, cell.high)
+}
+
+/// `—` when nothing was measured, the bound when nothing failed, else the
+/// interval: for cells and tests alike.
+fn interval_words(n: u64, k: u64, low: f64, high: f64) -> String {
+    if n == 0 {
         "—".into()
-    } else if cell.k == 0 {
-        stats::format_bound(cell.high)
+    } else if k == 0 {
+        stats::format_bound(high)
     } else {
-        format!("[{:.3}, {:.3}]", cell.low, cell.high)
+        format!("[{low:.3}, {high:.3}]")
     }
 }
 
 /// The versus-baseline column in words.
 pub fn versus_text(cell: &CellReport) -> String {
-    match &cell.vs_baseline {
+    versus_words(cell, cell.vs_baseline.as_ref())
+}
+
+/// A comparison in words, for a cell or one of its tests.
+fn versus_words(cell: &CellReport, vs: Option<&VsBaseline>) -> String {
+    match vs {
         None if cell.name == "baseline" => "(reference)".into(),
         None => "not compared".into(),
         Some(v) if v.differs => format!("differs (p={})", short_p(v.adjusted_p)),
@@ -483,23 +494,12 @@ pub fn test_count_text(t: &per_test::TestRow) -> String {
 
 /// The interval text of a test row.
 pub fn test_interval_text(t: &per_test::TestRow) -> String {
-    if t.n == 0 {
-        "—".into()
-    } else if t.k == 0 {
-        stats::format_bound(t.high)
-    } else {
-        format!("[{:.3}, {:.3}]", t.low, t.high)
-    }
+    interval_words(t.n, t.k, t.low, t.high)
 }
 
 /// The versus-baseline text of a test row.
 pub fn test_versus_text(cell: &CellReport, t: &per_test::TestRow) -> String {
-    match &t.vs_baseline {
-        None if cell.name == "baseline" => "(reference)".into(),
-        None => "not compared".into(),
-        Some(v) if v.differs => format!("differs (p={})", short_p(v.adjusted_p)),
-        Some(v) => format!("no difference shown (p={})", short_p(v.adjusted_p)),
-    }
+    versus_words(cell, t.vs_baseline.as_ref())
 }
 
 /// The header's run count: executed runs, and the placeholders of cells

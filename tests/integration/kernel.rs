@@ -31,13 +31,7 @@ fn repro_lines_reproduce(lab: &Lab) {
         if !seen.insert(cell.clone()) || run["repro_note"].is_string() {
             continue;
         }
-        let mut sh = std::process::Command::new("sh");
-        super::scrub(&mut sh);
-        let status = sh
-            .arg("-c")
-            .arg(run["repro"].as_str().unwrap())
-            .output()
-            .unwrap();
+        let status = super::run_repro(&run, &[]);
         let passed = status.status.success();
         let recorded_pass = run["outcome"] == "pass";
         assert_eq!(

@@ -243,3 +243,41 @@ pub fn sh_ok(script: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// Runs a record's `repro` line in a plain shell, with a scrubbed
+/// environment plus `extra` variables; returns what it did.
+pub fn run_repro(run: &serde_json::Value, extra: &[(&str, &str)]) -> Output {
+    let mut sh = Command::new("sh");
+    scrub(&mut sh);
+    sh.envs(extra.iter().copied())
+        .arg("-c")
+        .arg(run["repro"].as_str().expect("a repro line"))
+        .output()
+        .expect("sh runs")
+}
+
+/// Copies the fixture project `tests/fixtures/<name>` into the lab (files
+/// and folders, without build output, dependencies or its `.gitignore`).
+pub fn copy_fixture(lab: &Lab, name: &str) {
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap().flatten() {
+            let file = entry.file_name();
+            if ["target", "Cargo.lock", "node_modules", ".gitignore"]
+                .iter()
+                .any(|skip| file == *skip)
+            {
+                continue;
+            }
+            if entry.file_type().unwrap().is_dir() {
+                copy_dir(&entry.path(), &to.join(&file));
+            } else {
+                std::fs::copy(entry.path(), to.join(&file)).unwrap();
+            }
+        }
+    }
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    copy_dir(&from, lab.path());
+}

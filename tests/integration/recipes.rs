@@ -112,13 +112,7 @@ fn pytest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
         .iter()
         .find(|r| r["cell"] == "shuffle" && r["outcome"] == "fail")
         .expect("a failing shuffle run");
-    let mut sh = std::process::Command::new("sh");
-    super::scrub(&mut sh);
-    let status = sh
-        .arg("-c")
-        .arg(failing["repro"].as_str().unwrap())
-        .output()
-        .unwrap();
+    let status = super::run_repro(failing, &[]);
     assert_eq!(status.status.code(), Some(1), "{}", failing["repro"]);
 }
 

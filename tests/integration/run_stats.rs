@@ -206,24 +206,19 @@ fn repro_line_of_a_failing_run_reproduces_it_in_a_plain_shell() {
         .unwrap()
         .to_string();
     assert!(repro.contains("TZ=Pacific/Kiritimati"), "{repro}");
-    let mut sh = std::process::Command::new("sh");
-    super::scrub(&mut sh);
-    let status = sh.arg("-c").arg(&repro).status().unwrap();
-    assert_eq!(status.code(), Some(1), "{repro}");
+    let failing = serde_json::json!({ "repro": repro });
+    assert_eq!(
+        super::run_repro(&failing, &[]).status.code(),
+        Some(1),
+        "{repro}"
+    );
     // And the baseline's recorded line passes.
     let base = lab
         .runs()
         .into_iter()
         .find(|r| r["cell"] == "baseline")
         .unwrap();
-    let mut sh = std::process::Command::new("sh");
-    super::scrub(&mut sh);
-    assert!(sh
-        .arg("-c")
-        .arg(base["repro"].as_str().unwrap())
-        .status()
-        .unwrap()
-        .success());
+    assert!(super::run_repro(&base, &[]).status.success());
 }
 
 #[test]

@@ -29,23 +29,7 @@
 use super::{capable, cell, sh_ok, Lab};
 
 fn copy_fixture(lab: &Lab) {
-    fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap().flatten() {
-            let name = entry.file_name();
-            // A target dir left by someone building the fixture by hand.
-            if name == "target" || name == "Cargo.lock" {
-                continue;
-            }
-            if entry.file_type().unwrap().is_dir() {
-                copy_dir(&entry.path(), &to.join(&name));
-            } else {
-                std::fs::copy(entry.path(), to.join(&name)).unwrap();
-            }
-        }
-    }
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cargo-project");
-    copy_dir(&src, lab.path());
+    super::copy_fixture(lab, "cargo-project");
 }
 
 /// The subject's cargo builds into the lab (never into a shared or inherited

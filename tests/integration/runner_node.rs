@@ -146,14 +146,7 @@ fn test_in<'a>(cell: &'a serde_json::Value, name: &str) -> &'a serde_json::Value
 
 /// The run's repro line, run in a plain shell: its exit code.
 fn replay(run: &serde_json::Value) -> Option<i32> {
-    let mut sh = std::process::Command::new("sh");
-    super::scrub(&mut sh);
-    sh.arg("-c")
-        .arg(run["repro"].as_str().unwrap())
-        .output()
-        .unwrap()
-        .status
-        .code()
+    super::run_repro(run, &[]).status.code()
 }
 
 /// Some workers run failed on the shared lock file.
