@@ -51,11 +51,19 @@ pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<T
                 .find(|l| !l.is_empty())
                 .map(str::to_string)
         };
+        // A generic message ("Failed", as gotestsum writes) says nothing:
+        // then the body's first line is the headline.
+        let generic = |m: &String| {
+            ["failed", "failure", "error", "errored", "fail"]
+                .contains(&m.to_ascii_lowercase().trim_end_matches(['.', ':']))
+        };
         let headline = case
             .message
             .as_deref()
             .and_then(first_line)
+            .filter(|m| !generic(m))
             .or_else(|| case.detail.as_deref().and_then(first_line))
+            .or_else(|| case.message.as_deref().and_then(first_line))
             .unwrap_or_default();
         let headline = headline.as_str();
         let family = family_id(&id);
@@ -76,4 +84,42 @@ pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<T
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(xml: &str) -> Parsed {
+        crate::junit::parse(xml.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn first_attempt_counts_and_repeats_are_retries() {
+        let p = parsed(
+            r#"<testsuite><testcase classname="m" name="t[1]"><failure message="boom 1">x</failure></testcase>
+               <testcase classname="m" name="t[1]"/>
+               <testcase classname="m" name="ok"/></testsuite>"#,
+        );
+        let recs = records(&p, None);
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[0].outcome, TestOutcome::Fail);
+        assert!(recs[0].passed_on_rerun);
+        assert_eq!(recs[0].retries, 1);
+        assert_eq!(recs[0].family(), "m::t");
+        assert_eq!(recs[0].signature.as_deref(), Some("boom <n>"));
+    }
+
+    #[test]
+    fn a_generic_message_gives_way_to_the_body() {
+        let p = parsed(
+            r#"<testsuite><testcase classname="pkg" name="TestB"><failure message="Failed">    config_test.go:12: currency was never loaded
+--- FAIL: TestB (0.00s)</failure></testcase></testsuite>"#,
+        );
+        let recs = records(&p, None);
+        assert_eq!(
+            recs[0].signature.as_deref(),
+            Some("config_test.go:<n>: currency was never loaded")
+        );
+    }
 }
