@@ -186,6 +186,10 @@ const EMBEDDED: &[(&str, &str)] = &[
     ),
     ("recipes/go.toml", include_str!("../../recipes/go.toml")),
     (
+        "recipes/gotestsum.toml",
+        include_str!("../../recipes/gotestsum.toml"),
+    ),
+    (
         "recipes/cargo-test.toml",
         include_str!("../../recipes/cargo-test.toml"),
     ),
@@ -663,7 +667,7 @@ mod tests {
             ("timeout 10m pytest", Some("pytest")),
             ("go test ./...", Some("go")),
             ("go test -race -count=1 ./internal/...", Some("go")),
-            ("gotestsum -- ./...", Some("go")),
+            ("gotestsum -- ./...", Some("gotestsum")),
             ("cargo test --workspace", Some("cargo-test")),
             ("cargo +nightly test", Some("cargo-test")),
             ("cargo nextest run --workspace", Some("cargo-nextest")),
