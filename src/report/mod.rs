@@ -66,6 +66,9 @@ pub struct CellReport {
     pub high: f64,
     /// Comparison with the baseline (None for the baseline itself).
     pub vs_baseline: Option<VsBaseline>,
+    /// Timed-out runs against the baseline's (timeouts are not in N), when
+    /// either timed out.
+    pub timeouts_vs_baseline: Option<VsBaseline>,
     /// Per-test rows, from the runs' JUnit reports (differing tests first).
     pub tests: Vec<per_test::TestRow>,
     /// The cell's failed runs grouped by failure signature (the first
@@ -146,6 +149,7 @@ impl Report {
     pub fn exit_code(&self) -> i32 {
         let differs = self.cells.iter().any(|c| {
             c.vs_baseline.as_ref().is_some_and(|v| v.differs)
+                || c.timeouts_vs_baseline.as_ref().is_some_and(|v| v.differs)
                 || c.tests
                     .iter()
                     .any(|t| t.vs_baseline.as_ref().is_some_and(|v| v.differs))
@@ -188,6 +192,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 low: 0.0,
                 high: 1.0,
                 vs_baseline: None,
+                timeouts_vs_baseline: None,
                 tests: Vec::new(),
                 signatures: Vec::new(),
                 runs_with_tests: 0,
@@ -259,6 +264,28 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         let alpha = 1.0 - session.confidence;
         for ((&i, &p), &adj) in compared.iter().zip(&raw).zip(&adjusted) {
             cells[i].vs_baseline = Some(VsBaseline {
+                fisher_p: p,
+                adjusted_p: adj,
+                differs: adj < alpha,
+            });
+        }
+        // Timeouts are left out of N, so a perturbation that makes runs hang
+        // would never "differ" above: they get their own comparison.
+        let finished = |c: &CellReport| c.n + c.timed_out;
+        let (bt, bf) = (cells[base].timed_out, finished(&cells[base]));
+        let compared: Vec<usize> = (0..cells.len())
+            .filter(|&i| i != base && bf > 0 && finished(&cells[i]) > 0)
+            .filter(|&i| cells[i].timed_out + bt > 0)
+            .collect();
+        let raw: Vec<f64> = compared
+            .iter()
+            .map(|&i| {
+                let c = &cells[i];
+                stats::fisher_exact(c.timed_out, c.n, bt, bf - bt)
+            })
+            .collect();
+        for ((&i, &p), &adj) in compared.iter().zip(&raw).zip(&stats::holm(&raw)) {
+            cells[i].timeouts_vs_baseline = Some(VsBaseline {
                 fisher_p: p,
                 adjusted_p: adj,
                 differs: adj < alpha,
@@ -389,6 +416,15 @@ pub fn notes(report: &Report) -> Vec<String> {
                 "{}: {} (not counted in N)",
                 c.name,
                 excluded.join(", ")
+            ));
+        }
+        if let Some(v) = c.timeouts_vs_baseline.as_ref().filter(|v| v.differs) {
+            out.push(format!(
+                "{}: its runs time out more often than the baseline's: {} of {} against the baseline (p={})",
+                c.name,
+                c.timed_out,
+                c.n + c.timed_out,
+                short_p(v.adjusted_p)
             ));
         }
         if c.runs_without_tests > 0 {

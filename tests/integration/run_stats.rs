@@ -264,3 +264,41 @@ fn report_re_renders_the_stored_session_identically() {
     let md = String::from_utf8(lab.run(&["report", "--format", "markdown"]).stdout).unwrap();
     assert!(md.contains("| `tz=Asia/Kathmandu` | 3 of 3 |"), "{md}");
 }
+
+#[test]
+fn a_cell_whose_runs_hang_differs_by_its_timeouts() {
+    // Timeouts are not in N, so they get their own comparison: a
+    // perturbation that makes every run hang must not read as "no difference".
+    let lab = Lab::new();
+    let (code, report) = lab.run_json(&[
+        "-n",
+        "5",
+        "--timeout",
+        "300ms",
+        "--kill-grace",
+        "200ms",
+        "-p",
+        "tz=Asia/Tokyo",
+        "--",
+        "sh",
+        "-c",
+        "if [ \"$TZ\" = Asia/Tokyo ]; then sleep 30; fi",
+    ]);
+    assert_eq!(code, 1, "{report}");
+    let tokyo = cell(&report, "tz=Asia/Tokyo");
+    assert_eq!(
+        (tokyo["timed_out"].as_u64(), tokyo["n"].as_u64()),
+        (Some(5), Some(0))
+    );
+    assert!(
+        tokyo["vs_baseline"].is_null(),
+        "nothing finished to compare: {tokyo}"
+    );
+    assert_eq!(tokyo["timeouts_vs_baseline"]["differs"], true, "{tokyo}");
+    assert!(cell(&report, "baseline")["timeouts_vs_baseline"].is_null());
+    let table = String::from_utf8(lab.run(&["report"]).stdout).unwrap();
+    assert!(
+        table.contains("time out more often than the baseline's: 5 of 5"),
+        "{table}"
+    );
+}
