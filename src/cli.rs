@@ -59,6 +59,8 @@ Perturbation specs (-p):
   cpu-stress[=2x|=N]   busy threads beside each run (a factor of the online CPUs, or N)
   cpu-pin[=K]          the child may use K CPUs only
   rlimit=RES:VALUE     a resource limit on the child, e.g. nofile:64, nproc:200, as:512M
+  shuffle              the runner's own shuffle, a recorded seed per run (needs a recipe)
+  workers[=2x|=N]      the runner's workers: a factor of its default, or N (needs a recipe)
   a+b                  several perturbations in one cell (a `+` inside a value stays in the value)
 
 Exit codes:
@@ -67,6 +69,9 @@ Exit codes:
   2    usage, configuration or catalog error (nothing ran)
   3    a perturbation could not be applied in at least one cell
   130  interrupted: finished runs are kept and a partial report is printed
+
+Runners: a recognised runner (`flakelab recipes`) gets a JUnit report path,
+its usage errors and empty runs become errors, and shuffle/workers cells work.
 
 Example:
   flakelab run -n 30 -p tz=Pacific/Kiritimati --timeout 2m -- pytest tests/test_billing.py";
