@@ -66,7 +66,7 @@ Perturbation specs (-p):
 Exit codes:
   0    every cell ran, was applied, and none differs from the baseline
   1    a cell differs from the baseline, or --signature reproduced
-  2    usage, configuration or catalog error (nothing ran)
+  2    usage, configuration or catalog error (nothing ran), or every run errored
   3    a perturbation could not be applied in at least one cell
   130  interrupted: finished runs are kept and a partial report is printed
 

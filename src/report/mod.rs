@@ -12,7 +12,7 @@ pub mod table;
 
 use serde::Serialize;
 
-use crate::error::{EXIT_DIFFERS, EXIT_NOT_APPLIED, EXIT_OK};
+use crate::error::{EXIT_DIFFERS, EXIT_NOT_APPLIED, EXIT_OK, EXIT_USAGE};
 use crate::record::{Outcome, RunRecord, SessionRecord};
 use crate::stats;
 use crate::store::LoadStats;
@@ -157,10 +157,14 @@ impl Report {
         // With a signature, or in a replay, any counted failure is the finding.
         let reproduced = (self.signature.is_some() || self.replay_of.is_some())
             && self.cells.iter().any(|c| c.k > 0);
+        let measured = self.cells.iter().any(|c| c.n > 0 || c.timed_out > 0);
         if differs || reproduced {
             EXIT_DIFFERS
         } else if self.cells.iter().any(|c| !c.applied || c.not_applied > 0) {
             EXIT_NOT_APPLIED
+        } else if !measured && self.executed > 0 {
+            // Every run errored: nothing was measured, which is never "clean".
+            EXIT_USAGE
         } else {
             EXIT_OK
         }
@@ -387,6 +391,11 @@ pub fn notes(report: &Report) -> Vec<String> {
             "partial session: {} of {} planned runs were recorded (interrupted)",
             report.recorded, report.planned
         ));
+    }
+    if report.executed > 0 && report.cells.iter().all(|c| c.n == 0 && c.timed_out == 0) {
+        out.push(
+            "nothing was measured: every run errored (see each record's `reason`)".to_string(),
+        );
     }
     for cell in &report.left_out {
         out.push(format!("left out of the matrix: {cell}"));

@@ -128,7 +128,8 @@ fn a_100_mb_flood_keeps_the_harness_under_50_mb_and_the_log_capped() {
 fn a_command_that_cannot_start_is_an_error_outcome_not_a_crash() {
     let lab = Lab::new();
     let (code, report) = lab.run_json(&["-n", "2", "--", "no-such-program-flakelab-test"]);
-    assert_eq!(code, 0, "{report}");
+    // Nothing was measured: never a clean exit.
+    assert_eq!(code, 2, "{report}");
     let base = super::cell(&report, "baseline");
     assert_eq!(base["errored"].as_u64(), Some(2));
     assert_eq!(base["n"].as_u64(), Some(0));
