@@ -8,6 +8,8 @@ pub mod json;
 pub mod markdown;
 pub mod per_test;
 pub mod progress;
+#[cfg(test)]
+mod snapshots_test;
 pub mod table;
 
 use serde::Serialize;
@@ -358,7 +360,12 @@ fn interval_words(n: u64, k: u64, low: f64, high: f64) -> String {
 
 /// The versus-baseline column in words.
 pub fn versus_text(cell: &CellReport) -> String {
-    versus_words(cell, cell.vs_baseline.as_ref())
+    match (&cell.vs_baseline, &cell.timeouts_vs_baseline) {
+        (None, Some(t)) | (Some(VsBaseline { differs: false, .. }), Some(t)) if t.differs => {
+            format!("timeouts differ (p={})", short_p(t.adjusted_p))
+        }
+        (vs, _) => versus_words(cell, vs.as_ref()),
+    }
 }
 
 /// A comparison in words, for a cell or one of its tests.
