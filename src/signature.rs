@@ -102,6 +102,15 @@ pub fn from_log(log: &str) -> Option<String> {
             return Some(normalise(&format!("panicked: {message}")));
         }
     }
+    // A line that announces a failure beats a summary that counts them.
+    let announces = |l: &&&str| {
+        ["FAIL", "ERROR", "Error:", "AssertionError", "assert", "E  "]
+            .iter()
+            .any(|p| l.starts_with(p))
+    };
+    if let Some(line) = lines.iter().rev().find(announces) {
+        return Some(normalise(line));
+    }
     let looks_failed = |l: &&&str| {
         let lower = l.to_ascii_lowercase();
         [
@@ -163,7 +172,14 @@ mod tests {
     #[test]
     fn log_fallback_finds_the_failure_line() {
         let log = "collected 3 items\nok 1\nFAIL test_due_date: expected 30 days, got 29\n1 passed, 1 failed\n";
-        assert_eq!(from_log(log).unwrap(), "<n> passed, <n> failed");
+        assert_eq!(
+            from_log(log).unwrap(),
+            "FAIL test_due_date: expected <duration>, got <n>"
+        );
+        assert_eq!(
+            from_log("3 passed, 1 failed\n").unwrap(),
+            "<n> passed, <n> failed"
+        );
         let log = "ok 1\nFAIL test_due_date: expected 30 days, got 29\ndone\n";
         assert_eq!(
             from_log(log).unwrap(),
