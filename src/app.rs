@@ -940,6 +940,9 @@ fn build_command(
         env.extend(more);
         Ok(())
     };
+    if let Some(always) = settings.recipe.as_ref().and_then(|r| r.always.as_ref()) {
+        inject(always, &mut argv, BTreeMap::new())?;
+    }
     match (&settings.junit, junit) {
         (Some(JunitSource::Harness), Some(path)) => {
             argv = expand_junit(&argv, &path.display().to_string());

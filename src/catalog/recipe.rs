@@ -28,6 +28,10 @@ pub struct Recipe {
     pub checked: String,
     /// How to recognise the runner in a command line.
     pub detect: Detect,
+    /// Arguments every run gets, in every cell (go's `-count=1`, without
+    /// which repeated runs are answered from the test cache).
+    #[serde(default)]
+    pub always: Option<Inject>,
     /// How to get a JUnit report at a given path.
     #[serde(default)]
     pub junit: Option<Inject>,
@@ -564,6 +568,12 @@ impl Recipe {
         if let Some(j) = &self.junit {
             check("junit", j, "junit")?;
         }
+        if let Some(a) = &self.always {
+            for t in a.templates() {
+                fill(t, &BTreeMap::new())
+                    .map_err(|e| format!("[always]: {e} (it takes no placeholders)"))?;
+            }
+        }
         if let Some(s) = &self.select {
             check("select", s, "id")?;
         }
@@ -630,6 +640,7 @@ mod tests {
                     .map(|p| p.iter().map(|s| s.to_string()).collect())
                     .collect(),
             },
+            always: None,
             junit: None,
             shuffle: None,
             workers: None,

@@ -138,6 +138,9 @@ pub fn recipe_detect(recipes: &[Recipe], command: &[String], cpus: usize) -> Str
             Err(e) => format!("(recipe error: {e})"),
         }
     };
+    if let Some(a) = &r.always {
+        let _ = writeln!(out, "always:   {}", show(a, "junit", ""));
+    }
     match &r.junit {
         Some(j) => {
             let _ = writeln!(
