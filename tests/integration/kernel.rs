@@ -184,13 +184,7 @@ fn a_kernel_that_refuses_namespaces_leaves_the_cell_not_applied() {
         .current_dir(lab.path())
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = super::report_from(&out, 3);
     let c = cell(&report, "netns");
     assert_eq!(c["applied"], false);
     assert!(
@@ -327,13 +321,7 @@ fn replay_reruns_one_recorded_run_exactly() {
         .unwrap()["seed"]
         .clone();
     let out = lab.run(&["replay", &run, "--times", "3", "--format", "json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let replay: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let replay = super::report_from(&out, 1);
     assert_eq!(replay["replay_of"], run.as_str());
     assert_eq!(replay["cells"].as_array().unwrap().len(), 1);
     assert_eq!(replay["cells"][0]["k"].as_u64(), Some(3));
@@ -419,13 +407,7 @@ fn netns_works_for_an_ordinary_user_through_a_user_namespace() {
         .env("HOME", &home)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = super::report_from(&out, 0);
     let c = cell(&report, "netns");
     assert_eq!(c["applied"], true, "{c}");
     assert_eq!(

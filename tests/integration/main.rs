@@ -281,3 +281,30 @@ pub fn copy_fixture(lab: &Lab, name: &str) {
         .join(name);
     copy_dir(&from, lab.path());
 }
+
+/// Asserts a flakelab process exited with `code` (showing its stderr when
+/// not) and returns the JSON report it printed.
+pub fn report_from(out: &Output, code: i32) -> serde_json::Value {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// A run record's argv as strings.
+pub fn run_argv(run: &serde_json::Value) -> Vec<String> {
+    run["argv"]
+        .as_array()
+        .expect("an argv array")
+        .iter()
+        .map(|a| a.as_str().expect("a string").to_string())
+        .collect()
+}

@@ -48,12 +48,7 @@ fn log(lab: &Lab, run: &serde_json::Value) -> String {
 }
 
 fn argv(run: &serde_json::Value) -> Vec<String> {
-    run["argv"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .collect()
+    super::run_argv(run)
 }
 
 #[test]

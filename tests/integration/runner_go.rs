@@ -82,12 +82,7 @@ fn run_json(lab: &Lab, home: &Path, args: &[&str]) -> (i32, serde_json::Value) {
 }
 
 fn argv(run: &serde_json::Value) -> Vec<String> {
-    run["argv"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .collect()
+    super::run_argv(run)
 }
 
 fn log(lab: &Lab, run: &serde_json::Value) -> String {
