@@ -532,6 +532,7 @@ async fn run_cmd(args: RunArgs, replay: Replay) -> Result<i32> {
             .iter()
             .map(|(cell, why)| format!("{cell}: {why}"))
             .collect(),
+        rung: None,
         junit: match &settings.junit {
             Some(JunitSource::Path(p)) => Some(p.clone()),
             _ => None,
@@ -620,6 +621,7 @@ async fn execute(
             tests_missing: None,
             tests: Vec::new(),
             failure_signature: None,
+            topology: None,
         };
         if !applied {
             record.reason = cells[spec.cell].reason.clone();

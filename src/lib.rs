@@ -17,6 +17,7 @@
 pub mod app;
 pub mod catalog;
 pub mod cli;
+pub mod config;
 pub mod demo;
 pub mod doctor;
 pub mod error;

@@ -16,6 +16,8 @@ use crate::plan::Plan;
 pub const RUN_SCHEMA: &str = "flakelab.run/1";
 /// Schema tag written into every session record.
 pub const SESSION_SCHEMA: &str = "flakelab.session/1";
+/// Schema tag written into every ladder record (and `ladder --format json`).
+pub const LADDER_SCHEMA: &str = "flakelab.ladder/1";
 
 /// How one run ended, as counted by the statistics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -164,6 +166,22 @@ pub struct RunRecord {
     /// failing test's message, else from the log's last failure line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_signature: Option<String>,
+    /// Where the run sat in a ladder rung's topology (ladder sessions only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<RunTopology>,
+}
+
+/// A run's place in a rung whose runs are groups of processes started
+/// together: the group is what k of N counts at that rung.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunTopology {
+    /// The planned run (group) this process belongs to.
+    pub group: usize,
+    /// This process's copy number within the group (0-based).
+    pub copy: u32,
+    /// The working copy it ran in, when the rung gives each its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_copy: Option<PathBuf>,
 }
 
 /// How one test's first attempt ended in one run.
@@ -290,4 +308,129 @@ pub struct SessionRecord {
     /// Matrix cells left out because this runner cannot take them, with why.
     #[serde(default)]
     pub left_out: Vec<String>,
+    /// The ladder rung this session ran, when it is one rung of a ladder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rung: Option<SessionRung>,
+}
+
+/// What makes a session one rung of a `flakelab ladder`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRung {
+    /// The ladder's id.
+    pub ladder: String,
+    /// The rung number (1–5 in the embedded ladder).
+    pub rung: u8,
+    /// Processes started together per run.
+    pub processes: usize,
+    /// Whether each process had its own working copy.
+    pub own_working_copies: bool,
+}
+
+/// One `flakelab ladder` invocation, as stored in `ladders.jsonl` when it
+/// ends; its JSON is also what `ladder --format json` prints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LadderRecord {
+    /// Always [`LADDER_SCHEMA`].
+    pub schema: String,
+    /// Ladder id.
+    pub id: String,
+    /// Wall-clock start (RFC 3339, UTC).
+    pub started_at: String,
+    /// The subject's command (rungs 2 and 3).
+    pub command: Vec<String>,
+    /// The subject's working directory.
+    pub cwd: PathBuf,
+    /// The project's lane (rungs 4 and 5), when `flakelab.toml` declares one.
+    #[serde(default)]
+    pub lane: Option<Vec<String>>,
+    /// The focused test (`--test`), if any.
+    pub test: Option<String>,
+    /// The `--signature` regex, if any.
+    pub signature: Option<String>,
+    /// What counts as reproducing, in words.
+    pub criterion: String,
+    /// The perturbed cell applied at every rung (`baseline` when none).
+    pub cell: String,
+    /// Runs per cell at each rung.
+    pub runs_per_rung: u32,
+    /// Confidence level of the bounds.
+    pub confidence: f64,
+    /// Every rung from `--from` to `--to`, in order, as far as the ladder got.
+    pub rungs: Vec<RungResult>,
+    /// The first rung that reproduced, if any.
+    pub reproduced_at: Option<u8>,
+    /// Whether Ctrl-C cut the ladder short.
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+/// How one rung went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RungStatus {
+    /// Ran, and no run reproduced.
+    Clean,
+    /// At least one run reproduced.
+    Reproduced,
+    /// Could not be built here (the reason says why); never "clean".
+    Skipped,
+    /// Ran, but the perturbation was not proven to apply: nothing measured.
+    NotApplied,
+    /// Every run errored or timed out: nothing measured.
+    Unmeasured,
+    /// Not reached: an earlier rung reproduced or the ladder was interrupted.
+    NotRun,
+}
+
+/// The k of N of one cell at one rung (a run is a group of processes).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RungCount {
+    /// Runs measured.
+    pub n: u64,
+    /// Runs that reproduced.
+    pub k: u64,
+    /// Lower bound of the interval on the reproduction rate.
+    pub low: f64,
+    /// Upper bound (the zero-failure bound when k = 0).
+    pub high: f64,
+    /// Runs that timed out without reproducing (excluded from n).
+    pub timeouts: u64,
+}
+
+/// One rung of a ladder, as reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RungResult {
+    /// The rung number.
+    pub rung: u8,
+    /// Its short name (e.g. `alone`).
+    pub name: String,
+    /// The topology, in words.
+    pub topology: String,
+    /// What reproducing here shows.
+    pub shows: String,
+    /// How it went.
+    pub status: RungStatus,
+    /// Processes per run.
+    pub processes: usize,
+    /// Runs of the perturbed cell (or of the baseline when none) measured.
+    pub n: u64,
+    /// Of those, runs that reproduced.
+    pub k: u64,
+    /// Interval low.
+    pub low: f64,
+    /// Interval high (the bound when k = 0).
+    pub high: f64,
+    /// The baseline's count, when a perturbed cell ran beside it.
+    #[serde(default)]
+    pub baseline: Option<RungCount>,
+    /// Why skipped / not applied / not run, or a note on how it was built.
+    pub reason: Option<String>,
+    /// The session holding this rung's runs.
+    pub session: Option<String>,
+    /// The argv one process ran at this rung.
+    #[serde(default)]
+    pub argv: Vec<String>,
+    /// The first run that reproduced: its id and repro line.
+    #[serde(default)]
+    pub first_reproduction: Option<(String, String)>,
 }

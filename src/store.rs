@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::record::{RunRecord, SessionRecord};
+use crate::record::{LadderRecord, RunRecord, SessionRecord};
 
 /// The default store directory, relative to the working directory.
 pub const DEFAULT_ROOT: &str = ".flakelab";
@@ -25,6 +25,8 @@ pub const DEFAULT_ROOT: &str = ".flakelab";
 pub const RUNS_FILE: &str = "runs.jsonl";
 /// File holding one [`SessionRecord`] per line.
 pub const SESSIONS_FILE: &str = "sessions.jsonl";
+/// File holding one [`LadderRecord`] per line.
+pub const LADDERS_FILE: &str = "ladders.jsonl";
 /// Directory holding captured output, one subdirectory per session.
 pub const LOGS_DIR: &str = "logs";
 /// Directory (under the store) of harness-owned JUnit reports.
@@ -63,6 +65,12 @@ impl Keyed for RunRecord {
 }
 
 impl Keyed for SessionRecord {
+    fn key(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Keyed for LadderRecord {
     fn key(&self) -> &str {
         &self.id
     }
@@ -129,6 +137,17 @@ impl Store {
     /// Appends one record to `sessions.jsonl` and flushes it.
     pub fn append_session(&self, record: &SessionRecord) -> Result<()> {
         append_line(&self.root.join(SESSIONS_FILE), record)
+    }
+
+    /// Appends one record to `ladders.jsonl` and flushes it.
+    pub fn append_ladder(&self, record: &LadderRecord) -> Result<()> {
+        append_line(&self.root.join(LADDERS_FILE), record)
+    }
+
+    /// Reads every ladder, in file order, as tolerantly as
+    /// [`Store::load_runs`].
+    pub fn load_ladders(&self) -> Result<(Vec<LadderRecord>, LoadStats)> {
+        read_lines(&self.root.join(LADDERS_FILE), |_| true)
     }
 
     /// Reads every run, in file order. Blank lines are ignored, lines that do
@@ -315,6 +334,7 @@ mod tests {
             tests_missing: None,
             tests: Vec::new(),
             failure_signature: None,
+            topology: None,
             stragglers: 0,
             warnings: vec![],
         }
@@ -350,6 +370,7 @@ mod tests {
             runner: None,
             runner_note: None,
             left_out: Vec::new(),
+            rung: None,
         }
     }
 

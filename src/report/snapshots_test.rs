@@ -52,6 +52,7 @@ fn session() -> SessionRecord {
         runner: Some("pytest".into()),
         runner_note: None,
         left_out: vec!["shuffled-order: cannot shuffle: …".into()],
+        rung: None,
     }
 }
 
