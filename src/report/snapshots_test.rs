@@ -130,6 +130,7 @@ fn run(session: &SessionRecord, index: usize, cell: &str, outcome: Outcome) -> R
             vec![]
         },
         failure_signature: failing.then(|| "AssertionError: offset is <n>".into()),
+        topology: None,
     }
 }
 
