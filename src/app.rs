@@ -636,6 +636,7 @@ async fn execute(
             log: Some(log),
             marker: id,
             stress: prepared.stress.clone(),
+            group: None,
         });
         pending.insert(spec.index, record);
     }

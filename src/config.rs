@@ -114,7 +114,8 @@ pub fn parse(text: &str, source: &Path) -> Result<ProjectConfig> {
     };
     let mut config: ProjectConfig = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
     if let Some(lane) = &config.lane {
-        lane.argv().map_err(|e| bad(format!("[lane] command: {e}")))?;
+        lane.argv()
+            .map_err(|e| bad(format!("[lane] command: {e}")))?;
         if lane.workers == Some(0) {
             return Err(bad("[lane] workers = 0 would run nothing".into()));
         }
@@ -177,7 +178,9 @@ mod tests {
         assert!(e.contains("confidence 1.5"), "{e}");
         let e = parsed("[lane]\ncommand = \"\"\n").unwrap_err().to_string();
         assert!(e.contains("[lane] command"), "{e}");
-        let e = parsed("[lane]\ncommand = \"pytest 'open\"\n").unwrap_err().to_string();
+        let e = parsed("[lane]\ncommand = \"pytest 'open\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("[lane] command"), "{e}");
     }
 

@@ -8,6 +8,7 @@
 
 pub mod perturbation;
 pub mod recipe;
+pub mod topology;
 pub mod values;
 
 use std::path::{Path, PathBuf};

@@ -30,6 +30,10 @@ pub struct Job {
     /// run is in flight, and nothing else starts until it ends, so its
     /// stress never reaches another cell's run.
     pub stress: Option<StressPlan>,
+    /// Runs of one group start together and no run of another group starts
+    /// until the whole group has ended (a ladder rung's P processes). A
+    /// group is exclusive by itself, so its stress needs no further care.
+    pub group: Option<usize>,
 }
 
 /// What the loop reports.
@@ -104,6 +108,7 @@ pub async fn schedule(
     let parallel = parallel.max(1);
     let mut queue = jobs.into_iter().peekable();
     let mut exclusive_running = false;
+    let mut running_group: Option<usize> = None;
     let mut running = JoinSet::new();
     let mut task_index = std::collections::HashMap::new();
     let mut interrupted = *stop.borrow() != Stop::Run;
@@ -113,11 +118,16 @@ pub async fn schedule(
     loop {
         while !interrupted && running.len() < parallel && !exclusive_running {
             let Some(next) = queue.peek() else { break };
-            if next.stress.is_some() && !running.is_empty() {
+            if !running.is_empty() && (next.group.is_some() || running_group.is_some()) {
+                if next.group != running_group {
+                    break;
+                }
+            } else if next.stress.is_some() && !running.is_empty() {
                 break;
             }
             let Some(job) = queue.next() else { break };
-            exclusive_running = job.stress.is_some();
+            exclusive_running = job.stress.is_some() && job.group.is_none();
+            running_group = job.group;
             on_event(Event::Started { index: job.index });
             let rx = stop.clone();
             let index = job.index;
@@ -179,4 +189,84 @@ pub async fn schedule(
         }
     }
     ScheduleEnd { interrupted }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A job that writes `<name>.start`, waits (up to 20 s) for every file
+    /// in `wait_for`, then writes `<name>.end`; it fails when a wait runs out.
+    fn job(
+        dir: &std::path::Path,
+        index: usize,
+        group: usize,
+        name: &str,
+        wait_for: &[&str],
+    ) -> Job {
+        let waits: String = wait_for
+            .iter()
+            .map(|f| format!("i=0; while [ ! -e {f} ]; do i=$((i+1)); [ $i -gt 2000 ] && exit 1; sleep 0.01; done; "))
+            .collect();
+        let script = format!("touch {name}.start; {waits}touch {name}.end");
+        Job {
+            index,
+            launch: Launch {
+                argv: vec!["sh".into(), "-c".into(), script],
+                cwd: dir.to_path_buf(),
+                env_set: BTreeMap::new(),
+                env_unset: Vec::new(),
+            },
+            log: None,
+            marker: format!("schedule-test-{index}"),
+            stress: None,
+            group: Some(group),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_group_starts_together_and_the_next_waits_for_all_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // a0 and a1 each wait for the other to start: they can only both
+        // pass when they run at once. b0 and b1 need both of group a ended.
+        let jobs = vec![
+            job(d, 0, 0, "a0", &["a1.start"]),
+            job(d, 1, 0, "a1", &["a0.start"]),
+            job(d, 2, 1, "b0", &[]),
+            job(d, 3, 1, "b1", &[]),
+        ];
+        let (_tx, rx) = watch::channel(Stop::Run);
+        let limits = ChildLimits {
+            timeout: Some(Duration::from_secs(60)),
+            grace: Duration::from_secs(1),
+            log_head: 1024,
+            log_tail: 1024,
+        };
+        let mut events = Vec::new();
+        let mut ended = Vec::new();
+        schedule(jobs, 4, limits, rx, |e| match e {
+            Event::Started { index } => {
+                // When a b job starts, both a jobs must have ended.
+                if index >= 2 {
+                    events.push((
+                        index,
+                        d.join("a0.end").exists() && d.join("a1.end").exists(),
+                    ));
+                }
+            }
+            Event::Finished { index, result, .. } => ended.push((index, result.end)),
+            Event::Interrupted => {}
+        })
+        .await;
+        ended.sort_by_key(|(i, _)| *i);
+        for (i, end) in &ended {
+            assert_eq!(*end, ProcessEnd::Exited { code: 0 }, "job {i}");
+        }
+        assert_eq!(ended.len(), 4);
+        assert_eq!(events, [(2, true), (3, true)]);
+    }
 }
