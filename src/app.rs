@@ -80,6 +80,14 @@ struct Settings {
     recipe: Option<crate::catalog::recipe::Recipe>,
     runner_note: Option<String>,
     left_out: Vec<(String, String)>,
+    /// Processes started together per planned run (a ladder rung's P; 1
+    /// for `run`).
+    copies: usize,
+    /// Each copy's own working copy (the subject's directory inside it),
+    /// when the rung gives each process its own; empty otherwise.
+    copy_dirs: Vec<PathBuf>,
+    /// The ladder rung this session is, if it is one.
+    rung: Option<crate::record::SessionRung>,
 }
 
 /// Where a run's JUnit report comes from.
@@ -216,6 +224,9 @@ fn resolve(args: RunArgs) -> Result<Settings> {
         recipe,
         runner_note,
         left_out,
+        copies: 1,
+        copy_dirs: Vec::new(),
+        rung: None,
     })
 }
 
@@ -478,6 +489,22 @@ struct Replay {
 
 async fn run_cmd(args: RunArgs, replay: Replay) -> Result<i32> {
     let settings = resolve(args)?;
+    let stop = start_watching()?;
+    let Some(done) = run_session(&settings, &replay, &stop).await? else {
+        return Ok(EXIT_INTERRUPTED);
+    };
+    let report = report::build(&done.session, &done.runs, done.load);
+    print_report(&report, settings.format);
+    Ok(if done.interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        report.exit_code()
+    })
+}
+
+/// Watches for Ctrl-C and makes flakelab a child subreaper: call once per
+/// process, before the first session.
+fn start_watching() -> Result<tokio::sync::watch::Receiver<Stop>> {
     let stop = schedule::watch_signals().map_err(|e| {
         Error::harness(
             format!("cannot watch for Ctrl-C: {e}"),
@@ -490,6 +517,24 @@ async fn run_cmd(args: RunArgs, replay: Replay) -> Result<i32> {
             "flakelab needs Linux's PR_SET_CHILD_SUBREAPER to find processes that escape a run",
         ));
     }
+    Ok(stop)
+}
+
+/// A finished (or interrupted) session, read back from the store.
+struct SessionDone {
+    session: SessionRecord,
+    runs: Vec<RunRecord>,
+    load: crate::store::LoadStats,
+    interrupted: bool,
+}
+
+/// Probes the cells, records the session, runs its plan and reads its runs
+/// back. `None` when Ctrl-C came while probing (nothing was run).
+async fn run_session(
+    settings: &Settings,
+    replay: &Replay,
+    stop: &tokio::sync::watch::Receiver<Stop>,
+) -> Result<Option<SessionDone>> {
     let session_id = new_session_id();
     let started_at = now_text();
     let names: Vec<String> = settings.cells.iter().map(|(c, _)| c.name.clone()).collect();
@@ -502,10 +547,10 @@ async fn run_cmd(args: RunArgs, replay: Replay) -> Result<i32> {
 
     let mut cell_records = Vec::new();
     for (i, (cell, prepared)) in settings.cells.iter().enumerate() {
-        cell_records.push(probe_cell(&settings, &session_id, i, cell, prepared, &stop).await?);
+        cell_records.push(probe_cell(settings, &session_id, i, cell, prepared, stop).await?);
         if *stop.borrow() != Stop::Run {
             eprintln!("flakelab: interrupted while probing; nothing was run");
-            return Ok(EXIT_INTERRUPTED);
+            return Ok(None);
         }
     }
     let session = SessionRecord {
@@ -532,23 +577,22 @@ async fn run_cmd(args: RunArgs, replay: Replay) -> Result<i32> {
             .iter()
             .map(|(cell, why)| format!("{cell}: {why}"))
             .collect(),
-        rung: None,
         junit: match &settings.junit {
             Some(JunitSource::Path(p)) => Some(p.clone()),
             _ => None,
         },
+        rung: settings.rung.clone(),
     };
     settings.store.append_session(&session)?;
 
-    let interrupted = execute(&settings, &session, &plan, &cell_records, stop).await?;
+    let interrupted = execute(settings, &session, &plan, &cell_records, stop.clone()).await?;
     let (runs, load) = settings.store.runs_of(&session_id)?;
-    let report = report::build(&session, &runs, load);
-    print_report(&report, settings.format);
-    Ok(if interrupted {
-        EXIT_INTERRUPTED
-    } else {
-        report.exit_code()
-    })
+    Ok(Some(SessionDone {
+        session,
+        runs,
+        load,
+        interrupted,
+    }))
 }
 
 /// Runs the plan, appending each finished run to the store. Returns whether
@@ -563,82 +607,12 @@ async fn execute(
     let mut jobs = Vec::new();
     let mut pending: BTreeMap<usize, RunRecord> = BTreeMap::new();
     for spec in &plan.runs {
-        let (cell, prepared) = &settings.cells[spec.cell];
-        let id = format!("{}.{:05}", session.id, spec.index);
-        let applied = cells[spec.cell].applied;
-        let junit = match (&settings.junit, applied) {
-            (Some(JunitSource::Harness | JunitSource::Recipe), true) => {
-                Some(settings.store.junit_path(&session.id, spec.index)?)
+        for copy in 0..settings.copies {
+            if let Some((job, record)) = plan_process(settings, session, cells, spec, copy)? {
+                pending.insert(job.index, record);
+                jobs.push(job);
             }
-            (Some(JunitSource::Path(template)), true) => {
-                Some(settings.dir.join(template.replace("{run}", &id)))
-            }
-            _ => None,
-        };
-        if let Some(path) = &junit {
-            // A report left by an earlier run must never pass as this run's.
-            let _ = std::fs::remove_file(path);
         }
-        let (command, extra_env) = build_command(settings, prepared, spec.seed, junit.as_deref())?;
-        let launch = launch_for(
-            settings,
-            prepared,
-            prepared.wrap(&settings.facts.self_exe, &command),
-            identity_env(&id, spec.seed, &cell.name),
-            &extra_env,
-        );
-        let env = repro::redacted(&launch.env_set, &launch.env_unset);
-        let mut record = RunRecord {
-            schema: RUN_SCHEMA.into(),
-            id: id.clone(),
-            session: session.id.clone(),
-            index: spec.index,
-            cell: cell.name.clone(),
-            perturbations: cell.canonical(),
-            replicate: spec.replicate,
-            seed: spec.seed,
-            started_at: session.started_at.clone(),
-            duration_s: 0.0,
-            outcome: Outcome::NotApplied,
-            end: ProcessEnd::NotStarted,
-            exit_code: None,
-            signal: None,
-            signature_match: None,
-            reason: None,
-            log: None,
-            output_bytes: 0,
-            output_dropped: 0,
-            repro: repro::line(&launch.cwd, &env, &prepared.repro_argv(&command)),
-            repro_note: prepared.repro_note(),
-            cpu_busy: None,
-            argv: launch.argv.clone(),
-            cwd: launch.cwd.clone(),
-            env,
-            stragglers: 0,
-            warnings: Vec::new(),
-            junit,
-            workers: None,
-            tests_missing: None,
-            tests: Vec::new(),
-            failure_signature: None,
-            topology: None,
-        };
-        if !applied {
-            record.reason = cells[spec.cell].reason.clone();
-            settings.store.append_run(&record)?;
-            continue;
-        }
-        let log = settings.store.log_path(&session.id, spec.index)?;
-        record.log = Some(settings.store.relative(&log));
-        jobs.push(Job {
-            index: spec.index,
-            launch,
-            log: Some(log),
-            marker: id,
-            stress: prepared.stress.clone(),
-            group: None,
-        });
-        pending.insert(spec.index, record);
     }
 
     let mut progress = Progress::new(jobs.len() as u64);
@@ -676,6 +650,121 @@ async fn execute(
         Some(e) => Err(e),
         None => Ok(end.interrupted),
     }
+}
+
+/// One process of one planned run: its record (stored at once when the
+/// cell is not applied) and the job that runs it.
+fn plan_process(
+    settings: &Settings,
+    session: &SessionRecord,
+    cells: &[CellRecord],
+    spec: &plan::RunSpec,
+    copy: usize,
+) -> Result<Option<(Job, RunRecord)>> {
+    let (cell, prepared) = &settings.cells[spec.cell];
+    let index = spec.index * settings.copies + copy;
+    let id = format!("{}.{:05}", session.id, index);
+    let applied = cells[spec.cell].applied;
+    let dir = settings.copy_dirs.get(copy).unwrap_or(&settings.dir);
+    let junit = match (&settings.junit, applied) {
+        (Some(JunitSource::Harness | JunitSource::Recipe), true) => {
+            Some(settings.store.junit_path(&session.id, index)?)
+        }
+        (Some(JunitSource::Path(template)), true) => Some(dir.join(template.replace("{run}", &id))),
+        _ => None,
+    };
+    if let Some(path) = &junit {
+        // A report left by an earlier run must never pass as this run's.
+        let _ = std::fs::remove_file(path);
+    }
+    let (command, extra_env) = build_command(settings, prepared, spec.seed, junit.as_deref())?;
+    let mut launch = launch_for(
+        settings,
+        prepared,
+        prepared.wrap(&settings.facts.self_exe, &command),
+        identity_env(&id, spec.seed, &cell.name),
+        &extra_env,
+    );
+    launch.cwd = dir.clone();
+    let env = repro::redacted(&launch.env_set, &launch.env_unset);
+    let topology = (settings.copies > 1 || !settings.copy_dirs.is_empty()).then(|| {
+        crate::record::RunTopology {
+            group: spec.index,
+            copy: copy as u32,
+            working_copy: settings.copy_dirs.get(copy).cloned(),
+        }
+    });
+    let mut repro_note = prepared.repro_note();
+    if topology.is_some() {
+        let together = format!(
+            "one of {} processes started together (group {}){}",
+            settings.copies,
+            spec.index,
+            if settings.copy_dirs.is_empty() {
+                String::new()
+            } else {
+                "; its working copy was temporary and is gone: run it in a fresh `git worktree add --detach DIR COMMIT`".to_string()
+            }
+        );
+        repro_note = Some(match repro_note {
+            Some(n) => format!("{n}; {together}"),
+            None => together,
+        });
+    }
+    let mut record = RunRecord {
+        schema: RUN_SCHEMA.into(),
+        id: id.clone(),
+        session: session.id.clone(),
+        index,
+        cell: cell.name.clone(),
+        perturbations: cell.canonical(),
+        replicate: spec.replicate,
+        seed: spec.seed,
+        started_at: session.started_at.clone(),
+        duration_s: 0.0,
+        outcome: Outcome::NotApplied,
+        end: ProcessEnd::NotStarted,
+        exit_code: None,
+        signal: None,
+        signature_match: None,
+        reason: None,
+        log: None,
+        output_bytes: 0,
+        output_dropped: 0,
+        repro: repro::line(&launch.cwd, &env, &prepared.repro_argv(&command)),
+        repro_note,
+        cpu_busy: None,
+        argv: launch.argv.clone(),
+        cwd: launch.cwd.clone(),
+        env,
+        stragglers: 0,
+        warnings: Vec::new(),
+        junit,
+        workers: None,
+        tests_missing: None,
+        tests: Vec::new(),
+        failure_signature: None,
+        topology,
+    };
+    if !applied {
+        record.reason = cells[spec.cell].reason.clone();
+        settings.store.append_run(&record)?;
+        return Ok(None);
+    }
+    let log = settings.store.log_path(&session.id, index)?;
+    record.log = Some(settings.store.relative(&log));
+    let grouped = settings.copies > 1;
+    let job = Job {
+        index,
+        launch,
+        log: Some(log),
+        marker: id,
+        // One stress per group: the group runs alone, so copy 0's threads
+        // load the host for all of it.
+        stress: prepared.stress.clone().filter(|_| copy == 0),
+        group: grouped.then_some(spec.index),
+    };
+    Ok(Some((job, record)))
 }
 
 /// Fills a planned record from how its child ended.

@@ -78,7 +78,7 @@ pub struct Detect {
 
 /// Arguments and variables added to the command, with placeholders
 /// (`{junit}`, `{seed}`, `{workers}`, `{id}`) replaced in one pass.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Inject {
     /// Arguments appended to the command.
@@ -91,6 +91,15 @@ pub struct Inject {
     /// Variables set for the run.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// `[select]` only: drop the command's own path arguments (words naming
+    /// an existing file or directory, or `file::rest`), because `{id}`
+    /// names the file itself and the runner would otherwise run them all.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drop_paths: bool,
+    /// `[select]` only: options whose next word is their value, never a
+    /// path argument to drop (`--ignore tests/slow`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub value_options: Vec<String>,
 }
 
 /// Where injected arguments go.
@@ -432,6 +441,29 @@ pub fn remove_options(argv: &[String], options: &[String]) -> Vec<String> {
     out
 }
 
+/// The command without its path arguments after the runner's words
+/// (`start`): words that name an existing path under `dir` (or
+/// `path::rest`), unless an option in `value_options` takes them as its
+/// value. Used by `[select] drop_paths`.
+pub fn drop_path_args(
+    argv: &[String],
+    start: usize,
+    dir: &std::path::Path,
+    value_options: &[String],
+) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    for (i, w) in argv.iter().enumerate() {
+        let is_value = i > 0 && value_options.iter().any(|o| *o == argv[i - 1]);
+        let path = w.split("::").next().unwrap_or(w);
+        let names_path = !w.starts_with('-') && !path.is_empty() && dir.join(path).exists();
+        if i >= start && names_path && !is_value && !argv[..i].iter().any(|a| a == "--") {
+            continue;
+        }
+        out.push(w.clone());
+    }
+    out
+}
+
 /// Finds the recipe for a command line.
 pub fn detect<'a>(recipes: &'a [Recipe], argv: &[String]) -> Detection<'a> {
     let start = match skip_wrappers(argv) {
@@ -662,6 +694,28 @@ mod tests {
     }
 
     #[test]
+    fn select_drops_path_arguments_but_not_option_values() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("tests/slow")).unwrap();
+        std::fs::write(dir.path().join("tests/test_a.py"), "").unwrap();
+        std::fs::write(dir.path().join("pytest.ini"), "").unwrap();
+        let cmd = argv(
+            "pytest -x -c pytest.ini --ignore tests/slow tests tests/test_a.py::test_b -k x -- tests",
+        );
+        let values = vec!["-c".to_string(), "--ignore".to_string()];
+        let out = drop_path_args(&cmd, 1, dir.path(), &values);
+        assert_eq!(
+            out,
+            argv("pytest -x -c pytest.ini --ignore tests/slow -k x -- tests")
+        );
+        // Nothing names a path: nothing is dropped.
+        assert_eq!(
+            drop_path_args(&argv("go test ./..."), 2, dir.path(), &[]),
+            argv("go test ./...")
+        );
+    }
+
+    #[test]
     fn detection_table_of_real_command_lines() {
         let recipes = load(None).unwrap();
         let table: &[(&str, Option<&str>)] = &[
@@ -788,6 +842,7 @@ mod tests {
             args: vec!["--test-reporter=junit".into()],
             position: Position::AfterMatch,
             env: BTreeMap::new(),
+            ..Inject::default()
         };
         let cmd = argv("env A=1 node --test test/a.test.js test/b.test.js");
         let end = runner_words_end(&node, &cmd);
@@ -830,6 +885,7 @@ mod tests {
             args: vec!["--shuffle-seed".into(), "{seed}".into()],
             position: Position::AfterDoubleDash,
             env: BTreeMap::from([("RUSTC_BOOTSTRAP".to_string(), "1".to_string())]),
+            ..Inject::default()
         };
         let vars = BTreeMap::from([("seed", "7".to_string())]);
         let (a, env) = inject.apply(&argv("cargo test"), &vars).unwrap();
