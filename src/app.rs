@@ -20,6 +20,8 @@ use crate::report::{self, progress::Progress, Report};
 use crate::store::Store;
 use crate::{demo, host, repro};
 
+mod ladder_cmd;
+
 /// Bytes of a run's output kept from its start.
 pub const LOG_HEAD: usize = 1 << 20;
 /// Bytes of a run's output kept from its end.
@@ -31,6 +33,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 pub fn run(cli: cli::Cli) -> Result<i32> {
     match cli.command {
         Command::Run(args) => runtime()?.block_on(run_cmd(args, Replay::default())),
+        Command::Ladder(args) => runtime()?.block_on(ladder_cmd::ladder_cmd(args)),
         Command::Replay(args) => replay_cmd(&args),
         Command::Doctor => doctor_cmd(),
         Command::Recipes(args) => recipes_cmd(&args),
@@ -480,7 +483,7 @@ async fn probe_cell(
 
 /// What makes a session a replay of one recorded run.
 #[derive(Debug, Clone, Default)]
-struct Replay {
+pub(crate) struct Replay {
     /// The replayed run's id.
     of: Option<String>,
     /// Its seed, given to every replayed run.
@@ -1089,6 +1092,11 @@ fn print_report(report: &Report, format: Format) {
         Format::Json => report::json::render(report),
         Format::Markdown => report::markdown::render(report),
     };
+    print_text(&text);
+}
+
+/// Writes a rendered output to stdout.
+fn print_text(text: &str) {
     let mut out = std::io::stdout().lock();
     // A closed stdout (`| head`) is not an error worth a non-zero exit.
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());

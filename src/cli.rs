@@ -23,6 +23,11 @@ pub enum Command {
     /// report k of N per cell against the baseline.
     #[command(after_long_help = RUN_AFTER_HELP)]
     Run(RunArgs),
+    /// Climb the topology ladder: find the smallest topology (the test alone,
+    /// with its neighbours, P processes, the lane, P lanes in their own
+    /// working copies) that reproduces a failure.
+    #[command(after_long_help = LADDER_AFTER_HELP)]
+    Ladder(LadderArgs),
     /// Print how many runs a measurement needs.
     Plan(PlanArgs),
     /// Re-render a stored session (the latest by default).
@@ -75,6 +80,29 @@ its usage errors and empty runs become errors, and shuffle/workers cells work.
 
 Example:
   flakelab run -n 30 -p tz=Pacific/Kiritimati --timeout 2m -- pytest tests/test_billing.py";
+
+const LADDER_AFTER_HELP: &str = "\
+Rungs (topologies/ladder.toml; override with .flakelab/topologies/ladder.toml):
+  1  the focused test alone, one process (needs --test and a recipe that can select)
+  2  the test with its neighbours: the command after --, one process
+  3  P processes of the command at once, one working directory
+  4  the project's lane ([lane] in flakelab.toml) at its configured workers
+  5  P lanes at once, each in its own working copy (git worktree, or a copy)
+The ladder stops at the first rung that reproduces: a higher rung
+reproduces more readily and attributes less. A rung that cannot be built
+is reported as skipped, with why, never as clean.
+
+Reproducing: a failure matching --signature; else a failure of the --test
+test (from the JUnit report; a run without one counts by exit code); else
+any failing run. At rungs 3 and 5 one run is P processes started together,
+and it reproduced when any of them did.
+
+Exit codes: 1 reproduced at some rung, 0 every rung tried was clean,
+3 a perturbation was not applied, 2 usage error or nothing measured,
+130 interrupted (working copies are removed).
+
+Example:
+  flakelab ladder -n 10 --test tests/test_cache.py::test_port -- pytest tests";
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -149,6 +177,77 @@ pub struct RunArgs {
     /// The test command and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// `flakelab ladder`.
+#[derive(Debug, Clone, Args)]
+pub struct LadderArgs {
+    /// The focused test, as the runner names it (e.g.
+    /// `tests/test_a.py::test_b`, `TestB`): rung 1 runs it alone, and its
+    /// failure is what reproduces when no --signature is given.
+    #[arg(long = "test", value_name = "ID")]
+    pub test: Option<String>,
+    /// Count only failures whose output matches this regex.
+    #[arg(long, value_name = "REGEX")]
+    pub signature: Option<String>,
+    /// A perturbation applied at every rung (all -p together form one cell,
+    /// interleaved with the baseline). Repeatable.
+    #[arg(short = 'p', long = "perturb", value_name = "SPEC")]
+    pub perturb: Vec<String>,
+    /// Runs per cell at each rung.
+    #[arg(short = 'n', long = "runs", default_value_t = 10, value_name = "N")]
+    pub runs: u32,
+    /// The first rung to try.
+    #[arg(long, default_value_t = 1, value_name = "R")]
+    pub from: u8,
+    /// The last rung to try.
+    #[arg(long, default_value_t = 5, value_name = "R")]
+    pub to: u8,
+    /// Processes at once at the parallel rungs (3 and 5) [default: the
+    /// online CPUs, at least 2].
+    #[arg(long, value_name = "P")]
+    pub processes: Option<usize>,
+    /// Do not interleave baseline runs with the perturbed cell.
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// Per-run timeout, e.g. `30s`, `5m` [default: none].
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Time between SIGTERM and SIGKILL when a run is stopped.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub kill_grace: String,
+    /// Seed for the schedule and per-run seeds [default: random, always recorded].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Confidence level for the bounds.
+    #[arg(long, default_value_t = 0.95, value_name = "C")]
+    pub confidence: f64,
+    /// The test runner of the command, when detection cannot tell; `none`
+    /// uses exit codes only.
+    #[arg(long, value_name = "NAME")]
+    pub runner: Option<String>,
+    /// Read per-test outcomes from this JUnit XML file after each run
+    /// (relative to the subject's directory; `{run}` becomes the run id).
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = LadderFormat::Table)]
+    pub format: LadderFormat,
+    /// Where the store is and where the subject runs.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The test command and its arguments (after `--`): rungs 2 and 3 run it.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Output formats of `ladder`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LadderFormat {
+    /// A terminal table.
+    Table,
+    /// One JSON document (schema `flakelab.ladder/1`).
+    Json,
 }
 
 /// `flakelab plan`.

@@ -16,7 +16,8 @@ pub enum Criterion {
     /// A failure whose output (or failing test's message) matches `--signature`.
     Signature(String),
     /// A failure of the focused test (`--test`); a run without per-test
-    /// data counts by its exit code.
+    /// data counts by its exit code, and a report without the test
+    /// measured nothing.
     FocusedTest(String),
     /// Any failing run.
     AnyFailure,
@@ -82,7 +83,8 @@ pub fn process_reproduced(run: &RunRecord, criterion: &Criterion) -> Option<bool
                 || run.tests.iter().any(|t| t.signature_match == Some(true))
         }
         Criterion::FocusedTest(id) if !run.tests.is_empty() => {
-            focused(&run.tests, id).is_some_and(TestRecord::failed)
+            // A report without the focused test measured something else.
+            return focused(&run.tests, id).map(TestRecord::failed);
         }
         Criterion::FocusedTest(_) | Criterion::AnyFailure => run.outcome == Outcome::Fail,
     })
@@ -293,6 +295,10 @@ mod tests {
         assert_eq!(
             process_reproduced(&r, &Criterion::FocusedTest("t::b".into())),
             Some(true)
+        );
+        assert_eq!(
+            process_reproduced(&r, &Criterion::FocusedTest("t::c".into())),
+            None
         );
         // A signature criterion needs the match, not just a failure.
         assert_eq!(

@@ -126,6 +126,15 @@ impl WorkingCopies {
             .map_err(|e| format!("cannot run git: {e}"))?
             .stdout;
         let untracked = git(&top, &["ls-files", "--others", "--exclude-standard", "-z"])?;
+        let untracked: Vec<&str> = untracked
+            .split('\0')
+            .filter(|f| !f.is_empty())
+            .filter(|f| {
+                !NEVER_COPIED
+                    .iter()
+                    .any(|n| Path::new(f).components().any(|c| c.as_os_str() == *n))
+            })
+            .collect();
         self.repo = Some(top.clone());
         for i in 0..count {
             let copy = self.root_path().join(format!("copy-{i}"));
@@ -158,13 +167,7 @@ impl WorkingCopies {
                     ));
                 }
             }
-            for file in untracked.split('\0').filter(|f| !f.is_empty()) {
-                let skip = NEVER_COPIED
-                    .iter()
-                    .any(|n| Path::new(file).components().any(|c| c.as_os_str() == *n));
-                if skip {
-                    continue;
-                }
+            for file in &untracked {
                 let (src, dst) = (top.join(file), copy.join(file));
                 if let Some(parent) = dst.parent() {
                     std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
@@ -172,7 +175,11 @@ impl WorkingCopies {
                 std::fs::copy(&src, &dst)
                     .map_err(|e| format!("cannot copy untracked {file}: {e}"))?;
             }
-            self.subject.push(copy.join(&rel));
+            self.subject.push(if rel.as_os_str().is_empty() {
+                copy
+            } else {
+                copy.join(&rel)
+            });
         }
         let short = &head[..head.len().min(12)];
         let dirty = if diff.is_empty() && untracked.is_empty() {

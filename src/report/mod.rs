@@ -5,6 +5,7 @@
 
 pub mod catalog;
 pub mod json;
+pub mod ladder;
 pub mod markdown;
 pub mod per_test;
 pub mod progress;
