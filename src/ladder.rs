@@ -37,7 +37,7 @@ impl Criterion {
 /// Splits a test id into comparable words: path separators, `::`, dots,
 /// spaces and file extensions of test files are not part of a name.
 fn words(id: &str) -> Vec<&str> {
-    id.split(|c: char| matches!(c, '/' | ':' | '.' | ' ' | '\\' | '#' | '>'))
+    id.split(['/', ':', '.', ' ', '\\', '#', '>'])
         .filter(|w| !w.is_empty())
         .filter(|w| !matches!(*w, "py" | "js" | "ts" | "mjs" | "cjs" | "rb" | "go" | "rs"))
         .collect()

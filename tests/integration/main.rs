@@ -5,6 +5,7 @@ mod catalog_cli;
 mod junit_corpus;
 mod junit_e2e;
 mod kernel;
+mod ladder;
 mod recipes;
 mod run_stats;
 mod runner_cargo;

@@ -1,0 +1,467 @@
+//! `flakelab ladder` end to end on `tests/fixtures/ladder-project` (pytest):
+//! a zone dependence reproduces at rung 1, an order dependence at rung 2, a
+//! fixed-port collision at rung 3 and a collision between lanes through a
+//! path outside the working copy at rung 5, each with its rung's meaning;
+//! working copies are removed afterwards, also after Ctrl-C.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::{capable, copy_fixture, sh_ok, Lab};
+
+fn pytest_available() -> bool {
+    capable(
+        "pytest with pytest-randomly and pytest-xdist",
+        sh_ok("python3 -c 'import pytest, pytest_randomly, xdist'"),
+    )
+}
+
+/// `flakelab ladder --format json ARGS` with extra variables; the JSON.
+fn ladder(lab: &Lab, env: &[(&str, &Path)], args: &[&str]) -> (Output, serde_json::Value) {
+    let mut all = vec!["ladder", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = lab
+        .cmd()
+        .envs(env.iter().copied())
+        .args(&all)
+        .output()
+        .unwrap();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no ladder JSON ({e}); stdout: {} stderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, json)
+}
+
+/// (rung, status, n, k) of every rung.
+fn shape(json: &serde_json::Value) -> Vec<(u64, String, u64, u64)> {
+    json["rungs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["rung"].as_u64().unwrap(),
+                r["status"].as_str().unwrap().to_string(),
+                r["n"].as_u64().unwrap(),
+                r["k"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn rung(json: &serde_json::Value, n: u64) -> &serde_json::Value {
+    json["rungs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rung"] == n)
+        .unwrap()
+}
+
+fn table(lab: &Lab, env: &[(&str, &Path)], args: &[&str]) -> String {
+    let mut all = vec!["ladder"];
+    all.extend_from_slice(args);
+    let out = lab
+        .cmd()
+        .envs(env.iter().copied())
+        .args(&all)
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_zone_dependent_test_reproduces_alone_at_rung_1() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "ladder-project");
+    let args = [
+        "-n",
+        "3",
+        "--seed",
+        "7",
+        "-p",
+        "tz=Pacific/Kiritimati",
+        "--test",
+        "tests/test_zone.py::test_invoice_header_offset",
+        "--",
+        "python3",
+        "-m",
+        "pytest",
+        "tests/test_zone.py",
+    ];
+    let (out, json) = ladder(&lab, &[], &args);
+    assert_eq!(out.status.code(), Some(1), "{json}");
+    assert_eq!(json["schema"], "flakelab.ladder/1");
+    assert_eq!(json["reproduced_at"], 1);
+    let r1 = rung(&json, 1);
+    assert_eq!(
+        (r1["status"].as_str(), r1["k"].as_u64(), r1["n"].as_u64()),
+        (Some("reproduced"), Some(3), Some(3))
+    );
+    assert_eq!(r1["baseline"]["k"], 0, "{r1}");
+    assert_eq!(r1["baseline"]["n"], 3, "{r1}");
+    // Rung 1 ran the test alone: the other test of the file is not in argv.
+    let argv: Vec<&str> = r1["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        argv.contains(&"tests/test_zone.py::test_invoice_header_offset"),
+        "{argv:?}"
+    );
+    assert!(!argv.contains(&"tests/test_zone.py"), "{argv:?}");
+    assert!(shape(&json)[1..].iter().all(|r| r.1 == "not_run"), "{json}");
+    let text = table(&lab, &[], &args);
+    assert!(
+        text.contains("Reproduced at rung 1 (alone): the failure needs no concurrency"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_order_dependent_pair_reproduces_with_its_neighbours_not_alone() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "ladder-project");
+    let args = [
+        "-n",
+        "3",
+        "--test",
+        "tests/test_order.py::test_default_currency",
+        "--",
+        "python3",
+        "-m",
+        "pytest",
+        "tests/test_order.py",
+    ];
+    let (out, json) = ladder(&lab, &[], &args);
+    assert_eq!(out.status.code(), Some(1), "{json}");
+    assert_eq!(json["reproduced_at"], 2);
+    let s = shape(&json);
+    assert_eq!(s[0], (1, "clean".into(), 3, 0), "{json}");
+    assert_eq!(s[1], (2, "reproduced".into(), 3, 3), "{json}");
+    let text = table(&lab, &[], &args);
+    assert!(
+        text.contains("Reproduced at rung 2 (neighbours): tests interfere when scheduled together"),
+        "{text}"
+    );
+    assert!(text.contains("0 of 3 — p < 0.632"), "{text}");
+}
+
+#[test]
+fn a_fixed_port_collides_only_between_processes_at_rung_3() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "ladder-project");
+    // A port free now; the subject holds it for 2 s per run.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let out = lab
+        .cmd()
+        .env("LADDER_PORT", &port)
+        .args([
+            "ladder",
+            "--format",
+            "json",
+            "-n",
+            "2",
+            "--processes",
+            "2",
+            "--test",
+            "tests/test_port.py::test_serves_on_fixed_port",
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "tests/test_port.py",
+        ])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{json}");
+    assert_eq!(json["reproduced_at"], 3, "{json}");
+    let s = shape(&json);
+    assert_eq!(
+        &s[..2],
+        [(1, "clean".into(), 2, 0), (2, "clean".into(), 2, 0)],
+        "{json}"
+    );
+    assert_eq!((s[2].0, s[2].1.as_str()), (3, "reproduced"), "{json}");
+    assert!(s[2].3 >= 1, "{json}");
+    assert_eq!(rung(&json, 3)["processes"], 2);
+    // The two processes of each run had their own report and log.
+    let session = rung(&json, 3)["session"].as_str().unwrap().to_string();
+    let runs: Vec<serde_json::Value> = lab
+        .runs()
+        .into_iter()
+        .filter(|r| r["session"] == session.as_str())
+        .collect();
+    assert_eq!(runs.len(), 4);
+    let mut junits: Vec<&str> = runs.iter().map(|r| r["junit"].as_str().unwrap()).collect();
+    let mut logs: Vec<&str> = runs.iter().filter_map(|r| r["log"].as_str()).collect();
+    junits.sort();
+    junits.dedup();
+    logs.sort();
+    logs.dedup();
+    assert_eq!(junits.len(), 4);
+    assert_eq!(
+        logs.len(),
+        runs.iter().filter(|r| r["log"].is_string()).count()
+    );
+    let groups: Vec<u64> = runs
+        .iter()
+        .map(|r| r["topology"]["group"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        groups.iter().filter(|g| **g == groups[0]).count(),
+        2,
+        "{groups:?}"
+    );
+    // The collision is named by the failing test's own words.
+    let failed: Vec<&serde_json::Value> = runs.iter().filter(|r| r["outcome"] == "fail").collect();
+    assert!(!failed.is_empty());
+    assert!(
+        failed.iter().all(|r| r["failure_signature"]
+            .as_str()
+            .is_some_and(|s| s.contains("Address already in use"))),
+        "{failed:?}"
+    );
+}
+
+fn git(dir: &Path, script: &str) {
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "lab")
+        .env("GIT_AUTHOR_EMAIL", "lab@example.invalid")
+        .env("GIT_COMMITTER_NAME", "lab")
+        .env("GIT_COMMITTER_EMAIL", "lab@example.invalid")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "{script}");
+}
+
+fn leftover_copies(tmp: &Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("flakelab-copies-"))
+        .collect()
+}
+
+fn worktrees(dir: &Path) -> usize {
+    let out = Command::new("git")
+        .args(["worktree", "list", "--porcelain"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("worktree "))
+        .count()
+}
+
+#[test]
+fn lanes_collide_outside_their_working_copies_at_rung_5() {
+    if !pytest_available() || !capable("git", sh_ok("git --version")) {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "ladder-project");
+    std::fs::write(
+        lab.path().join("flakelab.toml"),
+        "[lane]\ncommand = \"python3 -m pytest tests/test_lane.py\"\nworkers = 2\n",
+    )
+    .unwrap();
+    git(
+        lab.path(),
+        "git init -q && git add . && git commit -qm fixture",
+    );
+    let shared = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, json) = ladder(
+        &lab,
+        &[("LADDER_SHARED", shared.path()), ("TMPDIR", tmp.path())],
+        &[
+            "-n",
+            "2",
+            "--processes",
+            "2",
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "tests/test_zone.py",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{json}");
+    assert_eq!(json["reproduced_at"], 5, "{json}");
+    let s = shape(&json);
+    assert_eq!(s[0].1, "skipped", "{json}");
+    assert!(rung(&json, 1)["reason"]
+        .as_str()
+        .unwrap()
+        .contains("no --test"));
+    for (r, status, n, k) in &s[1..4] {
+        assert_eq!(
+            (status.as_str(), *n, *k),
+            ("clean", 2, 0),
+            "rung {r}: {json}"
+        );
+    }
+    assert_eq!(s[4].1, "reproduced", "{json}");
+    // The lane ran at its configured workers.
+    let lane_argv = rung(&json, 4)["argv"].to_string();
+    assert!(lane_argv.contains("\"-n\",\"2\""), "{lane_argv}");
+    assert!(
+        rung(&json, 5)["reason"]
+            .as_str()
+            .unwrap()
+            .contains("2 git worktrees at"),
+        "{json}"
+    );
+    // Each lane ran in its own working copy, and the copies are gone.
+    let session = rung(&json, 5)["session"].as_str().unwrap().to_string();
+    let cwds: std::collections::BTreeSet<String> = lab
+        .runs()
+        .into_iter()
+        .filter(|r| r["session"] == session.as_str())
+        .map(|r| r["cwd"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(cwds.len(), 2, "{cwds:?}");
+    assert!(cwds.iter().all(|c| !Path::new(c).exists()), "{cwds:?}");
+    assert_eq!(leftover_copies(tmp.path()), Vec::<String>::new());
+    assert_eq!(worktrees(lab.path()), 1);
+}
+
+#[test]
+fn ctrl_c_during_a_rung_removes_its_working_copies() {
+    if !capable("git", sh_ok("git --version")) {
+        return;
+    }
+    let lab = Lab::new();
+    let shared = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        lab.path().join("flakelab.toml"),
+        "[lane]\ncommand = [\"sh\", \"-c\", \"touch \\\"$LADDER_SHARED/started.$$\\\"; exec sleep 300\"]\n",
+    )
+    .unwrap();
+    git(
+        lab.path(),
+        "git init -q && git add . && git commit -qm fixture",
+    );
+    let child = lab
+        .cmd()
+        .env("LADDER_SHARED", shared.path())
+        .env("TMPDIR", tmp.path())
+        .args([
+            "ladder",
+            "--from",
+            "5",
+            "--processes",
+            "2",
+            "-n",
+            "1",
+            "--",
+            "true",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Ready when both lanes have started (their own signal).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_dir(shared.path()).unwrap().count() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lanes never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(leftover_copies(tmp.path()).len(), 1);
+    assert_eq!(worktrees(lab.path()), 3);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(leftover_copies(tmp.path()), Vec::<String>::new());
+    assert_eq!(worktrees(lab.path()), 1);
+}
+
+#[test]
+fn a_rung_that_cannot_be_built_is_skipped_with_why_never_clean() {
+    let lab = Lab::new();
+    let (out, json) = ladder(
+        &lab,
+        &[],
+        &[
+            "-n",
+            "2",
+            "--to",
+            "4",
+            "--processes",
+            "2",
+            "--test",
+            "t1",
+            "--",
+            "sh",
+            "-c",
+            "exit 0",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{json}");
+    let s = shape(&json);
+    assert_eq!(
+        s,
+        [
+            (1, "skipped".into(), 0, 0),
+            (2, "clean".into(), 2, 0),
+            (3, "clean".into(), 2, 0),
+            (4, "skipped".into(), 0, 0)
+        ],
+        "{json}"
+    );
+    assert!(rung(&json, 1)["reason"]
+        .as_str()
+        .unwrap()
+        .contains("no runner recipe"));
+    assert!(rung(&json, 4)["reason"]
+        .as_str()
+        .unwrap()
+        .contains("no lane"));
+    assert!(json["reproduced_at"].is_null());
+    // Bad input: an empty rung range is a usage error naming the fix.
+    let out = lab.run(&["ladder", "--from", "4", "--to", "2", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--from 4 --to 2"));
+}
