@@ -491,18 +491,116 @@ pub(crate) struct Replay {
 }
 
 async fn run_cmd(args: RunArgs, replay: Replay) -> Result<i32> {
+    if args.confirm == Some(0) {
+        return Err(Error::usage(
+            "`--confirm 0` replays nothing",
+            "use --confirm 1 or more (e.g. --confirm 5)",
+        ));
+    }
+    let confirm = args.confirm;
     let settings = resolve(args)?;
     let stop = start_watching()?;
     let Some(done) = run_session(&settings, &replay, &stop).await? else {
         return Ok(EXIT_INTERRUPTED);
     };
-    let report = report::build(&done.session, &done.runs, done.load);
+    let mut report = report::build(&done.session, &done.runs, done.load);
+    if let (Some(times), false) = (confirm, done.interrupted) {
+        report.confirmations = confirm_failures(&settings, &done, times, &stop).await?;
+    }
     print_report(&report, settings.format);
-    Ok(if done.interrupted {
+    Ok(if done.interrupted || *stop.borrow() != Stop::Run {
         EXIT_INTERRUPTED
     } else {
         report.exit_code()
     })
+}
+
+/// At most this many distinct failing runs are confirmed per session.
+const MAX_CONFIRMED: usize = 10;
+
+/// Replays each distinct failing run of a finished session `times` times
+/// (its cell and seed; a shuffle cell's runs are distinct by seed, others by
+/// cell and failure signature), in sessions of their own.
+async fn confirm_failures(
+    settings: &Settings,
+    done: &SessionDone,
+    times: u32,
+    stop: &tokio::sync::watch::Receiver<Stop>,
+) -> Result<Vec<report::Confirmation>> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut failing = Vec::new();
+    for run in done.runs.iter().filter(|r| r.outcome == Outcome::Fail) {
+        if done.session.signature.is_some() && run.signature_match != Some(true) {
+            continue;
+        }
+        let shuffled = settings
+            .cells
+            .iter()
+            .find(|(c, _)| c.name == run.cell)
+            .is_some_and(|(_, p)| p.shuffle);
+        let key = (
+            run.cell.clone(),
+            shuffled.then_some(run.seed),
+            run.failure_signature.clone(),
+        );
+        if seen.insert(key) {
+            failing.push(run);
+        }
+    }
+    if failing.len() > MAX_CONFIRMED {
+        eprintln!(
+            "flakelab: {} distinct failing runs; confirming the first {MAX_CONFIRMED}",
+            failing.len()
+        );
+        failing.truncate(MAX_CONFIRMED);
+    }
+    let mut out = Vec::new();
+    for run in failing {
+        if *stop.borrow() != Stop::Run {
+            break;
+        }
+        eprintln!(
+            "flakelab: confirming run {} ({}, seed {}) {times} times",
+            run.id, run.cell, run.seed
+        );
+        let mut args = replay_args(run, &done.session, settings.store.root(), times);
+        args.runner = settings
+            .recipe
+            .as_ref()
+            .map(|r| r.name.clone())
+            .or(Some("none".into()));
+        let replay_settings = resolve(args)?;
+        let replay = Replay {
+            of: Some(run.id.clone()),
+            seed: Some(run.seed),
+        };
+        let Some(again) = run_session(&replay_settings, &replay, stop).await? else {
+            break;
+        };
+        let measured = again
+            .runs
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Pass | Outcome::Fail))
+            .count() as u64;
+        let failed = again
+            .runs
+            .iter()
+            .filter(|r| r.outcome == Outcome::Fail)
+            .filter(|r| done.session.signature.is_none() || r.signature_match == Some(true))
+            .count() as u64;
+        out.push(report::Confirmation {
+            run: run.id.clone(),
+            cell: run.cell.clone(),
+            seed: run.seed,
+            signature: run.failure_signature.clone(),
+            times,
+            measured,
+            failed,
+            verdict: report::confirmation_verdict(times, measured, failed),
+            session: again.session.id.clone(),
+        });
+    }
+    Ok(out)
 }
 
 /// Watches for Ctrl-C and makes flakelab a child subreaper: call once per
@@ -1217,6 +1315,39 @@ fn probe_cmd(args: &cli::ProbeArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
+/// The `run` arguments that replay `run` (of `session`) `times` times:
+/// its command, cell, seed source, timeout, signature and report path.
+fn replay_args(run: &RunRecord, session: &SessionRecord, root: &Path, times: u32) -> RunArgs {
+    let baseline = run.perturbations.is_empty();
+    RunArgs {
+        runs: times,
+        perturb: if baseline {
+            Vec::new()
+        } else {
+            vec![run.perturbations.join("+")]
+        },
+        matrix: Vec::new(),
+        no_baseline: !baseline,
+        timeout: session
+            .timeout_s
+            .map(|t| format!("{}ms", (t * 1000.0).round() as u64)),
+        kill_grace: "5s".into(),
+        jobs: 1,
+        seed: Some(session.seed),
+        confidence: session.confidence,
+        signature: session.signature.clone(),
+        junit: session.junit.clone(),
+        runner: Some(session.runner.clone().unwrap_or_else(|| "none".into())),
+        format: Format::Table,
+        confirm: None,
+        store: cli::StoreArgs {
+            store: Some(root.to_path_buf()),
+            dir: Some(run.cwd.clone()),
+        },
+        command: session.command.clone(),
+    }
+}
+
 fn replay_cmd(args: &cli::ReplayArgs) -> Result<i32> {
     let dir = subject_dir(args.store.dir.as_deref())?;
     let root = store_root(&args.store, &dir);
@@ -1269,33 +1400,8 @@ fn replay_cmd(args: &cli::ReplayArgs) -> Result<i32> {
             "use --times 1 or more",
         ));
     }
-    let baseline = run.perturbations.is_empty();
-    let replay = RunArgs {
-        runs: args.times,
-        perturb: if baseline {
-            Vec::new()
-        } else {
-            vec![run.perturbations.join("+")]
-        },
-        matrix: Vec::new(),
-        no_baseline: !baseline,
-        timeout: session
-            .timeout_s
-            .map(|t| format!("{}ms", (t * 1000.0).round() as u64)),
-        kill_grace: "5s".into(),
-        jobs: 1,
-        seed: Some(session.seed),
-        confidence: session.confidence,
-        signature: session.signature.clone(),
-        junit: session.junit.clone(),
-        runner: Some(session.runner.clone().unwrap_or_else(|| "none".into())),
-        format: args.format,
-        store: cli::StoreArgs {
-            store: Some(root),
-            dir: Some(run.cwd.clone()),
-        },
-        command: session.command.clone(),
-    };
+    let mut replay = replay_args(run, &session, &root, args.times);
+    replay.format = args.format;
     let code = runtime()?.block_on(run_cmd(
         replay,
         Replay {
@@ -1414,6 +1520,7 @@ fn demo_cmd(args: &cli::DemoArgs) -> Result<i32> {
         junit: None,
         runner: None,
         format: args.format,
+        confirm: None,
         store: cli::StoreArgs {
             store: None,
             dir: Some(dir.path().to_path_buf()),

@@ -168,6 +168,11 @@ pub struct RunArgs {
     /// Or put `{junit}` in the command for a fresh harness-owned path per run.
     #[arg(long, value_name = "PATH")]
     pub junit: Option<String>,
+    /// After the runs, replay each distinct failing run's exact conditions
+    /// (cell, seed) K times: K of K failing means the conditions determine
+    /// the failure; fewer means timing is involved.
+    #[arg(long, value_name = "K")]
+    pub confirm: Option<u32>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -230,6 +235,11 @@ pub struct LadderArgs {
     /// (relative to the subject's directory; `{run}` becomes the run id).
     #[arg(long, value_name = "PATH")]
     pub junit: Option<String>,
+    /// After a rung reproduces, run it K more times under the first
+    /// reproducing run's seed and cell: K of K means the conditions
+    /// determine the failure at that rung; fewer means timing is involved.
+    #[arg(long, value_name = "K")]
+    pub confirm: Option<u32>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = LadderFormat::Table)]
     pub format: LadderFormat,

@@ -199,6 +199,7 @@ pub fn not_run(
         session: None,
         argv: Vec::new(),
         first_reproduction: None,
+        confirmation: None,
     }
 }
 

@@ -433,4 +433,23 @@ pub struct RungResult {
     /// The first run that reproduced: its id and repro line.
     #[serde(default)]
     pub first_reproduction: Option<(String, String)>,
+    /// `--confirm K`: the reproducing rung run K more times under the first
+    /// reproducing run's cell and seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<RungConfirmation>,
+}
+
+/// A reproducing rung re-run under its first reproduction's conditions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RungConfirmation {
+    /// Runs asked for.
+    pub times: u32,
+    /// Runs measured.
+    pub n: u64,
+    /// Runs that reproduced again.
+    pub k: u64,
+    /// `deterministic`, `timing` or `unmeasured`.
+    pub verdict: String,
+    /// The confirming session.
+    pub session: String,
 }

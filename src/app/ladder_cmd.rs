@@ -64,6 +64,7 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
         runner: args.runner.clone(),
         junit: args.junit.clone(),
         format: Format::Table,
+        confirm: None,
         store: args.store.clone(),
         command: args.command.clone(),
     };
@@ -143,7 +144,6 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
             crate::repro::join(&settings.command)
         );
         let done = run_session(&settings, &Replay::default(), &stop).await;
-        drop(copies);
         let Some(done) = done? else {
             record.interrupted = true;
             record.rungs.push(ladder::not_run(
@@ -169,9 +169,23 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
             )),
             _ => note,
         };
+        let mut confirmation = None;
         if status == RungStatus::Reproduced {
             record.reproduced_at = Some(rung.rung);
+            if let (Some(times), Some(first), false) = (args.confirm, first, done.interrupted) {
+                confirmation = confirm_rung(
+                    &mut settings,
+                    &target,
+                    first,
+                    times,
+                    &criterion,
+                    &args,
+                    &stop,
+                )
+                .await?;
+            }
         }
+        drop(copies);
         record.rungs.push(RungResult {
             rung: rung.rung,
             name: rung.name.clone(),
@@ -188,6 +202,7 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
             session: Some(done.session.id.clone()),
             argv: settings.command.clone(),
             first_reproduction: first.map(|r| (r.id.clone(), r.repro.clone())),
+            confirmation,
         });
     }
     base.store.append_ladder(&record)?;
@@ -197,6 +212,40 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
     };
     super::print_text(&text);
     Ok(ladder::exit_code(&record))
+}
+
+/// Runs a reproducing rung `times` more times, its target cell only, every
+/// run under the first reproducing run's seed.
+async fn confirm_rung(
+    settings: &mut Settings,
+    target: &str,
+    first: &crate::record::RunRecord,
+    times: u32,
+    criterion: &Criterion,
+    args: &LadderArgs,
+    stop: &tokio::sync::watch::Receiver<crate::exec::child::Stop>,
+) -> Result<Option<crate::record::RungConfirmation>> {
+    settings.runs = times;
+    settings.cells.retain(|(c, _)| c.name == target);
+    eprintln!(
+        "flakelab ladder: confirming: the rung again {times} times under run {}'s cell and seed",
+        first.id
+    );
+    let replay = Replay {
+        of: Some(first.id.clone()),
+        seed: Some(first.seed),
+    };
+    let Some(again) = run_session(settings, &replay, stop).await? else {
+        return Ok(None);
+    };
+    let (count, _) = ladder::count_cell(&again.runs, target, criterion, args.confidence);
+    Ok(Some(crate::record::RungConfirmation {
+        times,
+        n: count.n,
+        k: count.k,
+        verdict: crate::report::confirmation_verdict(times, count.n, count.k).to_string(),
+        session: again.session.id.clone(),
+    }))
 }
 
 /// A rung ready to run.

@@ -124,6 +124,18 @@ pub fn render_table(ladder: &LadderRecord) -> String {
             if let Some((id, repro)) = &r.first_reproduction {
                 let _ = writeln!(out, "first reproducing run {id}:\n  {repro}");
             }
+            if let Some(c) = &r.confirmation {
+                let what = match c.verdict.as_str() {
+                    "deterministic" => "the recorded conditions determine the failure at this rung (a deterministic oracle)",
+                    "timing" => "the recorded conditions do not determine it: timing or state outside them is involved",
+                    _ => "nothing was measured",
+                };
+                let _ = writeln!(
+                    out,
+                    "confirmation: reproduced {} of {} again under its cell and seed: {what}",
+                    c.k, c.n
+                );
+            }
         }
         None if ladder.interrupted => {
             let _ = writeln!(out, "Interrupted before any rung reproduced.");
@@ -230,6 +242,7 @@ mod tests {
             session: None,
             argv: vec![],
             first_reproduction: (k > 0).then(|| ("s.00001".into(), "cd /x && pytest".into())),
+            confirmation: None,
         }
     }
 

@@ -115,5 +115,21 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "\n{note}");
         }
     }
+    if !report.confirmations.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n**Confirmation** (each failing run's conditions replayed):\n"
+        );
+        for c in &report.confirmations {
+            let _ = writeln!(
+                out,
+                "- `{}` ({}, seed {}): {}",
+                c.run,
+                c.cell,
+                c.seed,
+                c.sentence()
+            );
+        }
+    }
     out
 }

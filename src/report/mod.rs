@@ -143,6 +143,61 @@ pub struct Report {
     pub skipped_lines: usize,
     /// The cells, in plan order (baseline first).
     pub cells: Vec<CellReport>,
+    /// `--confirm K`: each distinct failing run replayed K times.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub confirmations: Vec<Confirmation>,
+}
+
+/// One failing run's conditions replayed K times (`--confirm K`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Confirmation {
+    /// The failing run whose conditions were replayed.
+    pub run: String,
+    /// Its cell.
+    pub cell: String,
+    /// Its seed (given to every replay).
+    pub seed: u64,
+    /// Its failure signature, if any.
+    pub signature: Option<String>,
+    /// Replays asked for.
+    pub times: u32,
+    /// Replays that measured something (passed or failed).
+    pub measured: u64,
+    /// Replays that failed again (matching the signature, with one).
+    pub failed: u64,
+    /// `deterministic` (K of K: the recorded conditions determine the
+    /// failure), `timing` (fewer: timing is involved) or `unmeasured`.
+    pub verdict: &'static str,
+    /// The replay session.
+    pub session: String,
+}
+
+impl Confirmation {
+    /// The verdict in words.
+    pub fn sentence(&self) -> String {
+        match self.verdict {
+            "deterministic" => format!(
+                "failed {} of {}: the recorded conditions determine the failure (a deterministic oracle)",
+                self.failed, self.measured
+            ),
+            "timing" => format!(
+                "failed {} of {}: the recorded conditions do not determine it; timing or state outside them is involved",
+                self.failed, self.measured
+            ),
+            _ => format!("no replay of {} measured anything", self.times),
+        }
+    }
+}
+
+/// The verdict of `failed` of `measured` replays out of `times` asked.
+pub fn confirmation_verdict(times: u32, measured: u64, failed: u64) -> &'static str {
+    if measured == 0 {
+        "unmeasured"
+    } else if failed == measured && measured == u64::from(times) {
+        "deterministic"
+    } else {
+        "timing"
+    }
 }
 
 impl Report {
@@ -338,6 +393,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         partial: recorded < planned,
         skipped_lines: load.skipped_lines,
         cells,
+        confirmations: Vec::new(),
     }
 }
 

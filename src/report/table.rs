@@ -107,6 +107,22 @@ pub fn render(report: &Report) -> String {
             }
         }
     }
+    if !report.confirmations.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nconfirmation (each failing run's conditions replayed):"
+        );
+        for c in &report.confirmations {
+            let _ = writeln!(
+                out,
+                "  {} ({}, seed {}): {}",
+                c.run,
+                c.cell,
+                c.seed,
+                c.sentence()
+            );
+        }
+    }
     out
 }
 
