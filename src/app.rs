@@ -21,6 +21,7 @@ use crate::store::Store;
 use crate::{demo, host, repro};
 
 mod ladder_cmd;
+mod verify_cmd;
 
 /// Bytes of a run's output kept from its start.
 pub const LOG_HEAD: usize = 1 << 20;
@@ -34,6 +35,7 @@ pub fn run(cli: cli::Cli) -> Result<i32> {
     match cli.command {
         Command::Run(args) => runtime()?.block_on(run_cmd(args, Replay::default())),
         Command::Ladder(args) => runtime()?.block_on(ladder_cmd::ladder_cmd(args)),
+        Command::Verify(args) => runtime()?.block_on(verify_cmd::verify_cmd(args)),
         Command::Replay(args) => replay_cmd(&args),
         Command::Doctor => doctor_cmd(),
         Command::Recipes(args) => recipes_cmd(&args),
@@ -91,6 +93,9 @@ struct Settings {
     copy_dirs: Vec<PathBuf>,
     /// The ladder rung this session is, if it is one.
     rung: Option<crate::record::SessionRung>,
+    /// Each cell's own directory (`verify`: the before and after trees),
+    /// by cell index; empty when every cell runs in `dir`.
+    cell_dirs: Vec<PathBuf>,
 }
 
 /// Where a run's JUnit report comes from.
@@ -230,6 +235,7 @@ fn resolve(args: RunArgs) -> Result<Settings> {
         copies: 1,
         copy_dirs: Vec::new(),
         rung: None,
+        cell_dirs: Vec::new(),
     })
 }
 
@@ -766,7 +772,11 @@ fn plan_process(
     let index = spec.index * settings.copies + copy;
     let id = format!("{}.{:05}", session.id, index);
     let applied = cells[spec.cell].applied;
-    let dir = settings.copy_dirs.get(copy).unwrap_or(&settings.dir);
+    let dir = settings
+        .copy_dirs
+        .get(copy)
+        .or(settings.cell_dirs.get(spec.cell))
+        .unwrap_or(&settings.dir);
     let junit = match (&settings.junit, applied) {
         (Some(JunitSource::Harness | JunitSource::Recipe), true) => {
             Some(settings.store.junit_path(&session.id, index)?)

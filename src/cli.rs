@@ -28,6 +28,10 @@ pub enum Command {
     /// working copies) that reproduces a failure.
     #[command(after_long_help = LADDER_AFTER_HELP)]
     Ladder(LadderArgs),
+    /// Prove a fix: run the same cells on two git revisions (interleaved),
+    /// check that the failure reproduces before (the negative control) and
+    /// that it is gone after (0 of N, with its bound).
+    Verify(VerifyArgs),
     /// Print how many runs a measurement needs.
     Plan(PlanArgs),
     /// Re-render a stored session (the latest by default).
@@ -251,13 +255,58 @@ pub struct LadderArgs {
     pub command: Vec<String>,
 }
 
-/// Output formats of `ladder`.
+/// Output formats of `ladder` and `verify`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LadderFormat {
     /// A terminal table.
     Table,
     /// One JSON document (schema `flakelab.ladder/1`).
     Json,
+}
+
+/// `flakelab verify`.
+#[derive(Debug, Clone, Args)]
+pub struct VerifyArgs {
+    /// The revision before the fix (anything `git rev-parse` takes).
+    #[arg(long, value_name = "REV")]
+    pub before: String,
+    /// The revision with the fix.
+    #[arg(long, value_name = "REV")]
+    pub after: String,
+    /// A cell under which the failure shows (repeatable; `a+b` joins).
+    /// Without -p the baseline itself is the failing cell.
+    #[arg(short = 'p', long = "perturb", value_name = "SPEC")]
+    pub perturb: Vec<String>,
+    /// Runs per cell on each revision.
+    #[arg(short = 'n', long = "runs", default_value_t = 10, value_name = "N")]
+    pub runs: u32,
+    /// Count only failures of this test (as the runner names it).
+    #[arg(long = "test", value_name = "ID")]
+    pub test: Option<String>,
+    /// Count only failures whose output matches this regex.
+    #[arg(long, value_name = "REGEX")]
+    pub signature: Option<String>,
+    /// Per-run timeout, e.g. `30s`, `5m` [default: none].
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Seed for the schedule and per-run seeds [default: random, always recorded].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Confidence level for the bounds.
+    #[arg(long, default_value_t = 0.95, value_name = "C")]
+    pub confidence: f64,
+    /// The test runner, when detection cannot tell; `none` uses exit codes only.
+    #[arg(long, value_name = "NAME")]
+    pub runner: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = LadderFormat::Table)]
+    pub format: LadderFormat,
+    /// Where the store is and where the subject runs.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The test command and its arguments (after `--`).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 /// `flakelab plan`.

@@ -191,6 +191,55 @@ impl WorkingCopies {
         Ok(())
     }
 
+    /// One git worktree of the repository holding `dir` per revision in
+    /// `revs`, each checked out exactly at that commit (no uncommitted
+    /// changes carried over). Returns the copies and the full commit ids.
+    pub fn at_revisions(dir: &Path, revs: &[&str]) -> Result<(WorkingCopies, Vec<String>), String> {
+        let top = git(dir, &["rev-parse", "--show-toplevel"])
+            .map(|t| PathBuf::from(t.trim()))
+            .map_err(|_| format!("{} is not in a git repository", dir.display()))?;
+        let top = top.canonicalize().map_err(|e| e.to_string())?;
+        let dir = dir.canonicalize().map_err(|e| e.to_string())?;
+        let rel = dir
+            .strip_prefix(&top)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
+        let mut commits = Vec::new();
+        for rev in revs {
+            let spec = format!("{rev}^{{commit}}");
+            let commit = git(&top, &["rev-parse", "--verify", "--quiet", &spec])
+                .map_err(|_| format!("`{rev}` names no commit in {}", top.display()))?;
+            commits.push(commit.trim().to_string());
+        }
+        let root = tempfile::Builder::new()
+            .prefix("flakelab-copies-")
+            .tempdir()
+            .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+        let mut copies = WorkingCopies {
+            root: Some(root),
+            repo: Some(top.clone()),
+            copies: Vec::new(),
+            subject: Vec::new(),
+            how: String::new(),
+        };
+        for (i, commit) in commits.iter().enumerate() {
+            let copy = copies.root_path().join(format!("rev-{i}"));
+            let copy_text = copy.display().to_string();
+            git(
+                &top,
+                &["worktree", "add", "--quiet", "--detach", &copy_text, commit],
+            )?;
+            copies.copies.push(copy.clone());
+            copies.subject.push(if rel.as_os_str().is_empty() {
+                copy
+            } else {
+                copy.join(&rel)
+            });
+        }
+        copies.how = format!("{} git worktrees", commits.len());
+        Ok((copies, commits))
+    }
+
     /// The subject's directory inside each copy.
     pub fn subject_dirs(&self) -> &[PathBuf] {
         &self.subject

@@ -137,6 +137,8 @@ fn an_order_dependent_pair_reproduces_with_its_neighbours_not_alone() {
     let args = [
         "-n",
         "3",
+        "--confirm",
+        "2",
         "--test",
         "tests/test_order.py::test_default_currency",
         "--",
@@ -151,6 +153,10 @@ fn an_order_dependent_pair_reproduces_with_its_neighbours_not_alone() {
     let s = shape(&json);
     assert_eq!(s[0], (1, "clean".into(), 3, 0), "{json}");
     assert_eq!(s[1], (2, "reproduced".into(), 3, 3), "{json}");
+    // Confirmed under the first reproduction's seed: the order determines it.
+    let c = &rung(&json, 2)["confirmation"];
+    assert_eq!((c["k"].as_u64(), c["n"].as_u64()), (Some(2), Some(2)), "{json}");
+    assert_eq!(c["verdict"], "deterministic");
     let text = table(&lab, &[], &args);
     assert!(
         text.contains("Reproduced at rung 2 (neighbours): tests interfere when scheduled together"),

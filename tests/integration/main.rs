@@ -13,6 +13,7 @@ mod runner_go;
 mod runner_node;
 mod sandbox;
 mod store;
+mod verify;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

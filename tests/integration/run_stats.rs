@@ -302,3 +302,49 @@ fn a_cell_whose_runs_hang_differs_by_its_timeouts() {
         "{table}"
     );
 }
+
+#[test]
+fn confirm_tells_a_deterministic_failure_from_one_that_is_not() {
+    let lab = Lab::new();
+    // Fails under the zone every time: K of K.
+    let (code, report) = lab.run_json(&[
+        "-n",
+        "2",
+        "--confirm",
+        "3",
+        "-p",
+        "tz=Pacific/Kiritimati",
+        "--",
+        "sh",
+        "-c",
+        "test \"$(date +%z)\" != +1400",
+    ]);
+    assert_eq!(code, 0, "{report}");
+    let c = &report["confirmations"];
+    assert_eq!(c.as_array().unwrap().len(), 1, "{report}");
+    assert_eq!(
+        (c[0]["failed"].as_u64(), c[0]["measured"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert_eq!(c[0]["verdict"], "deterministic");
+    assert_eq!(c[0]["cell"], "tz=Pacific/Kiritimati");
+    // Fails on every third call only (a counter file): fewer than K of K.
+    std::fs::write(lab.path().join("counter"), "0").unwrap();
+    let (_, report) = lab.run_json(&[
+        "-n",
+        "2",
+        "--confirm",
+        "3",
+        "--",
+        "sh",
+        "-c",
+        "n=$(cat counter); echo $((n+1)) > counter; [ $((n % 3)) -ne 1 ]",
+    ]);
+    let c = &report["confirmations"];
+    assert_eq!(c.as_array().unwrap().len(), 1, "{report}");
+    assert_eq!(
+        (c[0]["failed"].as_u64(), c[0]["measured"].as_u64()),
+        (Some(1), Some(3))
+    );
+    assert_eq!(c[0]["verdict"], "timing");
+}
