@@ -120,6 +120,7 @@ fn resolve(args: RunArgs) -> Result<Settings> {
             shell_words::join(&command.value)
         )
     });
+    let given = matches!(command.origin, crate::config::Origin::Flag(_));
     let command = command.value;
     let timeout = layered.timeout.value;
     let grace = layered.kill_grace.value;
@@ -138,7 +139,7 @@ fn resolve(args: RunArgs) -> Result<Settings> {
     let catalog = Catalog::load(Some(&dir.join(".flakelab").join("perturbations")))?;
     let recipes = crate::catalog::recipe::load(Some(&dir.join(".flakelab").join("recipes")))?;
     let (recipe, runner_note) = resolve_runner(&recipes, args.runner.as_deref(), &command)?;
-    let mut junit = resolve_junit(&command, &layered)?;
+    let mut junit = resolve_junit(&command, given, &layered)?;
     if junit.is_none() && recipe.as_ref().is_some_and(|r| r.junit.is_some()) {
         junit = Some(JunitSource::Recipe);
     }
@@ -256,13 +257,20 @@ fn resolve_runner(
     }
 }
 
+/// `command_given`: the command came after `--`, so its `{junit}` beats a
+/// JUnit path from a variable or flakelab.toml.
 fn resolve_junit(
     command: &[String],
+    command_given: bool,
     layered: &crate::config::RunSettings,
 ) -> Result<Option<JunitSource>> {
+    use crate::config::Origin;
     let in_command = command.iter().any(|w| w.contains("{junit}"));
     let from = &layered.junit.origin;
     match (&layered.junit.value, in_command) {
+        (Some(_), true) if command_given && !matches!(from, Origin::Flag(_)) => {
+            Ok(Some(JunitSource::Harness))
+        }
         (Some(_), true) => Err(Error::usage(
             format!("both {from} and `{{junit}}` in the command say where the report goes"),
             "use one: `{junit}` in the command lets flakelab choose a fresh path per run",

@@ -85,17 +85,17 @@ Example:
   flakelab run -n 30 -p tz=Pacific/Kiritimati --timeout 2m -- pytest tests/test_billing.py";
 
 const INIT_AFTER_HELP: &str = "\
-flakelab.toml (in the subject's directory, -C DIR):
-  [lane] command     the project's test command; `flakelab run` runs it when no `-- CMD` is given
-  [lane] workers     the lane's workers, as its runner's workers option sets them (the ladder's lane rung)
-  [run] runs         runs per cell                     -n/--runs        FLAKELAB_RUNS        (20)
-  [run] timeout      per-run timeout, e.g. \"5m\"        --timeout        FLAKELAB_TIMEOUT     (none)
-  [run] confidence   confidence level                  --confidence     FLAKELAB_CONFIDENCE  (0.95)
-  [run] matrix       matrices when no -p/--matrix      --matrix, -p     FLAKELAB_MATRIX=a,b  (none: baseline alone)
-  [run] junit        JUnit report path ({run} = run id) --junit         FLAKELAB_JUNIT       (none)
-  [run] jobs         runs at once                      -j/--jobs        FLAKELAB_JOBS        (1)
-  [run] kill_grace   SIGTERM to SIGKILL                --kill-grace     FLAKELAB_KILL_GRACE  (5s)
-  [redact] names     variable names whose values are to be redacted (checked, not applied yet)
+flakelab.toml keys (the file is in the subject's directory, -C DIR):
+  [lane] command    the test command `run` runs without `-- CMD`     (-- CMD)
+  [lane] workers    the lane's workers, as its runner's option sets them (for the ladder)
+  [run] runs        runs per cell             -n, FLAKELAB_RUNS (20)
+  [run] timeout     per-run timeout (\"5m\")    --timeout, FLAKELAB_TIMEOUT (none)
+  [run] confidence  confidence level          --confidence, FLAKELAB_CONFIDENCE (0.95)
+  [run] matrix      matrices, when no -p      --matrix, -p, FLAKELAB_MATRIX=a,b (none)
+  [run] junit       JUnit path, {run} = id    --junit, FLAKELAB_JUNIT (none)
+  [run] jobs        runs at once              -j, FLAKELAB_JOBS (1)
+  [run] kill_grace  SIGTERM to SIGKILL        --kill-grace, FLAKELAB_KILL_GRACE (5s)
+  [redact] names    variables whose values to redact (checked, not applied yet)
 
 Precedence: command-line flags, then FLAKELAB_* environment variables, then
 flakelab.toml, then the defaults in parentheses. An unknown key or a bad value

@@ -3,7 +3,7 @@
 //! renders a commented `flakelab.toml`.
 //!
 //! Detection only reads the project's files; [`plan`] and [`render`] are
-//! pure; [`write`] is the one function that writes, and it refuses to
+//! pure; [`write()`] is the one function that writes, and it refuses to
 //! replace an existing file unless forced. Nothing here prints: the caller
 //! prints the returned summary.
 

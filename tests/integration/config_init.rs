@@ -351,3 +351,33 @@ fn bad_settings_are_usage_errors_naming_where_they_came_from() {
     .unwrap();
     check(&[], &["[run] junit in", "[run] jobs in", "{run}"]);
 }
+
+#[test]
+fn junit_in_the_given_command_beats_a_configured_junit_path() {
+    let lab = Lab::new();
+    std::fs::write(
+        lab.path().join("flakelab.toml"),
+        "[run]\nruns = 2\njunit = \"from-file.xml\"\n",
+    )
+    .unwrap();
+    let writes = "printf '<testsuite tests=\"1\"><testcase classname=\"a\" name=\"b\"/></testsuite>' > \"$0\"";
+    let out = run_json_env(&lab, &[], &["--", "sh", "-c", writes, "{junit}"]);
+    let report = report_from(&out, 0);
+    assert_eq!(cell(&report, "baseline")["n"].as_u64(), Some(2));
+    assert!(!lab.path().join("from-file.xml").exists());
+    for run in lab.runs() {
+        let argv = super::run_argv(&run);
+        assert!(
+            argv[3].ends_with(".xml") && argv[3] != "from-file.xml",
+            "{argv:?}"
+        );
+    }
+    // Given as a flag too, the two are in conflict.
+    let out = run_json_env(
+        &lab,
+        &[],
+        &["--junit", "x.xml", "--", "sh", "-c", writes, "{junit}"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("both --junit and `{junit}`"));
+}
