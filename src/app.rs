@@ -36,6 +36,11 @@ pub fn run(cli: cli::Cli) -> Result<i32> {
         Command::Run(args) => runtime()?.block_on(run_cmd(args, Replay::default())),
         Command::Ladder(args) => runtime()?.block_on(ladder_cmd::ladder_cmd(args)),
         Command::Verify(args) => runtime()?.block_on(verify_cmd::verify_cmd(args)),
+        Command::Init(args) => {
+            let dir = subject_dir(args.dir.as_deref())?;
+            print!("{}", crate::init::init(&dir, &args.command, args.force)?);
+            Ok(EXIT_OK)
+        }
         Command::Replay(args) => replay_cmd(&args),
         Command::Doctor => doctor_cmd(),
         Command::Recipes(args) => recipes_cmd(&args),
@@ -110,30 +115,31 @@ enum JunitSource {
 }
 
 fn resolve(args: RunArgs) -> Result<Settings> {
-    if args.runs == 0 {
-        return Err(Error::usage(
-            "`--runs 0` measures nothing",
-            "give at least 1 run per cell, e.g. `-n 20`",
-        ));
-    }
-    if args.jobs == 0 {
-        return Err(Error::usage(
-            "`--jobs 0` would run nothing",
-            "use `-j 1` or more",
-        ));
-    }
-    if !(args.confidence > 0.0 && args.confidence < 1.0) {
-        return Err(Error::usage(
-            format!("confidence {} is outside (0, 1)", args.confidence),
-            "use e.g. `--confidence 0.95`",
-        ));
-    }
-    let timeout = args
-        .timeout
-        .as_deref()
-        .map(|t| parse_duration(t, "--timeout"))
-        .transpose()?;
-    let grace = parse_duration(&args.kill_grace, "--kill-grace")?;
+    let dir = subject_dir(args.store.dir.as_deref())?;
+    // Flags, then FLAKELAB_* variables, then flakelab.toml, then defaults
+    // (config::resolve_run); replay and demo fix every setting themselves.
+    let (file, env): (_, crate::config::EnvLookup<'_>) = if args.exact {
+        (None, &|_| None)
+    } else {
+        (crate::config::load(&dir)?, &|name| std::env::var(name).ok())
+    };
+    let layered = crate::config::resolve_run(
+        &crate::config::RunFlags::from_args(&args),
+        env,
+        file.as_ref(),
+    )?;
+    let command = crate::config::resolve_command(&args.command, file.as_ref())?;
+    let lane_note = matches!(command.origin, crate::config::Origin::File { .. }).then(|| {
+        format!(
+            "flakelab: no command after `--`: running the lane ({}): {}",
+            command.origin,
+            shell_words::join(&command.value)
+        )
+    });
+    let given = matches!(command.origin, crate::config::Origin::Flag(_));
+    let command = command.value;
+    let timeout = layered.timeout.value;
+    let grace = layered.kill_grace.value;
     let signature = args
         .signature
         .as_deref()
@@ -146,15 +152,14 @@ fn resolve(args: RunArgs) -> Result<Settings> {
             })
         })
         .transpose()?;
-    let dir = subject_dir(args.store.dir.as_deref())?;
     let catalog = Catalog::load(Some(&dir.join(".flakelab").join("perturbations")))?;
     let recipes = crate::catalog::recipe::load(Some(&dir.join(".flakelab").join("recipes")))?;
-    let (recipe, runner_note) = resolve_runner(&recipes, args.runner.as_deref(), &args.command)?;
-    let mut junit = resolve_junit(&args)?;
+    let (recipe, runner_note) = resolve_runner(&recipes, args.runner.as_deref(), &command)?;
+    let mut junit = resolve_junit(&command, given, &layered)?;
     if junit.is_none() && recipe.as_ref().is_some_and(|r| r.junit.is_some()) {
         junit = Some(JunitSource::Recipe);
     }
-    let cells = resolve_cells(&catalog, &args)?;
+    let cells = resolve_cells(&catalog, &args, &layered.matrix)?;
     let mut facts = HostFacts::detect();
     if let Some(r) = &recipe {
         facts.unsupported = r.unsupported.clone();
@@ -208,17 +213,20 @@ fn resolve(args: RunArgs) -> Result<Settings> {
         })
         .collect::<Result<Vec<_>>>()?;
     let store = Store::open(&store_root(&args.store, &dir))?;
+    if let Some(note) = lane_note {
+        eprintln!("{note}");
+    }
     Ok(Settings {
-        command: args.command,
+        command,
         dir,
         store,
         cells,
-        runs: args.runs,
-        jobs: args.jobs,
+        runs: layered.runs.value,
+        jobs: layered.jobs.value,
         seed: args
             .seed
             .unwrap_or_else(|| u64::from(rand::random::<u32>())),
-        confidence: args.confidence,
+        confidence: layered.confidence.value,
         signature,
         limits: ChildLimits {
             timeout,
@@ -269,11 +277,22 @@ fn resolve_runner(
     }
 }
 
-fn resolve_junit(args: &RunArgs) -> Result<Option<JunitSource>> {
-    let in_command = args.command.iter().any(|w| w.contains("{junit}"));
-    match (&args.junit, in_command) {
+/// `command_given`: the command came after `--`, so its `{junit}` beats a
+/// JUnit path from a variable or flakelab.toml.
+fn resolve_junit(
+    command: &[String],
+    command_given: bool,
+    layered: &crate::config::RunSettings,
+) -> Result<Option<JunitSource>> {
+    use crate::config::Origin;
+    let in_command = command.iter().any(|w| w.contains("{junit}"));
+    let from = &layered.junit.origin;
+    match (&layered.junit.value, in_command) {
+        (Some(_), true) if command_given && !matches!(from, Origin::Flag(_)) => {
+            Ok(Some(JunitSource::Harness))
+        }
         (Some(_), true) => Err(Error::usage(
-            "both `--junit` and `{junit}` in the command say where the report goes",
+            format!("both {from} and `{{junit}}` in the command say where the report goes"),
             "use one: `{junit}` in the command lets flakelab choose a fresh path per run",
         )),
         (None, true) => Ok(Some(JunitSource::Harness)),
@@ -286,15 +305,19 @@ fn resolve_junit(args: &RunArgs) -> Result<Option<JunitSource>> {
                     .map_or(rest.len(), |e| start + e + 1);
                 return Err(Error::usage(
                     format!(
-                        "unknown placeholder `{}` in --junit {path}",
+                        "unknown placeholder `{}` in {from} `{path}`",
                         &rest[start..end]
                     ),
                     "the only placeholder --junit knows is {run} (the run's id)",
                 ));
             }
-            if args.jobs > 1 && !path.contains("{run}") {
+            let jobs = layered.jobs.value;
+            if jobs > 1 && !path.contains("{run}") {
                 return Err(Error::usage(
-                    format!("--junit {path} with -j {}: runs at once would overwrite each other's report", args.jobs),
+                    format!(
+                        "{from} `{path}` with {} `{jobs}`: runs at once would overwrite each other's report",
+                        layered.jobs.origin
+                    ),
                     "put {run} in the path (e.g. --junit 'reports/{run}.xml') or use {junit} in the command",
                 ));
             }
@@ -303,13 +326,20 @@ fn resolve_junit(args: &RunArgs) -> Result<Option<JunitSource>> {
     }
 }
 
-fn resolve_cells(catalog: &Catalog, args: &RunArgs) -> Result<Vec<Cell>> {
+fn resolve_cells(
+    catalog: &Catalog,
+    args: &RunArgs,
+    matrix: &crate::config::Setting<Vec<String>>,
+) -> Result<Vec<Cell>> {
     let mut specs: Vec<String> = args.perturb.clone();
-    for name in &args.matrix {
+    for name in &matrix.value {
         let m = catalog.matrix(name).ok_or_else(|| {
             let names: Vec<&str> = catalog.matrices.iter().map(|m| m.name.as_str()).collect();
             Error::usage(
-                format!("unknown matrix `{name}`"),
+                match &matrix.origin {
+                    crate::config::Origin::Flag(_) => format!("unknown matrix `{name}`"),
+                    from => format!("unknown matrix `{name}` (from {from})"),
+                },
                 format!("declared matrices: {}", names.join(", ")),
             )
         })?;
@@ -361,15 +391,6 @@ fn store_root(args: &cli::StoreArgs, dir: &Path) -> PathBuf {
     args.store
         .clone()
         .unwrap_or_else(|| dir.join(crate::store::DEFAULT_ROOT))
-}
-
-fn parse_duration(text: &str, flag: &str) -> Result<Duration> {
-    humantime::parse_duration(text).map_err(|e| {
-        Error::usage(
-            format!("invalid {flag} `{text}`: {e}"),
-            "write a duration such as `30s`, `5m` or `1h 30m`",
-        )
-    })
 }
 
 fn new_session_id() -> String {
@@ -1330,7 +1351,7 @@ fn probe_cmd(args: &cli::ProbeArgs) -> Result<i32> {
 fn replay_args(run: &RunRecord, session: &SessionRecord, root: &Path, times: u32) -> RunArgs {
     let baseline = run.perturbations.is_empty();
     RunArgs {
-        runs: times,
+        runs: Some(times),
         perturb: if baseline {
             Vec::new()
         } else {
@@ -1341,10 +1362,10 @@ fn replay_args(run: &RunRecord, session: &SessionRecord, root: &Path, times: u32
         timeout: session
             .timeout_s
             .map(|t| format!("{}ms", (t * 1000.0).round() as u64)),
-        kill_grace: "5s".into(),
-        jobs: 1,
+        kill_grace: Some("5s".into()),
+        jobs: Some(1),
         seed: Some(session.seed),
-        confidence: session.confidence,
+        confidence: Some(session.confidence),
         signature: session.signature.clone(),
         junit: session.junit.clone(),
         runner: Some(session.runner.clone().unwrap_or_else(|| "none".into())),
@@ -1355,6 +1376,7 @@ fn replay_args(run: &RunRecord, session: &SessionRecord, root: &Path, times: u32
             dir: Some(run.cwd.clone()),
         },
         command: session.command.clone(),
+        exact: true,
     }
 }
 
@@ -1517,15 +1539,15 @@ fn demo_cmd(args: &cli::DemoArgs) -> Result<i32> {
         dir.path().display()
     );
     let run = RunArgs {
-        runs: args.runs,
+        runs: Some(args.runs),
         perturb: Vec::new(),
         matrix: vec!["standard".into()],
         no_baseline: false,
         timeout: Some("60s".into()),
-        kill_grace: "5s".into(),
-        jobs: 1,
+        kill_grace: Some("5s".into()),
+        jobs: Some(1),
         seed: args.seed,
-        confidence: 0.95,
+        confidence: Some(0.95),
         signature: None,
         junit: None,
         runner: None,
@@ -1541,6 +1563,7 @@ fn demo_cmd(args: &cli::DemoArgs) -> Result<i32> {
             "--project".into(),
             dir.path().display().to_string(),
         ],
+        exact: true,
     };
     let code = runtime()?.block_on(run_cmd(run, Replay::default()))?;
     eprintln!("{}", demo::LEGEND);

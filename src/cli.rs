@@ -18,6 +18,10 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; `allow`, not `expect`, as other subcommands' sizes change"
+)]
 pub enum Command {
     /// Run a test command N times per cell (baseline plus perturbations) and
     /// report k of N per cell against the baseline.
@@ -32,6 +36,10 @@ pub enum Command {
     /// check that the failure reproduces before (the negative control) and
     /// that it is gone after (0 of N, with its bound).
     Verify(VerifyArgs),
+    /// Write a commented flakelab.toml for this project: its test command
+    /// (detected from its files, or given after `--`) and defaults for `run`.
+    #[command(after_long_help = INIT_AFTER_HELP)]
+    Init(InitArgs),
     /// Print how many runs a measurement needs.
     Plan(PlanArgs),
     /// Re-render a stored session (the latest by default).
@@ -108,6 +116,31 @@ Exit codes: 1 reproduced at some rung, 0 every rung tried was clean,
 Example:
   flakelab ladder -n 10 --test tests/test_cache.py::test_port -- pytest tests";
 
+const INIT_AFTER_HELP: &str = "\
+flakelab.toml keys (the file is in the subject's directory, -C DIR):
+  [lane] command    the test command `run` runs without `-- CMD`     (-- CMD)
+  [lane] workers    the lane's workers, as its runner's option sets them (for the ladder)
+  [run] runs        runs per cell             -n, FLAKELAB_RUNS (20)
+  [run] timeout     per-run timeout (\"5m\")    --timeout, FLAKELAB_TIMEOUT (none)
+  [run] confidence  confidence level          --confidence, FLAKELAB_CONFIDENCE (0.95)
+  [run] matrix      matrices, when no -p      --matrix, -p, FLAKELAB_MATRIX=a,b (none)
+  [run] junit       JUnit path, {run} = id    --junit, FLAKELAB_JUNIT (none)
+  [run] jobs        runs at once              -j, FLAKELAB_JOBS (1)
+  [run] kill_grace  SIGTERM to SIGKILL        --kill-grace, FLAKELAB_KILL_GRACE (5s)
+  [redact] names    variables whose values to redact (checked, not applied yet)
+
+Precedence: command-line flags, then FLAKELAB_* environment variables, then
+flakelab.toml, then the defaults in parentheses. An unknown key or a bad value
+in the file is an error naming the file and the key (exit 2).
+
+Detection without a command: pytest (pytest.ini, pyproject.toml [tool.pytest…],
+setup.cfg [tool:pytest], tox.ini [pytest], tests/test_*.py), `cargo test`
+(Cargo.toml), `go test ./...` (go.mod), `npx jest` / `npx vitest run` (package.json
+dependencies) or a package.json `test` script running `node --test`.
+
+Example:
+  flakelab init -- pytest -n 4 tests/";
+
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -133,33 +166,38 @@ pub struct StoreArgs {
 /// `flakelab run`.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Runs per cell.
-    #[arg(short = 'n', long = "runs", default_value_t = 20, value_name = "N")]
-    pub runs: u32,
+    /// Runs per cell [default: 20] [env: FLAKELAB_RUNS].
+    #[arg(short = 'n', long = "runs", value_name = "N")]
+    pub runs: Option<u32>,
     /// Add one cell: a declared name or kind=value; join several with `+`. Repeatable.
     #[arg(short = 'p', long = "perturb", value_name = "SPEC")]
     pub perturb: Vec<String>,
     /// Add every cell of a declared matrix (e.g. `standard`). Repeatable.
+    /// Without -p or --matrix, the matrices come from FLAKELAB_MATRIX
+    /// (comma-separated) or `[run] matrix` in flakelab.toml [default: none,
+    /// the baseline alone].
     #[arg(long, value_name = "NAME")]
     pub matrix: Vec<String>,
     /// Do not run the baseline cell (no comparison is then possible).
     #[arg(long)]
     pub no_baseline: bool,
-    /// Per-run timeout, e.g. `30s`, `5m` [default: none].
+    /// Per-run timeout, e.g. `30s`, `5m` [default: none] [env: FLAKELAB_TIMEOUT].
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
-    /// Time between SIGTERM and SIGKILL when a run is stopped.
-    #[arg(long, default_value = "5s", value_name = "DURATION")]
-    pub kill_grace: String,
-    /// Runs at once.
-    #[arg(short = 'j', long = "jobs", default_value_t = 1, value_name = "P")]
-    pub jobs: usize,
+    /// Time between SIGTERM and SIGKILL when a run is stopped [default: 5s]
+    /// [env: FLAKELAB_KILL_GRACE].
+    #[arg(long, value_name = "DURATION")]
+    pub kill_grace: Option<String>,
+    /// Runs at once [default: 1] [env: FLAKELAB_JOBS].
+    #[arg(short = 'j', long = "jobs", value_name = "P")]
+    pub jobs: Option<usize>,
     /// Seed for the schedule and per-run seeds [default: random, always recorded].
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
-    /// Confidence level for intervals and comparisons.
-    #[arg(long, default_value_t = 0.95, value_name = "C")]
-    pub confidence: f64,
+    /// Confidence level for intervals and comparisons [default: 0.95]
+    /// [env: FLAKELAB_CONFIDENCE].
+    #[arg(long, value_name = "C")]
+    pub confidence: Option<f64>,
     /// Count only failures whose output matches this regex.
     #[arg(long, value_name = "REGEX")]
     pub signature: Option<String>,
@@ -169,7 +207,8 @@ pub struct RunArgs {
     pub runner: Option<String>,
     /// Read per-test outcomes from this JUnit XML file after each run
     /// (relative to the subject's directory; `{run}` becomes the run id).
-    /// Or put `{junit}` in the command for a fresh harness-owned path per run.
+    /// Or put `{junit}` in the command for a fresh harness-owned path per run
+    /// [env: FLAKELAB_JUNIT].
     #[arg(long, value_name = "PATH")]
     pub junit: Option<String>,
     /// After the runs, replay each distinct failing run's exact conditions
@@ -183,8 +222,30 @@ pub struct RunArgs {
     /// Where the store is and where the subject runs.
     #[command(flatten)]
     pub store: StoreArgs,
-    /// The test command and its arguments (after `--`).
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The test command and its arguments (after `--`) [default: the
+    /// `[lane] command` of flakelab.toml in the subject's directory].
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+    /// Take these settings exactly as they are: no `FLAKELAB_*` variables and
+    /// no flakelab.toml (set by `replay` and `demo`, which fix every setting
+    /// themselves; never from the command line).
+    #[arg(skip)]
+    pub exact: bool,
+}
+
+/// `flakelab init`.
+#[derive(Debug, Clone, Args)]
+pub struct InitArgs {
+    /// The subject's directory, where flakelab.toml is written and the
+    /// project's files are read [default: the current directory].
+    #[arg(short = 'C', long = "dir", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Overwrite an existing flakelab.toml.
+    #[arg(long)]
+    pub force: bool,
+    /// The test command and its arguments (after `--`) [default: detected
+    /// from the project's files].
+    #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 

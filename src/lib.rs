@@ -23,6 +23,7 @@ pub mod doctor;
 pub mod error;
 pub mod exec;
 pub mod host;
+pub mod init;
 pub mod junit;
 pub mod ladder;
 pub mod outcomes;

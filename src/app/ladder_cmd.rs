@@ -51,15 +51,15 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
         .unwrap_or_else(|| u64::from(rand::random::<u32>()));
     let cell_spec = (!args.perturb.is_empty()).then(|| args.perturb.join("+"));
     let base_args = RunArgs {
-        runs: args.runs,
+        runs: Some(args.runs),
         perturb: cell_spec.iter().cloned().collect(),
         matrix: Vec::new(),
         no_baseline: args.no_baseline && cell_spec.is_some(),
         timeout: args.timeout.clone(),
-        kill_grace: args.kill_grace.clone(),
-        jobs: 1,
+        kill_grace: Some(args.kill_grace.clone()),
+        jobs: Some(1),
         seed: Some(seed),
-        confidence: args.confidence,
+        confidence: Some(args.confidence),
         signature: args.signature.clone(),
         runner: args.runner.clone(),
         junit: args.junit.clone(),
@@ -67,6 +67,7 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
         confirm: None,
         store: args.store.clone(),
         command: args.command.clone(),
+        exact: true,
     };
     // Errors in what the user typed stop the ladder before anything runs.
     let base = resolve(base_args.clone())?;
@@ -333,10 +334,10 @@ fn build_rung(
         Processes::One => 1,
         Processes::Parallel => processes,
     };
-    rung_args.jobs = copies;
+    rung_args.jobs = Some(copies);
     if rung.working_copy == WorkingCopy::Own {
         // Each process has its own directory: a fixed report path cannot collide.
-        rung_args.jobs = 1;
+        rung_args.jobs = Some(1);
     }
     let mut settings = resolve(rung_args).map_err(|e| first_line(&e.to_string()))?;
     if let Some(n) = lane_workers {

@@ -76,15 +76,15 @@ pub(super) async fn verify_cmd(args: VerifyArgs) -> Result<i32> {
             )
         })?;
     let run_args = RunArgs {
-        runs: args.runs,
+        runs: Some(args.runs),
         perturb: args.perturb.clone(),
         matrix: Vec::new(),
         no_baseline: !args.perturb.is_empty(),
         timeout: args.timeout.clone(),
-        kill_grace: "5s".into(),
-        jobs: 1,
+        kill_grace: Some("5s".into()),
+        jobs: Some(1),
         seed: args.seed,
-        confidence: args.confidence,
+        confidence: Some(args.confidence),
         signature: args.signature.clone(),
         runner: args.runner.clone(),
         junit: None,
@@ -92,6 +92,7 @@ pub(super) async fn verify_cmd(args: VerifyArgs) -> Result<i32> {
         format: Format::Table,
         store: args.store.clone(),
         command: args.command.clone(),
+        exact: true,
     };
     let mut settings = resolve(run_args)?;
     // Every cell twice: on the revision before the fix and on the one after.

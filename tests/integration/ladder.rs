@@ -155,7 +155,11 @@ fn an_order_dependent_pair_reproduces_with_its_neighbours_not_alone() {
     assert_eq!(s[1], (2, "reproduced".into(), 3, 3), "{json}");
     // Confirmed under the first reproduction's seed: the order determines it.
     let c = &rung(&json, 2)["confirmation"];
-    assert_eq!((c["k"].as_u64(), c["n"].as_u64()), (Some(2), Some(2)), "{json}");
+    assert_eq!(
+        (c["k"].as_u64(), c["n"].as_u64()),
+        (Some(2), Some(2)),
+        "{json}"
+    );
     assert_eq!(c["verdict"], "deterministic");
     let text = table(&lab, &[], &args);
     assert!(
