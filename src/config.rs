@@ -114,7 +114,8 @@ pub fn parse(text: &str, source: &Path) -> Result<ProjectConfig> {
     };
     let mut config: ProjectConfig = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
     if let Some(lane) = &config.lane {
-        lane.argv().map_err(|e| bad(format!("[lane] command: {e}")))?;
+        lane.argv()
+            .map_err(|e| bad(format!("[lane] command: {e}")))?;
         if lane.workers == Some(0) {
             return Err(bad("[lane] workers = 0 would run nothing".into()));
         }
@@ -147,6 +148,29 @@ pub fn load(dir: &Path) -> Result<Option<ProjectConfig>> {
     }
 }
 
+/// The environment variable with extra names to redact, comma-separated.
+pub const REDACT_ENV: &str = "FLAKELAB_REDACT";
+
+/// The extra names to redact for a project in `dir`: `[redact] names` from
+/// its `flakelab.toml`, then the comma-separated `FLAKELAB_REDACT`. Names
+/// add up; none replaces the built-in credential words.
+pub fn redact_names(dir: &Path) -> Result<Vec<String>> {
+    let mut names = load(dir)?.map(|c| c.redact.names).unwrap_or_default();
+    if let Ok(list) = std::env::var(REDACT_ENV) {
+        names.extend(split_names(&list));
+    }
+    Ok(names)
+}
+
+/// `A, B,,c` → `["A", "B", "c"]`.
+fn split_names(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,8 +201,26 @@ mod tests {
         assert!(e.contains("confidence 1.5"), "{e}");
         let e = parsed("[lane]\ncommand = \"\"\n").unwrap_err().to_string();
         assert!(e.contains("[lane] command"), "{e}");
-        let e = parsed("[lane]\ncommand = \"pytest 'open\"\n").unwrap_err().to_string();
+        let e = parsed("[lane]\ncommand = \"pytest 'open\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("[lane] command"), "{e}");
+    }
+
+    #[test]
+    fn redact_names_come_from_the_file_and_split_from_the_variable() {
+        let c = parsed("[redact]\nnames = [\"DEPLOY_CODE\"]\n").unwrap();
+        assert_eq!(c.redact.names, ["DEPLOY_CODE"]);
+        assert_eq!(split_names(" A, B,,c ,"), ["A", "B", "c"]);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(FILE_NAME),
+            "[redact]\nnames = [\"X_CODE\"]\n",
+        )
+        .unwrap();
+        assert!(redact_names(dir.path())
+            .unwrap()
+            .contains(&"X_CODE".to_string()));
     }
 
     #[test]
