@@ -2,6 +2,7 @@
 //! One test binary; this file declares the modules and the [`Lab`] helper.
 
 mod catalog_cli;
+mod evidence;
 mod junit_corpus;
 mod junit_e2e;
 mod kernel;
