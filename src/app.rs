@@ -46,6 +46,7 @@ pub fn run(cli: cli::Cli) -> Result<i32> {
         Command::Recipes(args) => recipes_cmd(&args),
         Command::Plan(args) => plan_cmd(&args),
         Command::Report(args) => report_cmd(&args),
+        Command::Evidence(args) => evidence_cmd(&args),
         Command::Perturbations(args) => perturbations_cmd(&args),
         Command::Demo(args) => demo_cmd(&args),
         Command::Probe(args) => probe_cmd(&args),
@@ -152,6 +153,7 @@ fn resolve(args: RunArgs) -> Result<Settings> {
             })
         })
         .transpose()?;
+    repro::configure(&crate::config::redact_names(&dir)?);
     let catalog = Catalog::load(Some(&dir.join(".flakelab").join("perturbations")))?;
     let recipes = crate::catalog::recipe::load(Some(&dir.join(".flakelab").join("recipes")))?;
     let (recipe, runner_note) = resolve_runner(&recipes, args.runner.as_deref(), &command)?;
@@ -700,6 +702,8 @@ async fn run_session(
         replay_of: replay.of.clone(),
         runner: settings.recipe.as_ref().map(|r| r.name.clone()),
         runner_note: settings.runner_note.clone(),
+        runner_version: (settings.recipe.as_ref())
+            .and_then(|r| host::runner_version(r, &settings.command, &settings.dir)),
         left_out: settings
             .left_out
             .iter()
@@ -1285,6 +1289,82 @@ fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
     let report = report::build(&session, &runs, load);
     print_report(&report, args.format);
     Ok(report.exit_code())
+}
+
+/// `flakelab evidence`: the evidence block of a session, or of a ladder.
+fn evidence_cmd(args: &cli::EvidenceArgs) -> Result<i32> {
+    let dir = subject_dir(args.store.dir.as_deref())?;
+    repro::configure(&crate::config::redact_names(&dir)?);
+    let root = store_root(&args.store, &dir);
+    if !root.is_dir() {
+        return Err(Error::usage(
+            format!("no store at {}", root.display()),
+            "run `flakelab run` first, or point at a store with --store DIR",
+        ));
+    }
+    let store = Store::open(&root)?;
+    let (ladders, _) = store.load_ladders()?;
+    let by_ladder = args
+        .session
+        .as_deref()
+        .and_then(|id| ladders.iter().find(|l| l.id == id));
+    let wanted = match by_ladder {
+        Some(l) => Some(crate::evidence::ladder_session(l).ok_or_else(|| {
+            Error::usage(
+                format!("ladder `{}` ran no rung", l.id),
+                "run the ladder again; a ladder with no session has no evidence",
+            )
+        })?),
+        None => args.session.as_deref(),
+    };
+    let session = store.session(wanted)?.ok_or_else(|| {
+        Error::usage(
+            match wanted {
+                Some(s) => format!("no session or ladder `{s}` in {}", root.display()),
+                None => format!("no session recorded in {}", root.display()),
+            },
+            "list sessions with `cut -c1-200 .flakelab/sessions.jsonl`, or run `flakelab run` first",
+        )
+    })?;
+    let ladder = by_ladder.or_else(|| crate::evidence::ladder_of(&ladders, &session.id));
+    let (runs, load) = store.runs_of(&session.id)?;
+    let version = evidence_runner_version(&session);
+    let evidence = crate::evidence::build(&session, &runs, load, ladder, version);
+    let text = match args.format {
+        cli::EvidenceFormat::Markdown => crate::evidence::markdown::render(&evidence),
+        cli::EvidenceFormat::Json => crate::evidence::render_json(&evidence),
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+    Ok(EXIT_OK)
+}
+
+/// The runner version for the evidence: the one recorded at run time, else
+/// the recipe's version command run now (and said so).
+fn evidence_runner_version(session: &SessionRecord) -> crate::evidence::RunnerVersion {
+    use crate::evidence::RunnerVersion;
+    if let Some(v) = &session.runner_version {
+        return RunnerVersion::Recorded(v.clone());
+    }
+    let Some(name) = &session.runner else {
+        return RunnerVersion::Unknown("no recipe".into());
+    };
+    let recipes =
+        crate::catalog::recipe::load(Some(&session.cwd.join(".flakelab").join("recipes")))
+            .unwrap_or_default();
+    match recipes.iter().find(|r| &r.name == name) {
+        Some(r) if r.version.is_some() => {
+            match host::runner_version(r, &session.command, &session.cwd) {
+                Some(v) => RunnerVersion::ReadNow(v),
+                None => RunnerVersion::Unknown(
+                    "not recorded at run time, and its version command failed now".into(),
+                ),
+            }
+        }
+        _ => RunnerVersion::Unknown(format!(
+            "not recorded, and the `{name}` recipe declares no version command"
+        )),
+    }
 }
 
 fn perturbations_cmd(args: &cli::PerturbationsArgs) -> Result<i32> {

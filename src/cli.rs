@@ -44,6 +44,10 @@ pub enum Command {
     Plan(PlanArgs),
     /// Re-render a stored session (the latest by default).
     Report(ReportArgs),
+    /// Write the evidence block of a stored session (or ladder) for a bug
+    /// report: context, cells, reproduction lines, classification, coverage.
+    #[command(after_long_help = EVIDENCE_AFTER_HELP)]
+    Evidence(EvidenceArgs),
     /// Re-run one recorded run exactly (same command, cell, seed) K times.
     Replay(ReplayArgs),
     /// Check which perturbations this host can apply, and how to fix the rest.
@@ -393,6 +397,54 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub store: StoreArgs,
 }
+
+/// `flakelab evidence`.
+#[derive(Debug, Clone, Args)]
+pub struct EvidenceArgs {
+    /// Session id or unique prefix, or a ladder id [default: the latest session].
+    pub session: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = EvidenceFormat::Markdown)]
+    pub format: EvidenceFormat,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Formats of the evidence block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvidenceFormat {
+    /// GitHub-flavoured Markdown, to paste into an issue.
+    Markdown,
+    /// One JSON document (schema `flakelab.evidence/1`).
+    Json,
+}
+
+const EVIDENCE_AFTER_HELP: &str = "\
+Blocks, in order:
+  signatures      the --signature under investigation, and the first failure
+                  signature that repeats in two failing runs (else the first)
+  context         repository, remote, commit (and uncommitted changes), branch,
+                  host, runner and its version, time window, exact command
+  cells           k of N per cell with its interval (0 of N reads `p < x`),
+                  versus the baseline with the Holm-adjusted p
+  per-test rows   the tests that differ from the baseline or failed
+  reproduction    the first failing run of each differing cell, as a shell line
+  ladder          the ladder holding the session, rung by rung (when there is one)
+  classification  each flake class claimed, with the row that discriminates it;
+                  the classes the clean cells argue against, with their bounds;
+                  the classes left open
+  coverage        every class: checked (cells, N), not applied (reason), or
+                  not tested
+
+Values of variables whose names look like credentials (TOKEN, SECRET,
+PASSWORD, KEY, CREDENTIAL, AUTH, plus `[redact] names` in flakelab.toml and
+the comma-separated FLAKELAB_REDACT) are redacted.
+
+Exit codes: 0 when the block was written, 2 when there is no such session.
+
+Example:
+  flakelab evidence --format markdown > evidence.md";
 
 /// `flakelab replay`.
 #[derive(Debug, Clone, Args)]

@@ -632,6 +632,29 @@ pub fn resolve_command(
     }
 }
 
+/// The environment variable with extra names to redact, comma-separated.
+pub const REDACT_ENV: &str = "FLAKELAB_REDACT";
+
+/// The extra names to redact for a project in `dir`: `[redact] names` from
+/// its `flakelab.toml`, then the comma-separated `FLAKELAB_REDACT`. Names
+/// add up; none replaces the built-in credential words.
+pub fn redact_names(dir: &Path) -> Result<Vec<String>> {
+    let mut names = load(dir)?.map(|c| c.redact.names).unwrap_or_default();
+    if let Ok(list) = std::env::var(REDACT_ENV) {
+        names.extend(split_names(&list));
+    }
+    Ok(names)
+}
+
+/// `A, B,,c` → `["A", "B", "c"]`.
+fn split_names(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -666,6 +689,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("[lane] command"), "{e}");
+    }
+
+    #[test]
+    fn redact_names_come_from_the_file_and_split_from_the_variable() {
+        let c = parsed("[redact]\nnames = [\"DEPLOY_CODE\"]\n").unwrap();
+        assert_eq!(c.redact.names, ["DEPLOY_CODE"]);
+        assert_eq!(split_names(" A, B,,c ,"), ["A", "B", "c"]);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(FILE_NAME),
+            "[redact]\nnames = [\"X_CODE\"]\n",
+        )
+        .unwrap();
+        assert!(redact_names(dir.path())
+            .unwrap()
+            .contains(&"X_CODE".to_string()));
     }
 
     #[test]

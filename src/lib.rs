@@ -12,6 +12,7 @@
 //!                   ─► exec::schedule (children in own process groups) ─► RunRecord
 //!                   ─► store (append-only JSON Lines)
 //!                   ─► report::build (stats) ─► table | json | markdown
+//!                   ─► evidence::build (report + ladder ─► classification, coverage)
 //! ```
 
 pub mod app;
@@ -21,6 +22,7 @@ pub mod config;
 pub mod demo;
 pub mod doctor;
 pub mod error;
+pub mod evidence;
 pub mod exec;
 pub mod host;
 pub mod init;

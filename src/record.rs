@@ -305,6 +305,10 @@ pub struct SessionRecord {
     /// Why no recipe is used, when none is.
     #[serde(default)]
     pub runner_note: Option<String>,
+    /// The runner's version line, from the recipe's `version` command run
+    /// when the session started (None without one, or when it failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_version: Option<String>,
     /// Matrix cells left out because this runner cannot take them, with why.
     #[serde(default)]
     pub left_out: Vec<String>,

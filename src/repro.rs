@@ -1,9 +1,27 @@
 //! The standalone shell line that reproduces a run without flakelab, and the
 //! redaction of credential-like values before anything is recorded.
-//! Pure: built from the same argv and environment delta that ran.
+//! Pure: built from the same argv and environment delta that ran. The one
+//! piece of state is the project's extra redaction list ([`configure`]),
+//! set once per process before any record is made.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::RwLock;
+
+/// Extra names (or name fragments) to redact, from `[redact] names` in
+/// `flakelab.toml` and `FLAKELAB_REDACT`; upper-cased.
+static EXTRA_NAMES: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Sets the extra names (or fragments) whose values are redacted, beside the
+/// built-in credential words. Empty entries are ignored; matching ignores case.
+pub fn configure(names: &[String]) {
+    let names: Vec<String> = names
+        .iter()
+        .map(|n| n.trim().to_ascii_uppercase())
+        .filter(|n| !n.is_empty())
+        .collect();
+    *EXTRA_NAMES.write().unwrap_or_else(|e| e.into_inner()) = names;
+}
 
 use crate::record::EnvDelta;
 
@@ -12,10 +30,20 @@ pub const REDACTED: &str = "<redacted>";
 
 /// Whether a variable's name looks like it holds a credential: one of its
 /// `_`-separated words is a credential word (`GITHUB_TOKEN`, `DB_PASSWORD`,
-/// `AUTH`), or it holds a credential phrase (`AWS_SECRET_ACCESS_KEY`,
-/// `STRIPE_API_KEY`). `AUTHOR` is not one.
+/// `AUTH`, `SSH_KEY`), or it holds a credential phrase (`AWS_SECRET_ACCESS_KEY`,
+/// `STRIPE_API_KEY`), or it contains one of the [`configure`]d names.
+/// `AUTHOR` and `KEYBOARD` are not.
 pub fn is_secret_name(name: &str) -> bool {
+    let extra = EXTRA_NAMES.read().unwrap_or_else(|e| e.into_inner());
+    is_secret_name_with(name, &extra)
+}
+
+/// [`is_secret_name`] against an explicit extra list (upper-case fragments).
+pub fn is_secret_name_with(name: &str, extra: &[String]) -> bool {
     let upper = name.to_ascii_uppercase();
+    if extra.iter().any(|e| upper.contains(e.as_str())) {
+        return true;
+    }
     const WORDS: &[&str] = &[
         "SECRET",
         "SECRETS",
@@ -28,6 +56,8 @@ pub fn is_secret_name(name: &str) -> bool {
         "CREDENTIAL",
         "CREDENTIALS",
         "APIKEY",
+        "KEY",
+        "KEYS",
         "AUTH",
         "COOKIE",
         "PRIVATE",
@@ -71,6 +101,49 @@ pub fn redacted(set: &BTreeMap<String, String>, unset: &[String]) -> EnvDelta {
             })
             .collect(),
         unset: unset.to_vec(),
+    }
+}
+
+/// A shell line with the values of credential-like `NAME=VALUE` words
+/// replaced by [`REDACTED`] (for lines recorded before a name was
+/// configured). A line that does not split like a shell is returned as is
+/// when it holds no such word, else with every word after `=` redacted by
+/// pattern.
+pub fn redact_line(line: &str) -> String {
+    let assignment = |w: &str| -> Option<(String, String)> {
+        let (name, value) = w.split_once('=')?;
+        let valid = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        (valid && is_secret_name(name) && value != REDACTED)
+            .then(|| (name.to_string(), value.to_string()))
+    };
+    match shell_words::split(line) {
+        Ok(words) if words.iter().any(|w| assignment(w).is_some()) => words
+            .iter()
+            .map(|w| match assignment(w) {
+                Some((name, _)) => format!("{name}={}", quote(REDACTED)),
+                None if w == "&&" => w.clone(),
+                None => quote(w),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        Ok(_) => line.to_string(),
+        Err(_) => {
+            static ASSIGN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+            let re = ASSIGN.get_or_init(|| {
+                regex::Regex::new(r"\b([A-Za-z_][A-Za-z0-9_]*)=('[^']*'|\S*)")
+                    .expect("a valid pattern")
+            });
+            re.replace_all(line, |c: &regex::Captures| {
+                if is_secret_name(&c[1]) {
+                    format!("{}={}", &c[1], quote(REDACTED))
+                } else {
+                    c[0].to_string()
+                }
+            })
+            .into_owned()
+        }
     }
 }
 
@@ -142,9 +215,44 @@ mod tests {
         ] {
             assert!(is_secret_name(yes), "{yes}");
         }
-        for no in ["AUTHOR", "TZ", "PATH", "TOKENIZER_MODE", "PASSTHROUGH"] {
-            assert!(!is_secret_name(no), "{no}");
+        for no in [
+            "AUTHOR",
+            "TZ",
+            "PATH",
+            "TOKENIZER_MODE",
+            "PASSTHROUGH",
+            "KEYBOARD",
+        ] {
+            assert!(!is_secret_name_with(no, &[]), "{no}");
         }
+        assert!(is_secret_name_with("SSH_KEY", &[]));
+    }
+
+    #[test]
+    fn configured_fragments_are_secret_whatever_their_case() {
+        let extra = vec!["DEPLOY_CODE".to_string()];
+        assert!(is_secret_name_with("deploy_code", &extra));
+        assert!(is_secret_name_with("MY_DEPLOY_CODE_V2", &extra));
+        assert!(!is_secret_name_with("DEPLOY", &extra));
+        assert!(!is_secret_name_with("DEPLOY_CODE", &[]));
+    }
+
+    #[test]
+    fn lines_lose_credential_values_and_keep_working_words() {
+        let line = "cd /x && env GITHUB_TOKEN=ghp_abc TZ=UTC sh -c 'echo hi'";
+        assert_eq!(
+            redact_line(line),
+            "cd /x && env GITHUB_TOKEN='<redacted>' TZ=UTC sh -c 'echo hi'"
+        );
+        // Nothing to redact: the line is left exactly as it was.
+        let plain = "cd /x && env TZ=UTC sh -c 'echo  hi'";
+        assert_eq!(redact_line(plain), plain);
+        // Already redacted: unchanged.
+        let done = "cd /x && env API_TOKEN='<redacted>' true";
+        assert_eq!(redact_line(done), done);
+        // A line that does not split like a shell still loses the value.
+        let broken = "cd /x && env DB_PASSWORD=hunter2 sh -c 'oops";
+        assert!(!redact_line(broken).contains("hunter2"));
     }
 
     #[test]

@@ -369,6 +369,7 @@ mod tests {
             junit: None,
             runner: None,
             runner_note: None,
+            runner_version: None,
             left_out: Vec::new(),
             rung: None,
         }

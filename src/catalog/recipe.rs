@@ -26,6 +26,12 @@ pub struct Recipe {
     pub status: Status,
     /// The runner version(s) the facts were checked with, or the citation.
     pub checked: String,
+    /// The command that prints the runner's version, as words; the word
+    /// `{runner}` stands for the runner's own words in the subject's command
+    /// (`python3 -m pytest`), e.g. `["{runner}", "--version"]` or
+    /// `["go", "version"]`. Run once per session; its first line is recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<Vec<String>>,
     /// How to recognise the runner in a command line.
     pub detect: Detect,
     /// Arguments every run gets, in every cell (go's `-count=1`, without
@@ -419,6 +425,25 @@ pub fn runner_words_end(recipe: &Recipe, argv: &[String]) -> usize {
         .unwrap_or(argv.len())
 }
 
+/// The recipe's version command for `command`, with `{runner}` replaced by
+/// the runner's words in it (wrappers included); None without a `version`.
+pub fn version_argv(recipe: &Recipe, command: &[String]) -> Option<Vec<String>> {
+    let words = recipe.version.as_ref()?;
+    let runner = &command[..runner_words_end(recipe, command).min(command.len())];
+    Some(
+        words
+            .iter()
+            .flat_map(|w| {
+                if w == "{runner}" {
+                    runner.to_vec()
+                } else {
+                    vec![w.clone()]
+                }
+            })
+            .collect(),
+    )
+}
+
 /// Removes each option in `options` from `argv`, with its value: both
 /// `--opt V` and `--opt=V`.
 pub fn remove_options(argv: &[String], options: &[String]) -> Vec<String> {
@@ -600,6 +625,16 @@ impl Recipe {
         if let Some(j) = &self.junit {
             check("junit", j, "junit")?;
         }
+        if let Some(v) = &self.version {
+            if v.is_empty() {
+                return Err("version is empty: give the words of a version command".into());
+            }
+            if let Some(w) = v.iter().find(|w| w.contains('{') && *w != "{runner}") {
+                return Err(format!(
+                    "version: `{w}`: the only placeholder is a whole word {{runner}}"
+                ));
+            }
+        }
         if let Some(a) = &self.always {
             for t in a.templates() {
                 fill(t, &BTreeMap::new())
@@ -660,12 +695,31 @@ impl Recipe {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_version_command_takes_the_runners_words_from_the_command() {
+        let mut r = recipe(&[&["python3", "-m", "pytest"]]);
+        assert_eq!(version_argv(&r, &["python3".into()]), None);
+        r.version = Some(vec!["{runner}".into(), "--version".into()]);
+        let cmd: Vec<String> = ["python3", "-m", "pytest", "tests/", "-x"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            version_argv(&r, &cmd).unwrap(),
+            ["python3", "-m", "pytest", "--version"]
+        );
+        r.version = Some(vec!["{runner} --version".into()]);
+        assert!(r.validate().unwrap_err().contains("whole word {runner}"));
+        r.version = Some(vec![]);
+        assert!(r.validate().is_err());
+    }
+
     fn recipe(patterns: &[&[&str]]) -> Recipe {
         Recipe {
             name: "x".into(),
             summary: String::new(),
             status: Status::Documented,
             checked: String::new(),
+            version: None,
             detect: Detect {
                 patterns: patterns
                     .iter()

@@ -150,6 +150,11 @@ pub fn judge(
             for (k, v) in set {
                 match seen.get(k.as_str()) {
                     Some(Some(got)) if got == v => {}
+                    Some(Some(_)) if crate::repro::is_secret_name(k) => {
+                        return Err(format!(
+                            "{what}: child sees {k} with another value than the one set (values redacted)"
+                        ))
+                    }
                     Some(Some(got)) => {
                         return Err(format!("{what}: child sees {k}={got}, expected {v}"))
                     }

@@ -51,6 +51,7 @@ fn session() -> SessionRecord {
         junit: None,
         runner: Some("pytest".into()),
         runner_note: None,
+            runner_version: None,
         left_out: vec!["shuffled-order: cannot shuffle: …".into()],
         rung: None,
     }

@@ -3,6 +3,7 @@
 
 mod catalog_cli;
 mod config_init;
+mod evidence;
 mod junit_corpus;
 mod junit_e2e;
 mod kernel;

@@ -1,0 +1,824 @@
+//! Classification: maps the measured cells (and a ladder, when there is one)
+//! onto the flake classes. Every class claimed carries the row that
+//! discriminates it (which cell or rung differed, k of N against the
+//! baseline's k of N, and the Holm-adjusted p); clean cells of a class argue
+//! against it with their bound; and the coverage lists, per class, what was
+//! looked at. Pure: it reads a [`Report`] and a [`LadderRecord`], nothing else.
+
+use serde::Serialize;
+
+use crate::catalog::values::{parse_clock_shift, ClockShift};
+use crate::catalog::Kind;
+use crate::record::{LadderRecord, RungResult, RungStatus};
+use crate::report::{short_p, CellReport, Report};
+use crate::stats;
+
+/// The flake classes the evidence can speak to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlakeClass {
+    /// The outcome follows the wall clock or the local zone.
+    ClockAndZone,
+    /// A fixed date in the test or its data that the clock has (or will) pass.
+    ExpiringDate,
+    /// The outcome follows test order, or state a test never set itself.
+    OrderDependence,
+    /// A real network or an external provider owns the failure.
+    RealNetwork,
+    /// A sleep or poll stands in for readiness, and load stretches it.
+    LoadSensitiveSynchronisation,
+    /// Separate processes contest one port, path, lock or other host resource.
+    HostResourceCollision,
+    /// A random choice with no recorded seed decides the outcome.
+    UnseededRandomness,
+    /// The outcome follows the locale (formatting, collation, parsing).
+    Locale,
+    /// Teardown returns before children, servers or callbacks are quiet.
+    IncompleteLifecycle,
+}
+
+impl FlakeClass {
+    /// Every class, in the order the evidence lists them.
+    pub const ALL: [FlakeClass; 9] = [
+        FlakeClass::ClockAndZone,
+        FlakeClass::ExpiringDate,
+        FlakeClass::OrderDependence,
+        FlakeClass::RealNetwork,
+        FlakeClass::LoadSensitiveSynchronisation,
+        FlakeClass::HostResourceCollision,
+        FlakeClass::UnseededRandomness,
+        FlakeClass::Locale,
+        FlakeClass::IncompleteLifecycle,
+    ];
+
+    /// The class in words.
+    pub fn label(self) -> &'static str {
+        match self {
+            FlakeClass::ClockAndZone => "clock and zone",
+            FlakeClass::ExpiringDate => "expiring date",
+            FlakeClass::OrderDependence => "order dependence / process-global contamination",
+            FlakeClass::RealNetwork => "real network / external provider",
+            FlakeClass::LoadSensitiveSynchronisation => "load-sensitive synchronisation",
+            FlakeClass::HostResourceCollision => "host-resource collision",
+            FlakeClass::UnseededRandomness => "unseeded randomness",
+            FlakeClass::Locale => "locale",
+            FlakeClass::IncompleteLifecycle => "incomplete lifecycle",
+        }
+    }
+
+    /// A cell (or a ladder) that would examine the class, for a coverage
+    /// line that says how to test it.
+    pub fn how_to_test(self) -> &'static str {
+        match self {
+            FlakeClass::ClockAndZone => "-p tz=Pacific/Kiritimati",
+            FlakeClass::ExpiringDate => "-p faketime=+365d beside -p tz=Pacific/Kiritimati",
+            FlakeClass::OrderDependence => "-p shuffle, or a ladder (rung 2)",
+            FlakeClass::RealNetwork => "-p netns",
+            FlakeClass::LoadSensitiveSynchronisation => "-p cpu-stress=2x",
+            FlakeClass::HostResourceCollision => "a ladder (rungs 3 and 5), or -p workers=2x",
+            FlakeClass::UnseededRandomness => "a baseline cell",
+            FlakeClass::Locale => "-p locale=C.UTF-8 or another installed locale",
+            FlakeClass::IncompleteLifecycle => "a ladder (rung 2)",
+        }
+    }
+}
+
+/// A count against the baseline's count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Count {
+    /// Failures (or reproductions) counted.
+    pub k: u64,
+    /// Runs measured.
+    pub n: u64,
+}
+
+/// One row of evidence: a cell or a ladder rung, with its statistic.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvidenceRow {
+    /// The cell the row is about (None for a ladder rung).
+    pub cell: Option<String>,
+    /// The ladder rung: the rung of the session, or the ladder rung itself.
+    pub rung: Option<u8>,
+    /// The cell's (or rung's) count.
+    pub count: Count,
+    /// The baseline's count, when there is one to compare with.
+    pub baseline: Option<Count>,
+    /// The interval or the zero-failure bound, in words.
+    pub interval: String,
+    /// The p-value of the comparison with the baseline (Holm-adjusted for
+    /// cells; Fisher's exact p for a single ladder rung), when compared.
+    pub p: Option<f64>,
+    /// Whether the row is about timed-out runs rather than failures.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub timeouts: bool,
+    /// The whole row in words.
+    pub text: String,
+}
+
+/// A class claimed or argued against, with its row and what it shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// The class.
+    pub class: FlakeClass,
+    /// The row that discriminates it.
+    pub row: EvidenceRow,
+    /// Why this row speaks to this class, in words.
+    pub because: String,
+}
+
+/// A class the evidence leaves open, and what would settle it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Open {
+    /// The class.
+    pub class: FlakeClass,
+    /// Why it is not determinable from this evidence.
+    pub why: String,
+}
+
+/// The classification of one session's evidence.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Classification {
+    /// Classes the evidence supports, each with its discriminating row.
+    pub claimed: Vec<Finding>,
+    /// Classes the evidence argues against, each with its clean row.
+    pub against: Vec<Finding>,
+    /// Classes the evidence leaves open.
+    pub not_determinable: Vec<Open>,
+    /// Cells that differ but map to no class (an ad-hoc variable), in words.
+    pub unmapped: Vec<String>,
+    /// What the ladder showed that names no class (rung 1 or 4).
+    pub notes: Vec<String>,
+}
+
+/// How well one class was looked at.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Coverage {
+    /// Cells (or rungs) of this class were measured.
+    Checked {
+        /// The cells and rungs that examined it.
+        cells: Vec<String>,
+        /// Runs measured in them, in all.
+        n: u64,
+        /// Cells of the class that were not applied beside them, with why.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        not_applied: Vec<String>,
+    },
+    /// Cells of this class were planned but none was proven to apply.
+    NotApplied {
+        /// Why not.
+        reason: String,
+    },
+    /// Nothing in this session examined the class.
+    NotTested {
+        /// What would examine it.
+        try_with: String,
+    },
+}
+
+/// One line of the coverage block.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CoverageRow {
+    /// The class.
+    pub class: FlakeClass,
+    /// What was looked at.
+    #[serde(flatten)]
+    pub coverage: Coverage,
+}
+
+/// A cell's perturbations as kinds (values that do not parse are skipped).
+fn kinds(cell: &CellReport) -> Vec<Kind> {
+    cell.perturbations
+        .iter()
+        .filter_map(|p| Kind::parse(p).ok().flatten())
+        .collect()
+}
+
+/// Whether a faketime value moves the clock later than the session start.
+fn forward(clock: &str, start: Option<jiff::Timestamp>) -> bool {
+    match parse_clock_shift(clock) {
+        Ok(ClockShift::Relative { seconds }) => seconds > 0,
+        Ok(ClockShift::Absolute { at }) => start.is_some_and(|s| {
+            at > s
+                .to_zoned(jiff::tz::TimeZone::UTC)
+                .datetime()
+                .saturating_add(jiff::SignedDuration::from_hours(14))
+        }),
+        Err(_) => false,
+    }
+}
+
+/// The classes a perturbation examines (for coverage and for "against").
+fn examines(kind: &Kind, start: Option<jiff::Timestamp>) -> Vec<FlakeClass> {
+    use FlakeClass::*;
+    match kind {
+        Kind::Tz { .. } => vec![ClockAndZone],
+        Kind::Faketime { clock } if forward(clock, start) => vec![ClockAndZone, ExpiringDate],
+        Kind::Faketime { .. } => vec![ClockAndZone],
+        Kind::Locale { .. } => vec![Locale],
+        Kind::Env { set, .. } if set.contains_key("PYTHONHASHSEED") => vec![UnseededRandomness],
+        Kind::Env { .. } => vec![],
+        Kind::Netns => vec![RealNetwork],
+        Kind::CpuStress { .. } | Kind::CpuPin { .. } => vec![LoadSensitiveSynchronisation],
+        Kind::Workers { .. } => vec![LoadSensitiveSynchronisation, HostResourceCollision],
+        Kind::Shuffle => vec![OrderDependence],
+        Kind::Rlimit { .. } => vec![HostResourceCollision],
+    }
+}
+
+/// The classes a ladder rung examines.
+fn rung_examines(rung: u8) -> Vec<FlakeClass> {
+    match rung {
+        2 => vec![FlakeClass::OrderDependence, FlakeClass::IncompleteLifecycle],
+        3 | 5 => vec![FlakeClass::HostResourceCollision],
+        _ => vec![],
+    }
+}
+
+fn differs(c: &CellReport) -> bool {
+    c.vs_baseline.as_ref().is_some_and(|v| v.differs)
+        || c.timeouts_vs_baseline.as_ref().is_some_and(|v| v.differs)
+}
+
+fn measured(c: &CellReport) -> bool {
+    c.applied && c.n + c.timed_out > 0
+}
+
+/// Whether a cell's failure rate is above the baseline's.
+fn above_baseline(c: &CellReport, base: Option<&CellReport>) -> bool {
+    base.is_some_and(|b| b.n > 0 && c.n > 0 && c.k * b.n > b.k * c.n)
+}
+
+/// A measured cell that was compared with the baseline, did not differ, and
+/// failed no more often than it: a row that argues against its classes.
+fn clean(c: &CellReport, base: Option<&CellReport>) -> bool {
+    measured(c) && c.vs_baseline.is_some() && !differs(c) && !above_baseline(c, base)
+}
+
+/// A compared cell that fails more often than the baseline without the
+/// difference reaching the confidence level: it argues neither way.
+fn leaning(c: &CellReport, base: Option<&CellReport>) -> bool {
+    measured(c) && c.vs_baseline.is_some() && !differs(c) && above_baseline(c, base)
+}
+
+fn pct(confidence: f64) -> String {
+    format!("{}%", (confidence * 100.0).round())
+}
+
+/// `0 of N — p < x at c` or `k of N [low, high] at c`.
+pub fn count_words(k: u64, n: u64, low: f64, high: f64, confidence: f64) -> String {
+    if n == 0 {
+        "nothing measured".to_string()
+    } else if k == 0 {
+        format!(
+            "0 of {n} — {} at {}",
+            stats::format_bound(high),
+            pct(confidence)
+        )
+    } else {
+        format!("{k} of {n} [{low:.3}, {high:.3}] at {}", pct(confidence))
+    }
+}
+
+fn cell_row(report: &Report, cell: &CellReport, rung: Option<u8>) -> EvidenceRow {
+    let base = report.cells.iter().find(|c| c.name == "baseline");
+    let at = rung
+        .map(|r| format!(" at ladder rung {r}"))
+        .unwrap_or_default();
+    let hang = cell
+        .timeouts_vs_baseline
+        .as_ref()
+        .filter(|t| t.differs && !cell.vs_baseline.as_ref().is_some_and(|v| v.differs));
+    if let (Some(t), Some(b)) = (hang, base) {
+        let finished = cell.n + cell.timed_out;
+        let base_finished = b.n + b.timed_out;
+        return EvidenceRow {
+            cell: Some(cell.name.clone()),
+            rung,
+            count: Count {
+                k: cell.timed_out,
+                n: finished,
+            },
+            baseline: Some(Count {
+                k: b.timed_out,
+                n: base_finished,
+            }),
+            interval: String::new(),
+            p: Some(t.adjusted_p),
+            timeouts: true,
+            text: format!(
+                "`{}`{at}: {} of {finished} runs timed out vs baseline {} of {base_finished}, Holm-adjusted p={}",
+                cell.name,
+                cell.timed_out,
+                b.timed_out,
+                short_p(t.adjusted_p)
+            ),
+        };
+    }
+    let words = count_words(cell.k, cell.n, cell.low, cell.high, report.confidence);
+    let versus = match (&cell.vs_baseline, base) {
+        (Some(v), Some(b)) => format!(
+            " vs baseline {}; {}, Holm-adjusted p={}",
+            count_words(b.k, b.n, b.low, b.high, report.confidence),
+            if v.differs {
+                "differs"
+            } else {
+                "no difference shown"
+            },
+            short_p(v.adjusted_p)
+        ),
+        _ => " (not compared with a baseline)".to_string(),
+    };
+    EvidenceRow {
+        cell: Some(cell.name.clone()),
+        rung,
+        count: Count {
+            k: cell.k,
+            n: cell.n,
+        },
+        baseline: cell
+            .vs_baseline
+            .as_ref()
+            .and(base)
+            .map(|b| Count { k: b.k, n: b.n }),
+        interval: crate::report::interval_text(cell),
+        p: cell.vs_baseline.as_ref().map(|v| v.adjusted_p),
+        timeouts: false,
+        text: format!("`{}`{at}: {words}{versus}", cell.name),
+    }
+}
+
+fn rung_row(rung: &RungResult, confidence: f64) -> EvidenceRow {
+    let words = count_words(rung.k, rung.n, rung.low, rung.high, confidence);
+    let p = rung
+        .baseline
+        .map(|b| stats::fisher_exact(rung.k, rung.n - rung.k, b.k, b.n - b.k));
+    let versus = match (rung.baseline, p) {
+        (Some(b), Some(p)) => format!(
+            " vs baseline {} at the same rung, Fisher p={}",
+            count_words(b.k, b.n, b.low, b.high, confidence),
+            short_p(p)
+        ),
+        _ => String::new(),
+    };
+    EvidenceRow {
+        cell: None,
+        rung: Some(rung.rung),
+        count: Count {
+            k: rung.k,
+            n: rung.n,
+        },
+        baseline: rung.baseline.map(|b| Count { k: b.k, n: b.n }),
+        interval: if rung.k == 0 {
+            stats::format_bound(rung.high)
+        } else {
+            format!("[{:.3}, {:.3}]", rung.low, rung.high)
+        },
+        p,
+        timeouts: false,
+        text: format!(
+            "ladder rung {} ({}: {}): reproductions {words}{versus}",
+            rung.rung, rung.name, rung.topology
+        ),
+    }
+}
+
+/// What the evidence says about each class.
+pub fn classify(
+    report: &Report,
+    session_rung: Option<u8>,
+    ladder: Option<&LadderRecord>,
+    start: Option<jiff::Timestamp>,
+) -> Classification {
+    use FlakeClass::*;
+    let mut out = Classification::default();
+    let base = report.cells.iter().find(|c| c.name == "baseline");
+    let others: Vec<&CellReport> = report
+        .cells
+        .iter()
+        .filter(|c| c.name != "baseline")
+        .collect();
+    let of_kind = |pred: &dyn Fn(&Kind) -> bool| -> Vec<&CellReport> {
+        others
+            .iter()
+            .copied()
+            .filter(|c| kinds(c).iter().any(pred))
+            .collect()
+    };
+    let zone_cells = of_kind(&|k| matches!(k, Kind::Tz { .. }));
+    let load_cells = of_kind(&|k| matches!(k, Kind::CpuStress { .. } | Kind::CpuPin { .. }));
+    let zone_clean = zone_cells.iter().find(|c| clean(c, base)).copied();
+    let zone_differs = zone_cells.iter().any(|c| differs(c));
+    let load_clean = load_cells.iter().find(|c| clean(c, base)).copied();
+    let load_differs = load_cells.iter().any(|c| differs(c));
+    let baseline_clean = base.is_some_and(|b| b.n > 0 && b.k == 0);
+
+    let claim = |out: &mut Classification, class, row: EvidenceRow, because: String| {
+        if !out
+            .claimed
+            .iter()
+            .any(|f| f.class == class && f.row.cell == row.cell && f.row.rung == row.rung)
+        {
+            out.claimed.push(Finding {
+                class,
+                row,
+                because,
+            });
+        }
+    };
+    let open = |out: &mut Classification, class, why: String| {
+        if !out.not_determinable.iter().any(|o| o.class == class) {
+            out.not_determinable.push(Open { class, why });
+        }
+    };
+
+    for cell in others.iter().filter(|c| differs(c)) {
+        let ks = kinds(cell);
+        let combined = if ks.len() > 1 {
+            " The cell combines several perturbations: this row cannot say which one owns the difference."
+        } else {
+            ""
+        };
+        let row = || cell_row(report, cell, session_rung);
+        let mut mapped = false;
+        for kind in &ks {
+            match kind {
+                Kind::Tz { zone } => {
+                    mapped = true;
+                    claim(&mut out, ClockAndZone, row(), format!(
+                        "only the zone ({zone}) changed in this cell, and its runs fail more than the baseline's.{combined}"
+                    ));
+                }
+                Kind::Faketime { clock } => {
+                    mapped = true;
+                    let fwd = forward(clock, start);
+                    let plain = format!(
+                        "only the wall clock ({clock}) moved in this cell, and its runs fail more than the baseline's.{combined}"
+                    );
+                    match zone_clean {
+                        Some(z) if fwd && baseline_clean && !zone_differs => {
+                            claim(&mut out, ExpiringDate, row(), format!(
+                                "the clock moved forward ({clock}) fails while the baseline is clean and the zone cell `{}` ran clean: the failure follows the date itself, not the local-time reading.{combined}",
+                                z.name
+                            ));
+                        }
+                        None if fwd && baseline_clean && !zone_differs => {
+                            claim(&mut out, ClockAndZone, row(), plain);
+                            open(&mut out, ExpiringDate, format!(
+                                "`{}` moves the clock forward and differs, but {}: a clean zone cell beside it (e.g. -p tz=Pacific/Kiritimati) would single out an expiring date",
+                                cell.name,
+                                if zone_cells.is_empty() { "no zone cell ran" } else { "no zone cell ran clean" }
+                            ));
+                        }
+                        _ => claim(&mut out, ClockAndZone, row(), plain),
+                    }
+                }
+                Kind::Locale { locale } => {
+                    mapped = true;
+                    claim(
+                        &mut out,
+                        Locale,
+                        row(),
+                        format!("only the locale ({locale}) changed in this cell.{combined}"),
+                    );
+                }
+                Kind::Env { set, .. } if set.contains_key("PYTHONHASHSEED") => {
+                    mapped = true;
+                    claim(&mut out, UnseededRandomness, row(), format!(
+                        "only the hash seed (PYTHONHASHSEED) changed: the outcome follows a value chosen at random per process.{combined}"
+                    ));
+                }
+                Kind::Env { .. } => {}
+                Kind::Netns => {
+                    mapped = true;
+                    claim(&mut out, RealNetwork, row(), format!(
+                        "without a route off the host (loopback kept), runs fail more than the baseline's: something reaches past the machine.{combined}"
+                    ));
+                }
+                Kind::CpuStress { .. } | Kind::CpuPin { .. } => {
+                    mapped = true;
+                    claim(&mut out, LoadSensitiveSynchronisation, row(), format!(
+                        "only the CPU available to the run changed: a wait that assumes a speed gets stretched past its limit.{combined}"
+                    ));
+                }
+                Kind::Workers { .. } => {
+                    mapped = true;
+                    match load_clean {
+                        Some(l) if !load_differs => {
+                            claim(&mut out, HostResourceCollision, row(), format!(
+                                "more workers (separate processes) differ while added CPU load in `{}` ran clean: the workers contest something other than CPU time.{combined}",
+                                l.name
+                            ));
+                        }
+                        _ => {
+                            claim(
+                                &mut out,
+                                LoadSensitiveSynchronisation,
+                                row(),
+                                format!("more workers add load and concurrency at once.{combined}"),
+                            );
+                            open(&mut out, HostResourceCollision, format!(
+                                "`{}` differs, but {}: a clean -p cpu-stress=2x cell beside it would point to a contested host resource rather than load",
+                                cell.name,
+                                if load_differs { "the CPU-load cell differs too" } else { "no CPU-load cell ran" }
+                            ));
+                        }
+                    }
+                }
+                Kind::Shuffle => {
+                    mapped = true;
+                    claim(&mut out, OrderDependence, row(), format!(
+                        "only the test order changed (a recorded seed per run): the outcome follows which test ran before.{combined}"
+                    ));
+                }
+                Kind::Rlimit { resource, value } => {
+                    mapped = true;
+                    claim(&mut out, HostResourceCollision, row(), format!(
+                        "a limit on a host resource ({resource} at {value}) makes runs fail: the suite depends on how much of it the host has left.{combined}"
+                    ));
+                }
+            }
+        }
+        if !mapped {
+            out.unmapped.push(format!(
+                "`{}` differs from the baseline, but its perturbation names no flake class: {}",
+                cell.name,
+                cell_row(report, cell, session_rung).text
+            ));
+        }
+    }
+
+    if let Some(ladder) = ladder {
+        for rung in &ladder.rungs {
+            if rung.status != RungStatus::Reproduced {
+                continue;
+            }
+            let row = rung_row(rung, ladder.confidence);
+            match rung.rung {
+                2 => {
+                    let shuffle = of_kind(&|k| matches!(k, Kind::Shuffle));
+                    let tell = if shuffle.is_empty() {
+                        " A shuffle cell would tell the two apart."
+                    } else {
+                        ""
+                    };
+                    claim(&mut out, OrderDependence, row.clone(), format!(
+                        "it reproduces with its neighbours under one runner and not alone (rung 1): tests interfere when scheduled together.{tell}"
+                    ));
+                    claim(&mut out, IncompleteLifecycle, row, format!(
+                        "it reproduces with its neighbours under one runner and not alone: an earlier test's children, servers or callbacks may outlive its teardown.{tell}"
+                    ));
+                }
+                3 | 5 => {
+                    claim(&mut out, HostResourceCollision, row, format!(
+                        "separate runner processes reproduce it while one invocation did not: the contested thing is on the host, not in one process's state ({})",
+                        rung.shows
+                    ));
+                }
+                1 => out.notes.push(format!(
+                    "{}: the failure needs no concurrency; the owner is the product, the platform, or a wait that never observes readiness",
+                    row.text
+                )),
+                _ => out.notes.push(format!(
+                    "{}: {}; which resource is contended is not determined",
+                    row.text, rung.shows
+                )),
+            }
+        }
+    }
+
+    // Unseeded randomness: the baseline itself.
+    let randomness_claimed = out.claimed.iter().any(|f| f.class == UnseededRandomness);
+    if !randomness_claimed {
+        match base {
+            Some(b) if b.n > 0 && b.k > 0 => {
+                let any_differs = others.iter().any(|c| differs(c));
+                if !any_differs && b.signatures.len() >= 2 {
+                    let mut row = cell_row(report, b, session_rung);
+                    row.text = format!(
+                        "`baseline`: {} with {} distinct failure signatures and no cell differing",
+                        count_words(b.k, b.n, b.low, b.high, report.confidence),
+                        b.signatures.len()
+                    );
+                    out.claimed.push(Finding {
+                        class: UnseededRandomness,
+                        row,
+                        because: "the unperturbed command fails at a rate, no perturbation moves that rate, and the failures do not repeat one signature: a candidate, to be settled by seeding the generator".into(),
+                    });
+                } else {
+                    open(
+                        &mut out,
+                        UnseededRandomness,
+                        format!(
+                            "the baseline fails {} of {}, but {}",
+                            b.k,
+                            b.n,
+                            if any_differs {
+                                "a perturbed cell differs, which explains failures better"
+                            } else {
+                                "every failure has the same signature"
+                            }
+                        ),
+                    );
+                }
+            }
+            Some(b) if b.n > 0 => {
+                let mut row = cell_row(report, b, session_rung);
+                row.text = format!(
+                    "`baseline`: {}",
+                    count_words(b.k, b.n, b.low, b.high, report.confidence)
+                );
+                out.against.push(Finding {
+                    class: UnseededRandomness,
+                    row,
+                    because: "a random outcome would show in the unperturbed runs too; none failed"
+                        .into(),
+                });
+            }
+            _ => open(
+                &mut out,
+                UnseededRandomness,
+                "no baseline runs were measured".into(),
+            ),
+        }
+    }
+
+    // Against: clean cells and clean rungs of classes nothing claimed.
+    let claimed: Vec<FlakeClass> = out.claimed.iter().map(|f| f.class).collect();
+    for cell in others.iter().filter(|c| leaning(c, base)) {
+        let mut classes: Vec<FlakeClass> = kinds(cell)
+            .iter()
+            .flat_map(|k| examines(k, start))
+            .collect();
+        classes.dedup();
+        for class in classes {
+            if claimed.contains(&class) {
+                continue;
+            }
+            let why = format!(
+                "{}; the difference does not reach {} confidence: more runs would settle it",
+                cell_row(report, cell, session_rung).text,
+                pct(report.confidence)
+            );
+            out.not_determinable.push(Open { class, why });
+        }
+    }
+    for cell in others.iter().filter(|c| clean(c, base)) {
+        let mut classes: Vec<FlakeClass> = kinds(cell)
+            .iter()
+            .flat_map(|k| examines(k, start))
+            .collect();
+        classes.dedup();
+        for class in classes {
+            if claimed.contains(&class) || class == UnseededRandomness {
+                continue;
+            }
+            out.against.push(Finding {
+                class,
+                row: cell_row(report, cell, session_rung),
+                because: format!(
+                    "this cell applies what {} would react to, and it shows no difference from the baseline",
+                    class.label()
+                ),
+            });
+        }
+    }
+    if let Some(ladder) = ladder {
+        for rung in ladder
+            .rungs
+            .iter()
+            .filter(|r| r.status == RungStatus::Clean)
+        {
+            for class in rung_examines(rung.rung) {
+                if claimed.contains(&class) {
+                    continue;
+                }
+                out.against.push(Finding {
+                    class,
+                    row: rung_row(rung, ladder.confidence),
+                    because: format!(
+                        "this topology is where {} would reproduce, and it ran clean",
+                        class.label()
+                    ),
+                });
+            }
+        }
+    }
+    // A class both claimed elsewhere and open is claimed.
+    out.not_determinable
+        .retain(|o| !out.claimed.iter().any(|f| f.class == o.class));
+    out.claimed.sort_by_key(|f| f.class);
+    out.against.sort_by_key(|f| f.class);
+    out.not_determinable.sort_by_key(|o| o.class);
+    out
+}
+
+/// Per class: which cells and rungs examined it, with how many runs; which
+/// were planned but not applied; or that nothing did.
+pub fn coverage(
+    report: &Report,
+    ladder: Option<&LadderRecord>,
+    start: Option<jiff::Timestamp>,
+) -> Vec<CoverageRow> {
+    FlakeClass::ALL
+        .iter()
+        .map(|&class| {
+            let mut cells = Vec::new();
+            let mut n = 0;
+            let mut not_applied = Vec::new();
+            for c in &report.cells {
+                let examined = if c.name == "baseline" {
+                    class == FlakeClass::UnseededRandomness
+                } else {
+                    kinds(c).iter().any(|k| examines(k, start).contains(&class))
+                };
+                if !examined {
+                    continue;
+                }
+                if measured(c) {
+                    cells.push(c.name.clone());
+                    n += c.n + c.timed_out;
+                } else {
+                    let why = if c.applied {
+                        "nothing was measured (every run errored)".to_string()
+                    } else {
+                        c.reason
+                            .clone()
+                            .unwrap_or_else(|| "no reason recorded".into())
+                    };
+                    not_applied.push(format!("`{}`: {why}", c.name));
+                }
+            }
+            if let Some(ladder) = ladder {
+                for r in ladder
+                    .rungs
+                    .iter()
+                    .filter(|r| rung_examines(r.rung).contains(&class))
+                {
+                    match r.status {
+                        RungStatus::Clean | RungStatus::Reproduced => {
+                            cells.push(format!("ladder rung {}", r.rung));
+                            n += r.n;
+                        }
+                        RungStatus::NotRun => {}
+                        _ => not_applied.push(format!(
+                            "ladder rung {}: {}",
+                            r.rung,
+                            r.reason.as_deref().unwrap_or("not measured")
+                        )),
+                    }
+                }
+            }
+            let coverage = if !cells.is_empty() {
+                Coverage::Checked {
+                    cells,
+                    n,
+                    not_applied,
+                }
+            } else if !not_applied.is_empty() {
+                Coverage::NotApplied {
+                    reason: not_applied.join("; "),
+                }
+            } else {
+                Coverage::NotTested {
+                    try_with: class.how_to_test().to_string(),
+                }
+            };
+            CoverageRow { class, coverage }
+        })
+        .collect()
+}
+
+/// The coverage status in words: `checked (cells, N)`, `not applied
+/// (reason)` or `not tested`.
+pub fn coverage_text(c: &Coverage) -> String {
+    match c {
+        Coverage::Checked {
+            cells,
+            n,
+            not_applied,
+        } => format!(
+            "checked ({}; N = {n}){}",
+            cells
+                .iter()
+                .map(|c| if c.starts_with("ladder") {
+                    c.clone()
+                } else {
+                    format!("`{c}`")
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            if not_applied.is_empty() {
+                String::new()
+            } else {
+                format!("; not applied: {}", not_applied.join("; "))
+            }
+        ),
+        Coverage::NotApplied { reason } => format!("not applied ({reason})"),
+        Coverage::NotTested { try_with } => format!("not tested — try {try_with}"),
+    }
+}
+
+#[cfg(test)]
+#[path = "classify_tests.rs"]
+pub(super) mod tests;

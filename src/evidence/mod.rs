@@ -1,0 +1,498 @@
+//! The evidence block for a bug report: one stored session (and the ladder
+//! that holds it, if any) turned into the facts a reviewer needs to judge and
+//! re-run it — repository, host, runner, time window, command, signatures,
+//! the cells against the baseline, the per-test rows, reproduction lines, the
+//! ladder, the classification and the coverage. Built once from records
+//! ([`build`]), then rendered as Markdown ([`markdown::render`]) or JSON
+//! ([`render_json`], schema `flakelab.evidence/1`).
+//!
+//! Pure: no I/O. It never labels a test; every verdict is a count with its N.
+
+pub mod classify;
+pub mod markdown;
+#[cfg(test)]
+mod snapshots_test;
+
+use serde::Serialize;
+
+use crate::host::{HostInfo, RepoInfo};
+use crate::record::{LadderRecord, Outcome, RunRecord, RungStatus, SessionRecord};
+use crate::report::{self, Report};
+use crate::repro;
+use crate::store::LoadStats;
+
+use classify::{Classification, CoverageRow};
+
+/// JSON schema tag of the evidence document.
+pub const EVIDENCE_SCHEMA: &str = "flakelab.evidence/1";
+
+/// The runner and its version.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Runner {
+    /// The recipe's name, or None when the session used no recipe.
+    pub name: Option<String>,
+    /// The version line the runner printed, when known.
+    pub version: Option<String>,
+    /// Where the version comes from: `recorded at run time`, `read at
+    /// evidence time`, or why it is unknown.
+    pub version_source: String,
+    /// Why no recipe was used, when none was.
+    pub note: Option<String>,
+}
+
+/// The runner version as the evidence step found it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunnerVersion {
+    /// Stored in the session record by `flakelab run`.
+    Recorded(String),
+    /// Read by running the recipe's version command now.
+    ReadNow(String),
+    /// Unknown, with why.
+    Unknown(String),
+}
+
+/// When the runs ran: the first start and the last end.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Window {
+    /// The first run's start (RFC 3339, UTC).
+    pub first_start: String,
+    /// The last run's end (RFC 3339, UTC).
+    pub last_end: String,
+    /// Seconds between them.
+    pub seconds: f64,
+}
+
+/// The first failure signature that repeats, or the first one seen.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecurringSignature {
+    /// The normalised signature.
+    pub signature: String,
+    /// Failing runs that carry it.
+    pub runs: u64,
+    /// Failing runs in all.
+    pub failing_runs: u64,
+    /// Whether it repeats (seen in two failing runs or more).
+    pub repeats: bool,
+    /// The first run (in plan order) that carries it.
+    pub first_run: String,
+    /// That run's cell.
+    pub cell: String,
+}
+
+/// One cell of the measurements table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellLine {
+    /// Cell name.
+    pub name: String,
+    /// Perturbations in `kind=value` form.
+    pub perturbations: Vec<String>,
+    /// Whether the probes proved the cell applied.
+    pub applied: bool,
+    /// Why not, when not.
+    pub reason: Option<String>,
+    /// Failures counted.
+    pub k: u64,
+    /// Runs measured.
+    pub n: u64,
+    /// Interval low.
+    pub low: f64,
+    /// Interval high (the zero-failure bound when k = 0).
+    pub high: f64,
+    /// `k of N` with its interval or bound, in words.
+    pub count: String,
+    /// Against the baseline, in words.
+    pub versus: String,
+    /// Holm-adjusted p against the baseline, when compared.
+    pub adjusted_p: Option<f64>,
+    /// Whether it differs from the baseline (failures or timeouts).
+    pub differs: bool,
+    /// Runs that timed out (not in N).
+    pub timed_out: u64,
+    /// Runs that errored (not in N).
+    pub errored: u64,
+}
+
+/// One per-test row that differs from the baseline or failed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestLine {
+    /// The cell.
+    pub cell: String,
+    /// The test id.
+    pub test: String,
+    /// `k of N` (or what the row amounts to).
+    pub count: String,
+    /// The interval or bound.
+    pub interval: String,
+    /// Against the same test at baseline.
+    pub versus: String,
+    /// Whether it differs from the baseline.
+    pub differs: bool,
+    /// Its most frequent failure signature.
+    pub signature: Option<String>,
+}
+
+/// A reproduction line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reproduction {
+    /// The cell (or `ladder rung R`).
+    pub cell: String,
+    /// The run id.
+    pub run: String,
+    /// The shell line that reproduces it (credential-like values redacted).
+    pub line: String,
+    /// What the line cannot recreate, if anything.
+    pub note: Option<String>,
+}
+
+/// A ladder's result, as the evidence shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LadderLine {
+    /// The ladder id.
+    pub id: String,
+    /// What counted as reproducing.
+    pub criterion: String,
+    /// The cell applied at every rung.
+    pub cell: String,
+    /// The first rung that reproduced.
+    pub reproduced_at: Option<u8>,
+    /// Whether Ctrl-C cut it short.
+    pub interrupted: bool,
+    /// One line per rung.
+    pub rungs: Vec<String>,
+}
+
+/// The whole evidence block.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evidence {
+    /// Always [`EVIDENCE_SCHEMA`].
+    pub schema: &'static str,
+    /// The session.
+    pub session: String,
+    /// The subject's repository, when it is in one.
+    pub repository: Option<RepoInfo>,
+    /// The host (without its name).
+    pub host: HostLine,
+    /// The runner and its version.
+    pub runner: Runner,
+    /// flakelab's version that recorded the session.
+    pub flakelab_version: String,
+    /// When the runs ran, when any did.
+    pub window: Option<Window>,
+    /// The subject's argv.
+    pub command: Vec<String>,
+    /// The subject's working directory.
+    pub cwd: String,
+    /// `cd DIR && CMD` as one shell line.
+    pub command_line: String,
+    /// Schedule seed.
+    pub seed: u64,
+    /// Confidence level.
+    pub confidence: f64,
+    /// Runs per cell, and jobs at once.
+    pub runs_per_cell: u32,
+    /// Runs in flight at once (`-j`).
+    pub jobs: usize,
+    /// The signature under investigation (`--signature`), if any.
+    pub signature: Option<String>,
+    /// The first failure signature that repeats, else the first seen.
+    pub recurring_signature: Option<RecurringSignature>,
+    /// The cells against the baseline.
+    pub cells: Vec<CellLine>,
+    /// Per-test rows that differ from the baseline or failed.
+    pub tests: Vec<TestLine>,
+    /// The first failing run of each cell that differs (or reproduced the
+    /// signature), and the ladder's first reproduction.
+    pub reproductions: Vec<Reproduction>,
+    /// The ladder, when there is one.
+    pub ladder: Option<LadderLine>,
+    /// The classification.
+    pub classification: Classification,
+    /// The coverage block: every class, what looked at it.
+    pub coverage: Vec<CoverageRow>,
+    /// Notes under the table (excluded runs, partial sessions, …).
+    pub notes: Vec<String>,
+}
+
+/// The host, as a bug report needs it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostLine {
+    /// OS name and version.
+    pub os: String,
+    /// Kernel version.
+    pub kernel: String,
+    /// CPU architecture.
+    pub arch: String,
+    /// CPU model.
+    pub cpu_model: String,
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// Memory in bytes.
+    pub memory_bytes: u64,
+}
+
+impl From<&HostInfo> for HostLine {
+    fn from(h: &HostInfo) -> Self {
+        HostLine {
+            os: h.os.clone(),
+            kernel: h.kernel.clone(),
+            arch: h.arch.clone(),
+            cpu_model: h.cpu_model.clone(),
+            cpus: h.cpus,
+            memory_bytes: h.memory_bytes,
+        }
+    }
+}
+
+/// The ladder a session belongs to: the one whose rungs name it.
+pub fn ladder_of<'a>(ladders: &'a [LadderRecord], session: &str) -> Option<&'a LadderRecord> {
+    ladders.iter().rev().find(|l| {
+        l.rungs
+            .iter()
+            .any(|r| r.session.as_deref() == Some(session))
+    })
+}
+
+/// The session a ladder's evidence is about: the rung that reproduced, else
+/// the last rung that ran.
+pub fn ladder_session(ladder: &LadderRecord) -> Option<&str> {
+    let reproduced = ladder
+        .rungs
+        .iter()
+        .find(|r| Some(r.rung) == ladder.reproduced_at)
+        .and_then(|r| r.session.as_deref());
+    reproduced.or_else(|| ladder.rungs.iter().rev().find_map(|r| r.session.as_deref()))
+}
+
+fn timestamp(text: &str) -> Option<jiff::Timestamp> {
+    text.parse().ok()
+}
+
+fn window(runs: &[RunRecord]) -> Option<Window> {
+    let ran = runs
+        .iter()
+        .filter(|r| !matches!(r.outcome, Outcome::NotApplied))
+        .filter_map(|r| Some((timestamp(&r.started_at)?, r.duration_s)));
+    let mut first: Option<jiff::Timestamp> = None;
+    let mut last: Option<jiff::Timestamp> = None;
+    for (start, duration) in ran {
+        let end = start
+            .checked_add(jiff::SignedDuration::from_secs_f64(duration.max(0.0)))
+            .unwrap_or(start);
+        first = Some(first.map_or(start, |f| f.min(start)));
+        last = Some(last.map_or(end, |l| l.max(end)));
+    }
+    let (first, last) = (first?, last?);
+    let text = |t: jiff::Timestamp| {
+        t.round(jiff::Unit::Millisecond)
+            .map(|t| t.to_string())
+            .unwrap_or_default()
+    };
+    Some(Window {
+        first_start: text(first),
+        last_end: text(last),
+        seconds: (last.as_millisecond() - first.as_millisecond()) as f64 / 1000.0,
+    })
+}
+
+/// The first failure signature seen in two failing runs or more (in plan
+/// order of first appearance), else the first signature seen at all.
+pub fn recurring_signature(runs: &[RunRecord]) -> Option<RecurringSignature> {
+    let mut failing: Vec<&RunRecord> = runs.iter().filter(|r| r.outcome == Outcome::Fail).collect();
+    failing.sort_by_key(|r| r.index);
+    let sig = |r: &RunRecord| -> Option<String> {
+        r.failure_signature.clone().or_else(|| {
+            r.tests
+                .iter()
+                .find(|t| t.failed())
+                .and_then(|t| t.signature.clone())
+        })
+    };
+    let signed: Vec<(&RunRecord, String)> = failing
+        .iter()
+        .filter_map(|r| sig(r).map(|s| (*r, s)))
+        .collect();
+    let count = |s: &str| signed.iter().filter(|(_, t)| t == s).count() as u64;
+    let (run, chosen) = signed
+        .iter()
+        .find(|(_, s)| count(s) >= 2)
+        .or_else(|| signed.first())?;
+    let runs_with = count(chosen);
+    Some(RecurringSignature {
+        signature: chosen.clone(),
+        runs: runs_with,
+        failing_runs: failing.len() as u64,
+        repeats: runs_with >= 2,
+        first_run: run.id.clone(),
+        cell: run.cell.clone(),
+    })
+}
+
+fn cell_lines(report: &Report) -> Vec<CellLine> {
+    report
+        .cells
+        .iter()
+        .map(|c| CellLine {
+            name: c.name.clone(),
+            perturbations: c.perturbations.clone(),
+            applied: c.applied,
+            reason: c.reason.clone(),
+            k: c.k,
+            n: c.n,
+            low: c.low,
+            high: c.high,
+            count: classify::count_words(c.k, c.n, c.low, c.high, report.confidence),
+            versus: report::versus_text(c),
+            adjusted_p: c.vs_baseline.as_ref().map(|v| v.adjusted_p),
+            differs: c.vs_baseline.as_ref().is_some_and(|v| v.differs)
+                || c.timeouts_vs_baseline.as_ref().is_some_and(|v| v.differs),
+            timed_out: c.timed_out,
+            errored: c.errored,
+        })
+        .collect()
+}
+
+fn test_lines(report: &Report) -> Vec<TestLine> {
+    report::shown_test_rows(report)
+        .into_iter()
+        .map(|(c, t)| TestLine {
+            cell: c.name.clone(),
+            test: t.id.clone(),
+            count: report::test_count_text(t),
+            interval: report::test_interval_text(t),
+            versus: report::test_versus_text(c, t),
+            differs: t.vs_baseline.as_ref().is_some_and(|v| v.differs),
+            signature: t.signatures.first().map(|s| s.signature.clone()),
+        })
+        .collect()
+}
+
+fn ladder_line(l: &LadderRecord) -> LadderLine {
+    LadderLine {
+        id: l.id.clone(),
+        criterion: l.criterion.clone(),
+        cell: l.cell.clone(),
+        reproduced_at: l.reproduced_at,
+        interrupted: l.interrupted,
+        rungs: l
+            .rungs
+            .iter()
+            .map(|r| {
+                let status = match r.status {
+                    RungStatus::Clean | RungStatus::Reproduced => {
+                        classify::count_words(r.k, r.n, r.low, r.high, l.confidence)
+                    }
+                    RungStatus::Skipped => format!(
+                        "skipped ({})",
+                        r.reason.as_deref().unwrap_or("no reason recorded")
+                    ),
+                    RungStatus::NotApplied => format!(
+                        "not applied ({})",
+                        r.reason.as_deref().unwrap_or("no reason recorded")
+                    ),
+                    RungStatus::Unmeasured => {
+                        "nothing measured (every run errored or timed out)".into()
+                    }
+                    RungStatus::NotRun => "not run".into(),
+                };
+                let mark = if r.status == RungStatus::Reproduced {
+                    " — reproduced"
+                } else {
+                    ""
+                };
+                format!(
+                    "rung {} ({}: {}): {status}{mark}",
+                    r.rung, r.name, r.topology
+                )
+            })
+            .collect(),
+    }
+}
+
+/// Builds the evidence of `session` from its runs, the ladder that holds it
+/// (if any) and the runner version found for it.
+pub fn build(
+    session: &SessionRecord,
+    runs: &[RunRecord],
+    load: LoadStats,
+    ladder: Option<&LadderRecord>,
+    version: RunnerVersion,
+) -> Evidence {
+    let report = report::build(session, runs, load);
+    let start = timestamp(&session.started_at);
+    let rung = session.rung.as_ref().map(|r| r.rung);
+    let classification = classify::classify(&report, rung, ladder, start);
+    let coverage = classify::coverage(&report, ladder, start);
+    let mut reproductions: Vec<Reproduction> = report::shown_failures(&report)
+        .into_iter()
+        .map(|(c, f)| Reproduction {
+            cell: c.name.clone(),
+            run: f.run.clone(),
+            line: repro::redact_line(&f.repro),
+            note: f.repro_note.clone(),
+        })
+        .collect();
+    if let Some(l) = ladder {
+        for r in &l.rungs {
+            if let Some((run, line)) = &r.first_reproduction {
+                if !reproductions.iter().any(|x| &x.run == run) {
+                    reproductions.push(Reproduction {
+                        cell: format!("ladder rung {}", r.rung),
+                        run: run.clone(),
+                        line: repro::redact_line(line),
+                        note: None,
+                    });
+                }
+            }
+        }
+    }
+    let (version, version_source) = match version {
+        RunnerVersion::Recorded(v) => (Some(v), "recorded at run time".to_string()),
+        RunnerVersion::ReadNow(v) => (
+            Some(v),
+            "read when the evidence was written, not at run time".to_string(),
+        ),
+        RunnerVersion::Unknown(why) => (None, why),
+    };
+    let command: Vec<String> = session.command.clone();
+    Evidence {
+        schema: EVIDENCE_SCHEMA,
+        session: session.id.clone(),
+        repository: session.repo.clone(),
+        host: HostLine::from(&session.host),
+        runner: Runner {
+            name: session.runner.clone(),
+            version,
+            version_source,
+            note: session.runner_note.clone(),
+        },
+        flakelab_version: session.flakelab_version.clone(),
+        window: window(runs),
+        command_line: repro::redact_line(&format!(
+            "cd {} && {}",
+            repro::quote(&session.cwd.display().to_string()),
+            repro::join(&command)
+        )),
+        command,
+        cwd: session.cwd.display().to_string(),
+        seed: session.seed,
+        confidence: session.confidence,
+        runs_per_cell: session.plan.runs_per_cell,
+        jobs: session.jobs,
+        signature: session.signature.clone(),
+        recurring_signature: recurring_signature(runs),
+        cells: cell_lines(&report),
+        tests: test_lines(&report),
+        reproductions,
+        ladder: ladder.map(ladder_line),
+        classification,
+        coverage,
+        notes: report::notes(&report),
+    }
+}
+
+/// The evidence as one pretty-printed JSON document.
+pub fn render_json(evidence: &Evidence) -> String {
+    let mut s = serde_json::to_string_pretty(evidence).expect("evidence always serialises");
+    s.push('\n');
+    s
+}
