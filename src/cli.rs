@@ -131,7 +131,7 @@ flakelab.toml keys (the file is in the subject's directory, -C DIR):
   [run] junit       JUnit path, {run} = id    --junit, FLAKELAB_JUNIT (none)
   [run] jobs        runs at once              -j, FLAKELAB_JOBS (1)
   [run] kill_grace  SIGTERM to SIGKILL        --kill-grace, FLAKELAB_KILL_GRACE (5s)
-  [redact] names    variables whose values to redact (checked, not applied yet)
+  [redact] names    variables whose values to redact  FLAKELAB_REDACT adds names
 
 Precedence: command-line flags, then FLAKELAB_* environment variables, then
 flakelab.toml, then the defaults in parentheses. An unknown key or a bad value

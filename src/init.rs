@@ -407,7 +407,7 @@ pub fn render(plan: &Plan) -> String {
     line(&format!("# kill_grace = \"{DEFAULT_KILL_GRACE}\""));
     line("");
     line("[redact]");
-    line("# Variable names whose values are to be redacted in records and evidence, beside the credential-like ones flakelab finds by itself (checked, not applied yet; no flag or variable overrides it).");
+    line("# Variable names whose values are to be redacted in records and evidence, beside the credential-like ones flakelab finds by itself (FLAKELAB_REDACT adds more, comma-separated).");
     line("# names = [\"INTERNAL_API_URL\"]");
     out
 }
