@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::{capable, copy_fixture, sh_ok, Lab};
+use crate::{capable, copy_fixture, git, sh_ok, Lab};
 
 fn pytest_available() -> bool {
     capable(
@@ -253,22 +253,6 @@ fn a_fixed_port_collides_only_between_processes_at_rung_3() {
             .is_some_and(|s| s.contains("Address already in use"))),
         "{failed:?}"
     );
-}
-
-fn git(dir: &Path, script: &str) {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "lab")
-        .env("GIT_AUTHOR_EMAIL", "lab@example.invalid")
-        .env("GIT_COMMITTER_NAME", "lab")
-        .env("GIT_COMMITTER_EMAIL", "lab@example.invalid")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "{script}");
 }
 
 fn leftover_copies(tmp: &Path) -> Vec<String> {

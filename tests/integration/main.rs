@@ -312,3 +312,21 @@ pub fn run_argv(run: &serde_json::Value) -> Vec<String> {
         .map(|a| a.as_str().expect("a string").to_string())
         .collect()
 }
+
+/// Runs a shell script that uses git in `dir`, with a fixed identity and no
+/// user configuration; panics when it fails.
+pub fn git(dir: &Path, script: &str) {
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "lab")
+        .env("GIT_AUTHOR_EMAIL", "lab@example.invalid")
+        .env("GIT_COMMITTER_NAME", "lab")
+        .env("GIT_COMMITTER_EMAIL", "lab@example.invalid")
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "{script}");
+}

@@ -2,26 +2,9 @@
 //! `tests/fixtures/ladder-project`: a broken commit, a fixing commit, and a
 //! revert of the fix; each half of the verdict can fail and is named.
 
-use std::path::Path;
 use std::process::Command;
 
-use crate::{capable, copy_fixture, sh_ok, Lab};
-
-fn git(dir: &Path, script: &str) {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "lab")
-        .env("GIT_AUTHOR_EMAIL", "lab@example.invalid")
-        .env("GIT_COMMITTER_NAME", "lab")
-        .env("GIT_COMMITTER_EMAIL", "lab@example.invalid")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "{script}");
-}
+use crate::{capable, copy_fixture, git, sh_ok, Lab};
 
 fn verify(lab: &Lab, before: &str, after: &str) -> (Option<i32>, serde_json::Value) {
     let out = lab.run(&[
