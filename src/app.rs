@@ -21,6 +21,7 @@ use crate::store::Store;
 use crate::{demo, host, repro};
 
 mod ladder_cmd;
+mod screen_cmd;
 mod verify_cmd;
 
 /// Bytes of a run's output kept from its start.
@@ -102,6 +103,17 @@ struct Settings {
     /// Each cell's own directory (`verify`: the before and after trees),
     /// by cell index; empty when every cell runs in `dir`.
     cell_dirs: Vec<PathBuf>,
+}
+
+impl Settings {
+    /// The `--junit` argument that gives a derived session the same report
+    /// source (None for the recipe's or `{junit}` paths, which need none).
+    fn session_junit(&self) -> Option<String> {
+        match &self.junit {
+            Some(JunitSource::Path(p)) => Some(p.clone()),
+            _ => None,
+        }
+    }
 }
 
 /// Where a run's JUnit report comes from.
@@ -512,14 +524,30 @@ async fn probe_cell(
 
 /// What makes a session a replay of one recorded run.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Replay {
+struct Replay {
     /// The replayed run's id.
     of: Option<String>,
     /// Its seed, given to every replayed run.
     seed: Option<u64>,
+    /// A seed for the first replicate only (a confirmation starts with the
+    /// seed that flipped its candidate; later replicates get fresh seeds).
+    first_seed: Option<u64>,
 }
 
+/// Called after each replicate block with the session's runs so far;
+/// returns true to stop the session there (a sequential decision).
+type OnBlock<'a> = &'a mut dyn FnMut(&[RunRecord]) -> bool;
+
 async fn run_cmd(args: RunArgs, replay: Replay) -> Result<i32> {
+    if args.design == cli::Design::Screen {
+        if args.confirm.is_some() {
+            return Err(Error::usage(
+                "--confirm and --design screen both re-run failures",
+                "drop --confirm: the screen design confirms every candidate on fresh runs",
+            ));
+        }
+        return screen_cmd::screen_cmd(args).await;
+    }
     if args.confirm == Some(0) {
         return Err(Error::usage(
             "`--confirm 0` replays nothing",
@@ -602,6 +630,7 @@ async fn confirm_failures(
         let replay = Replay {
             of: Some(run.id.clone()),
             seed: Some(run.seed),
+            first_seed: None,
         };
         let Some(again) = run_session(&replay_settings, &replay, stop).await? else {
             break;
@@ -665,12 +694,28 @@ async fn run_session(
     replay: &Replay,
     stop: &tokio::sync::watch::Receiver<Stop>,
 ) -> Result<Option<SessionDone>> {
+    run_session_looking(settings, replay, stop, None).await
+}
+
+/// [`run_session`], calling `on_block` after each replicate block (every
+/// cell once) and stopping early when it says so.
+async fn run_session_looking(
+    settings: &Settings,
+    replay: &Replay,
+    stop: &tokio::sync::watch::Receiver<Stop>,
+    mut on_block: Option<OnBlock<'_>>,
+) -> Result<Option<SessionDone>> {
     let session_id = new_session_id();
     let started_at = now_text();
     let names: Vec<String> = settings.cells.iter().map(|(c, _)| c.name.clone()).collect();
     let mut plan = plan::build(&names, settings.runs, settings.seed);
     if let Some(seed) = replay.seed {
         for run in &mut plan.runs {
+            run.seed = seed;
+        }
+    }
+    if let Some(seed) = replay.first_seed {
+        for run in plan.runs.iter_mut().filter(|r| r.replicate == 0) {
             run.seed = seed;
         }
     }
@@ -717,7 +762,33 @@ async fn run_session(
     };
     settings.store.append_session(&session)?;
 
-    let interrupted = execute(settings, &session, &plan, &cell_records, stop.clone()).await?;
+    let interrupted = match on_block.as_mut() {
+        None => execute(settings, &session, &plan, &cell_records, stop.clone()).await?,
+        Some(look) => {
+            let mut interrupted = false;
+            for replicate in 0..settings.runs {
+                let block = Plan {
+                    runs: plan
+                        .runs
+                        .iter()
+                        .filter(|r| r.replicate == replicate)
+                        .copied()
+                        .collect(),
+                    ..plan.clone()
+                };
+                interrupted =
+                    execute(settings, &session, &block, &cell_records, stop.clone()).await?;
+                if interrupted {
+                    break;
+                }
+                let (runs, _) = settings.store.runs_of(&session_id)?;
+                if look(&runs) {
+                    break;
+                }
+            }
+            interrupted
+        }
+    };
     let (runs, load) = settings.store.runs_of(&session_id)?;
     Ok(Some(SessionDone {
         session,
@@ -1228,6 +1299,34 @@ fn print_report(report: &Report, format: Format) {
     print_text(&text);
 }
 
+/// The command with the recipe's `[select]` for one test (or module, or
+/// file): the command's own paths dropped where the recipe says so.
+fn select_command(
+    recipe: &crate::catalog::recipe::Recipe,
+    select: &crate::catalog::recipe::Inject,
+    command: &[String],
+    id: &str,
+    dir: &Path,
+) -> std::result::Result<Vec<String>, String> {
+    let end = crate::catalog::recipe::runner_words_end(recipe, command);
+    let argv = if select.drop_paths {
+        crate::catalog::recipe::drop_path_args(command, end, dir, &select.value_options)
+    } else {
+        command.to_vec()
+    };
+    let vars = BTreeMap::from([("id", id.to_string())]);
+    let (argv, env) = select
+        .apply_at(&argv, &vars, end.min(argv.len()))
+        .map_err(|e| format!("the {} recipe's [select] failed: {e}", recipe.name))?;
+    if !env.is_empty() {
+        return Err(format!(
+            "the {} recipe selects through variables, which flakelab does not pass yet",
+            recipe.name
+        ));
+    }
+    Ok(argv)
+}
+
 /// Writes a rendered output to stdout.
 fn print_text(text: &str) {
     let mut out = std::io::stdout().lock();
@@ -1451,6 +1550,10 @@ fn replay_args(run: &RunRecord, session: &SessionRecord, root: &Path, times: u32
         runner: Some(session.runner.clone().unwrap_or_else(|| "none".into())),
         format: Format::Table,
         confirm: None,
+        design: crate::cli::Design::Fixed,
+        screen: 3,
+        max_runs: None,
+        clear_below: 0.3,
         store: cli::StoreArgs {
             store: Some(root.to_path_buf()),
             dir: Some(run.cwd.clone()),
@@ -1519,6 +1622,7 @@ fn replay_cmd(args: &cli::ReplayArgs) -> Result<i32> {
         Replay {
             of: Some(run.id.clone()),
             seed: Some(run.seed),
+            first_seed: None,
         },
     ))?;
     Ok(code)
@@ -1633,6 +1737,10 @@ fn demo_cmd(args: &cli::DemoArgs) -> Result<i32> {
         runner: None,
         format: args.format,
         confirm: None,
+        design: crate::cli::Design::Fixed,
+        screen: 3,
+        max_runs: None,
+        clear_below: 0.3,
         store: cli::StoreArgs {
             store: None,
             dir: Some(dir.path().to_path_buf()),

@@ -145,6 +145,17 @@ dependencies) or a package.json `test` script running `node --test`.
 Example:
   flakelab init -- pytest -n 4 tests/";
 
+/// How `run` spends its runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum Design {
+    /// Every cell runs the whole command N times (rates, and small suites).
+    #[default]
+    Fixed,
+    /// Screen every cell a few times, then confirm each differing pair on
+    /// fresh runs, sequentially (differences, on large suites).
+    Screen,
+}
+
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -220,6 +231,23 @@ pub struct RunArgs {
     /// the failure; fewer means timing is involved.
     #[arg(long, value_name = "K")]
     pub confirm: Option<u32>,
+    /// `fixed`: every cell runs the command N times. `screen`: every cell
+    /// runs it `--screen` times, then each (test, cell) pair that differed
+    /// is confirmed on fresh runs of that test, at most N runs each
+    /// (large suites: the same verdicts in a fraction of the runs).
+    #[arg(long, value_enum, default_value_t = Design::Fixed)]
+    pub design: Design,
+    /// `--design screen`: full runs per cell in the screen.
+    #[arg(long = "screen", default_value_t = 3, value_name = "N")]
+    pub screen: u32,
+    /// `--design screen`: confirmation runs for all candidates together
+    /// [default: no limit beyond -n per candidate].
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<u64>,
+    /// `--design screen`: a candidate is cleared once the difference of its
+    /// failure rates is bounded below this.
+    #[arg(long, default_value_t = 0.3, value_name = "RATE")]
+    pub clear_below: f64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

@@ -34,6 +34,7 @@ pub mod plan;
 pub mod record;
 pub mod report;
 pub mod repro;
+pub mod screen;
 pub mod signature;
 pub mod stats;
 pub mod store;

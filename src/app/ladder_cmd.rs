@@ -65,6 +65,10 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
         junit: args.junit.clone(),
         format: Format::Table,
         confirm: None,
+        design: crate::cli::Design::Fixed,
+        screen: 3,
+        max_runs: None,
+        clear_below: 0.3,
         store: args.store.clone(),
         command: args.command.clone(),
         exact: true,
@@ -235,6 +239,7 @@ async fn confirm_rung(
     let replay = Replay {
         of: Some(first.id.clone()),
         seed: Some(first.seed),
+        first_seed: None,
     };
     let Some(again) = run_session(settings, &replay, stop).await? else {
         return Ok(None);
@@ -288,27 +293,7 @@ fn build_rung(
                     recipe.name
                 ));
             };
-            let end = crate::catalog::recipe::runner_words_end(recipe, &args.command);
-            let argv = if select.drop_paths {
-                crate::catalog::recipe::drop_path_args(
-                    &args.command,
-                    end,
-                    &base.dir,
-                    &select.value_options,
-                )
-            } else {
-                args.command.clone()
-            };
-            let vars = BTreeMap::from([("id", id.clone())]);
-            let (argv, env) = select
-                .apply_at(&argv, &vars, end.min(argv.len()))
-                .map_err(|e| format!("the {} recipe's [select] failed: {e}", recipe.name))?;
-            if !env.is_empty() {
-                return Err(format!(
-                    "the {} recipe selects through variables, which the ladder does not pass yet",
-                    recipe.name
-                ));
-            }
+            let argv = super::select_command(recipe, select, &args.command, id, &base.dir)?;
             rung_args.command = argv;
         }
         RungRuns::Lane => match lane {

@@ -106,6 +106,25 @@ pub struct Inject {
     /// path argument to drop (`--ignore tests/slow`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub value_options: Vec<String>,
+    /// `[select]` only: how the runner names a test that flakelab knows by
+    /// its JUnit id (`classname::name`), for `--design screen`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_from: Option<IdFrom>,
+}
+
+/// How a runner's selection id comes from a JUnit id.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdFrom {
+    /// The name part (go, jest, cargo): the default. Neighbours: the whole
+    /// command.
+    #[default]
+    Name,
+    /// The JUnit id itself; neighbours: its classname.
+    Junit,
+    /// A pytest node id: the classname's module path as a file, then
+    /// `::Class::name`; neighbours: the file.
+    Pytest,
 }
 
 /// Where injected arguments go.

@@ -146,6 +146,9 @@ pub struct Report {
     /// `--confirm K`: each distinct failing run replayed K times.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub confirmations: Vec<Confirmation>,
+    /// `--design screen`: how the runs were spent, against the fixed design.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub design: Option<crate::screen::DesignSummary>,
 }
 
 /// One failing run's conditions replayed K times (`--confirm K`).
@@ -187,6 +190,46 @@ impl Confirmation {
             _ => format!("no replay of {} measured anything", self.times),
         }
     }
+}
+
+/// The screen design's summary in one paragraph.
+pub fn design_text(d: &crate::screen::DesignSummary) -> String {
+    let (screen_x, confirm_x) = d.executions;
+    let mut text = format!(
+        "Screen, then confirm: {} full run(s) per cell screened {} (test, cell) pairs and raised {} candidate(s); {} differ after Holm over the candidates, on fresh confirmation runs only (at most {} looks each, spent p held to {} = alpha / candidates; cleared below a {:.0}% difference). Test executions: {} in the screen, {} confirming.",
+        d.screen_runs,
+        d.pairs_screened,
+        d.candidates,
+        d.confirmed,
+        d.rule.looks,
+        short_p(d.rule.boundary),
+        d.rule.clear_below * 100.0,
+        screen_x,
+        confirm_x
+    );
+    if let (Some(n), Some(fixed), Some(share)) =
+        (d.fixed_runs_per_cell, d.fixed_executions, d.used_share)
+    {
+        text.push_str(&format!(
+            " The fixed design needs {n} runs per cell ({fixed} executions) for the same verdicts: this used {:.0}% of that.",
+            share * 100.0
+        ));
+    }
+    text
+}
+
+/// The rows a screen design confirmed (stage `confirm`), by cell.
+pub fn confirmed_rows(report: &Report) -> Vec<(&str, &per_test::TestRow)> {
+    report
+        .cells
+        .iter()
+        .flat_map(|c| {
+            c.tests
+                .iter()
+                .filter(|t| t.stage == Some("confirm"))
+                .map(move |t| (c.name.as_str(), t))
+        })
+        .collect()
 }
 
 /// The verdict of `failed` of `measured` replays out of `times` asked.
@@ -394,6 +437,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         skipped_lines: load.skipped_lines,
         cells,
         confirmations: Vec::new(),
+        design: None,
     }
 }
 

@@ -66,6 +66,23 @@ pub struct TestRow {
     pub signatures: Vec<SignatureCount>,
     /// The first run (in plan order) where it failed.
     pub first_failure: Option<String>,
+    /// `--design screen`: the stage its verdict rests on (`screen`: not a
+    /// candidate; `confirm`: the confirmation runs, counted in n and k).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<&'static str>,
+    /// `--design screen`: runs its verdict rests on (both arms of the
+    /// confirmation, or the screen's runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<u64>,
+    /// `--design screen`: the decision boundary its spent p was held to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boundary: Option<f64>,
+    /// `--design screen`: the confirmation's verdict in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    /// `--design screen`: every look the confirmation took.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub looks: Vec<crate::screen::Look>,
 }
 
 #[derive(Default)]
@@ -165,6 +182,11 @@ pub fn rows(runs: &[&RunRecord], confidence: f64, counting_signature: bool) -> V
                 vs_baseline: None,
                 signatures,
                 first_failure: t.first_failure,
+                stage: None,
+                runs: None,
+                boundary: None,
+                verdict: None,
+                looks: Vec::new(),
             }
         })
         .collect()

@@ -107,6 +107,17 @@ pub fn render(report: &Report) -> String {
             }
         }
     }
+    if let Some(d) = &report.design {
+        let _ = writeln!(out, "\n{}", super::design_text(d));
+        for (cell, row) in super::confirmed_rows(report) {
+            let _ = writeln!(
+                out,
+                "  {cell}  {}: {}",
+                row.id,
+                row.verdict.as_deref().unwrap_or("")
+            );
+        }
+    }
     if !report.confirmations.is_empty() {
         let _ = writeln!(
             out,

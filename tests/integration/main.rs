@@ -14,6 +14,7 @@ mod runner_cargo;
 mod runner_go;
 mod runner_node;
 mod sandbox;
+mod screen;
 mod store;
 mod verify;
 

@@ -1,0 +1,139 @@
+//! Benchmark: the screen-then-confirm design against the fixed design on a
+//! generated suite of 2,000 fast tests (`tests/fixtures/generated-suite`)
+//! with planted zone, clock and order dependencies, side by side in one
+//! run. Both must call exactly the planted (test, cell) pairs different;
+//! the figure is the share of test executions the screen design used.
+//!
+//! The fixed design runs at the N the screen design reports the fixed
+//! design needs; when that N does not reach the same verdicts, N grows
+//! until it does, so the comparison is against a fixed design that really
+//! reaches them.
+//!
+//! Run with `cargo bench --bench screen` (needs python3 and libfaketime).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+const PLANTED: &[(&str, &str)] = &[
+    ("tz=Pacific/Kiritimati", "mod_03::test_zone_a"),
+    ("tz=Pacific/Kiritimati", "mod_41::test_zone_b"),
+    ("tz=Pacific/Kiritimati", "mod_77::test_zone_c"),
+    ("faketime=+365d", "mod_12::test_clock_a"),
+    ("faketime=+365d", "mod_58::test_clock_b"),
+    ("shuffle", "mod_25::test_order_a"),
+    ("shuffle", "mod_66::test_order_b"),
+];
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// Runs flakelab on the suite; returns the JSON report.
+fn run(dir: &Path, store: &str, extra: &[&str]) -> serde_json::Value {
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 180 * 86_400;
+    let out = Command::new(env!("CARGO_BIN_EXE_flakelab"))
+        .current_dir(dir)
+        .env("SUITE_EXPIRES", expires.to_string())
+        .args(["run", "--format", "json", "--seed", "1", "--store", store])
+        .args([
+            "-p",
+            "tz=Pacific/Kiritimati",
+            "-p",
+            "faketime=+365d",
+            "-p",
+            "shuffle",
+        ])
+        .args(extra)
+        .args(["--", "python3", "suite.py"])
+        .output()
+        .expect("flakelab runs");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no report ({e}): {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+fn differing(report: &serde_json::Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for cell in report["cells"].as_array().unwrap() {
+        for t in cell["tests"].as_array().unwrap() {
+            if t["vs_baseline"]["differs"] == true {
+                out.insert((
+                    cell["name"].as_str().unwrap().to_string(),
+                    t["id"].as_str().unwrap().to_string(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Test executions in a store: test cases in every run's report.
+fn executions(dir: &Path, store: &str) -> u64 {
+    let text = std::fs::read_to_string(dir.join(store).join("runs.jsonl")).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|r| r["tests"].as_array().map_or(0, |t| t.len() as u64))
+        .sum()
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/generated-suite"),
+        dir.path(),
+    );
+    let planted: BTreeSet<(String, String)> = PLANTED
+        .iter()
+        .map(|(c, t)| (c.to_string(), t.to_string()))
+        .collect();
+
+    let start = std::time::Instant::now();
+    let screen = run(dir.path(), ".screen", &["--design", "screen"]);
+    let screen_time = start.elapsed();
+    let screen_x = executions(dir.path(), ".screen");
+    let found = differing(&screen);
+    assert_eq!(found, planted, "the screen design's verdicts");
+    let mut n = screen["design"]["fixed_runs_per_cell"]
+        .as_u64()
+        .expect("a fixed N");
+
+    let (fixed_x, fixed_time) = loop {
+        let store = format!(".fixed{n}");
+        let start = std::time::Instant::now();
+        let fixed = run(dir.path(), &store, &["-n", &n.to_string()]);
+        let elapsed = start.elapsed();
+        if differing(&fixed) == planted {
+            break (executions(dir.path(), &store), elapsed);
+        }
+        println!(
+            "fixed design at N = {n} did not reach the same verdicts; trying N = {}",
+            n + 1
+        );
+        n += 1;
+    };
+    println!("suite: 2,000 tests, cells baseline + tz + faketime + shuffle, 7 planted pairs");
+    println!(
+        "screen then confirm: {screen_x:>7} test executions ({:.1} s), {} candidates",
+        screen_time.as_secs_f64(),
+        screen["design"]["candidates"]
+    );
+    println!(
+        "fixed, N = {n:>2}:      {fixed_x:>7} test executions ({:.1} s)",
+        fixed_time.as_secs_f64()
+    );
+    println!(
+        "ratio: {:.3} of the fixed design's executions (same verdicts: the 7 planted pairs, nothing else)",
+        screen_x as f64 / fixed_x as f64
+    );
+}

@@ -1,0 +1,390 @@
+//! `flakelab run --design screen`: every cell runs the command `--screen`
+//! times; each (test, cell) pair whose outcomes differ from the baseline's
+//! is confirmed on fresh runs of that test (alone, or with its neighbours
+//! when it never fails alone), interleaved with its own baseline runs and
+//! stopped by the sequential rule in `crate::screen`. Verdicts rest on the
+//! confirmation runs only, with Holm over the candidates.
+
+use super::{
+    print_report, resolve, run_session, run_session_looking, select_command, start_watching,
+    Replay, Settings,
+};
+use crate::cli::{Design, RunArgs};
+use crate::error::{Error, Result, EXIT_INTERRUPTED};
+use crate::exec::child::Stop;
+use crate::record::{RunRecord, TestOutcome};
+use crate::report::{self, VsBaseline};
+use crate::screen::{self, Candidate, Decision, DesignSummary, Look, Rule};
+
+/// Confirmation runs per candidate (both arms) when `-n` is not given.
+pub const DEFAULT_CAP: u32 = 30;
+
+/// One candidate's confirmation.
+struct Confirmed {
+    candidate: Candidate,
+    looks: Vec<Look>,
+    /// What the deciding stage ran, in words.
+    selection: String,
+    /// The deciding stage's counts.
+    cell: (u64, u64),
+    baseline: (u64, u64),
+    /// Runs of the deciding stage (both arms) and of all stages.
+    stage_runs: u64,
+    all_runs: u64,
+    executions: u64,
+    decision: Decision,
+    /// The smallest spent p over the looks.
+    spent_p: f64,
+    /// Why it stopped without a decision, when it did.
+    note: Option<String>,
+    /// The screen seed that flipped it, replayed as the first cell run.
+    replayed_seed: Option<u64>,
+}
+
+/// Failures and runs of `test` in `cell` among `runs`.
+fn arm(runs: &[RunRecord], cell: &str, test: &str) -> (u64, u64) {
+    runs.iter()
+        .filter(|r| r.cell == cell)
+        .filter_map(|r| r.tests.iter().find(|t| t.id == test))
+        .fold((0, 0), |(k, n), t| match t.outcome {
+            TestOutcome::Pass => (k, n + 1),
+            TestOutcome::Fail | TestOutcome::Error => (k + 1, n + 1),
+            TestOutcome::Skip => (k, n),
+        })
+}
+
+fn executions(runs: &[RunRecord]) -> u64 {
+    runs.iter().map(|r| r.tests.len() as u64).sum()
+}
+
+/// Runs `run --design screen`; returns the exit code.
+pub(super) async fn screen_cmd(args: RunArgs) -> Result<i32> {
+    if args.screen == 0 {
+        return Err(Error::usage(
+            "`--screen 0` screens nothing",
+            "use --screen 2 or more (3 by default)",
+        ));
+    }
+    if !(args.clear_below > 0.0 && args.clear_below <= 1.0) {
+        return Err(Error::usage(
+            format!("--clear-below {} is outside (0, 1]", args.clear_below),
+            "use a rate such as 0.3",
+        ));
+    }
+    let cap = args.runs.unwrap_or(DEFAULT_CAP).max(2);
+    let mut screen_args = args.clone();
+    screen_args.runs = Some(args.screen);
+    let settings = resolve(screen_args)?;
+    if settings.junit.is_none() {
+        return Err(Error::usage(
+            "--design screen needs per-test outcomes: no JUnit report for this command",
+            "use a runner flakelab recognises (`flakelab recipes`), `{junit}` in the command, or --junit PATH",
+        ));
+    }
+    let stop = start_watching()?;
+    let Some(done) = run_session(&settings, &Replay::default(), &stop).await? else {
+        return Ok(EXIT_INTERRUPTED);
+    };
+    let mut report = report::build(&done.session, &done.runs, done.load);
+    if done.interrupted {
+        super::print_report(&report, settings.format);
+        return Ok(EXIT_INTERRUPTED);
+    }
+    let candidates = screen::candidates(&report, &done.runs);
+    let rule = Rule::new(
+        candidates.len(),
+        (cap / 2).max(1),
+        settings.confidence,
+        args.clear_below,
+    );
+    eprintln!(
+        "flakelab: screen done: {} candidate (test, cell) pair(s) to confirm, at most {} run(s) each",
+        candidates.len(),
+        2 * rule.looks
+    );
+    let mut budget = args.max_runs;
+    let mut confirmed = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        if *stop.borrow() != Stop::Run {
+            break;
+        }
+        // Each candidate's fresh seeds derive from the session seed, so a
+        // screened session is reproducible from its seed.
+        let seed = crate::plan::run_seed(settings.seed, 1_000_000 + i as u32);
+        confirmed.push(confirm(&settings, &args, c, seed, &rule, &mut budget, &stop).await?);
+    }
+    let interrupted = *stop.borrow() != Stop::Run;
+    apply(&mut report, &confirmed, &rule, &done.runs, args.screen);
+    print_report(&report, settings.format);
+    Ok(if interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        report.exit_code()
+    })
+}
+
+/// Confirms one candidate: alone first (when the recipe can select it),
+/// then with its neighbours if it never fails alone.
+async fn confirm(
+    settings: &Settings,
+    args: &RunArgs,
+    c: &Candidate,
+    seed: u64,
+    rule: &Rule,
+    budget: &mut Option<u64>,
+    stop: &tokio::sync::watch::Receiver<Stop>,
+) -> Result<Confirmed> {
+    let recipe = settings.recipe.as_ref();
+    let select = recipe.and_then(|r| r.select.as_ref());
+    let from = select.and_then(|s| s.id_from).unwrap_or_default();
+    let mut stages: Vec<(&'static str, Vec<String>, String)> = Vec::new();
+    if let (Some(r), Some(s)) = (recipe, select) {
+        if let Some(id) = screen::runner_id(from, &c.test, &settings.dir) {
+            if let Ok(argv) = select_command(r, s, &settings.command, &id, &settings.dir) {
+                stages.push(("alone", argv, format!("alone ({id})")));
+            }
+        }
+        if let Some(id) = screen::neighbours_id(from, &c.test, &settings.dir) {
+            if let Ok(argv) = select_command(r, s, &settings.command, &id, &settings.dir) {
+                stages.push(("neighbours", argv, format!("with its neighbours ({id})")));
+            }
+        }
+    }
+    if !stages.iter().any(|s| s.0 == "neighbours") {
+        stages.push((
+            "neighbours",
+            settings.command.clone(),
+            "with its neighbours (the whole command)".into(),
+        ));
+    }
+    let mut out = Confirmed {
+        candidate: c.clone(),
+        looks: Vec::new(),
+        selection: String::new(),
+        cell: (0, 0),
+        baseline: (0, 0),
+        stage_runs: 0,
+        all_runs: 0,
+        executions: 0,
+        decision: Decision::Continue,
+        spent_p: 1.0,
+        note: None,
+        replayed_seed: None,
+    };
+    let mut pair = 0u32;
+    let stage_count = stages.len();
+    for (i, (stage, argv, words)) in stages.into_iter().enumerate() {
+        if pair >= rule.looks {
+            break;
+        }
+        let mut run_args = args.clone();
+        run_args.command = argv;
+        run_args.perturb = vec![c.cell.clone()];
+        run_args.matrix = Vec::new();
+        run_args.no_baseline = false;
+        run_args.runs = Some(rule.looks - pair);
+        run_args.confirm = None;
+        run_args.design = Design::Fixed;
+        run_args.runner = recipe.map(|r| r.name.clone());
+        run_args.seed = Some(seed + i as u64);
+        run_args.exact = true;
+        run_args.junit = settings.session_junit();
+        let stage_settings = match resolve(run_args) {
+            Ok(s) => s,
+            Err(e) => {
+                out.note = Some(format!(
+                    "{words}: {}",
+                    e.to_string().lines().next().unwrap_or("")
+                ));
+                continue;
+            }
+        };
+        let shuffled = stage_settings
+            .cells
+            .iter()
+            .any(|(cell, p)| cell.name == c.cell && p.shuffle);
+        let replay = Replay {
+            first_seed: if shuffled { c.flip_seed } else { None },
+            ..Replay::default()
+        };
+        out.replayed_seed = out.replayed_seed.or(replay.first_seed);
+        let may_climb = stage == "alone" && i + 1 < stage_count && c.screen_cell.0 > 0;
+        let mut stage_pairs = 0u32;
+        let mut decision = Decision::Continue;
+        let mut looks = Vec::new();
+        let mut used = 0u64;
+        let mut exhausted = false;
+        let mut on_block = |runs: &[RunRecord]| -> bool {
+            pair += 1;
+            stage_pairs += 1;
+            used = runs.len() as u64;
+            let look = screen::decide(
+                rule,
+                pair,
+                stage_pairs,
+                stage,
+                arm(runs, &c.cell, &c.test),
+                arm(runs, "baseline", &c.test),
+                may_climb,
+            );
+            decision = look.decision;
+            looks.push(look);
+            if let Some(left) = budget.as_ref() {
+                if used >= *left {
+                    exhausted = true;
+                    return true;
+                }
+            }
+            decision != Decision::Continue || pair >= rule.looks
+        };
+        let done = run_session_looking(&stage_settings, &replay, stop, Some(&mut on_block)).await?;
+        if let Some(left) = budget.as_mut() {
+            *left = left.saturating_sub(used);
+        }
+        let Some(done) = done else { break };
+        out.spent_p = looks.iter().map(|l| l.spent_p).fold(out.spent_p, f64::min);
+        out.looks.extend(looks);
+        out.all_runs += done.runs.len() as u64;
+        out.executions += executions(&done.runs);
+        out.selection = words;
+        out.cell = arm(&done.runs, &c.cell, &c.test);
+        out.baseline = arm(&done.runs, "baseline", &c.test);
+        out.stage_runs = done.runs.len() as u64;
+        out.decision = decision;
+        if exhausted {
+            out.note = Some("--max-runs reached".into());
+            *budget = Some(0);
+            break;
+        }
+        if decision != Decision::Climb || done.interrupted {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Puts the confirmations into the report: each candidate's row counts its
+/// deciding stage's runs, Holm over the candidates decides; every other row
+/// of a perturbed cell is a screen row, never a verdict.
+fn apply(
+    report: &mut report::Report,
+    confirmed: &[Confirmed],
+    rule: &Rule,
+    runs: &[RunRecord],
+    screen_runs: u32,
+) {
+    let alpha = 1.0 - rule.confidence;
+    let adjusted = crate::stats::holm(&confirmed.iter().map(|c| c.spent_p).collect::<Vec<_>>());
+    let mut pairs_screened = 0;
+    for cell in report.cells.iter_mut().filter(|c| c.name != "baseline") {
+        for row in &mut cell.tests {
+            pairs_screened += usize::from(row.vs_baseline.is_some());
+            row.stage = Some("screen");
+            row.runs = Some(row.n);
+            if let Some(v) = row.vs_baseline.as_mut() {
+                v.differs = false;
+            }
+        }
+    }
+    let mut rates = Vec::new();
+    let mut confirm_runs = 0;
+    let mut confirm_executions = 0;
+    let mut differing = 0;
+    for (c, &adj) in confirmed.iter().zip(&adjusted) {
+        confirm_runs += c.all_runs;
+        confirm_executions += c.executions;
+        let differs = adj <= alpha && c.cell.1 > 0 && c.baseline.1 > 0;
+        let verdict = match (differs, c.decision, &c.note) {
+            (true, Decision::Differs, _) => format!(
+                "differs: confirmed {} on {} runs (stopped at spent p {} ≤ boundary {})",
+                c.selection,
+                c.stage_runs,
+                report::short_p(c.spent_p),
+                report::short_p(rule.boundary)
+            ),
+            (true, _, _) => format!(
+                "differs: confirmed {} on {} runs (spent p {} at the cap, Holm over the candidates {})",
+                c.selection,
+                c.stage_runs,
+                report::short_p(c.spent_p),
+                report::short_p(adj)
+            ),
+            (false, Decision::Cleared, _) => format!(
+                "no difference: cleared {} on {} runs, the difference bounded below {:.0}%",
+                c.selection,
+                c.stage_runs,
+                rule.clear_below * 100.0
+            ),
+            (false, _, Some(note)) => format!("not decided: {note}"),
+            (false, _, None) => format!(
+                "no difference shown {} in {} runs (the cap)",
+                c.selection, c.stage_runs
+            ),
+        };
+        let verdict = match c.replayed_seed {
+            Some(seed) => format!("{verdict}; each stage's first cell run replayed seed {seed}, which flipped it in the screen, the rest fresh seeds"),
+            None => verdict,
+        };
+        if differs {
+            differing += 1;
+            let rate = |(k, n): (u64, u64)| k as f64 / n.max(1) as f64;
+            rates.push((rate(c.cell), rate(c.baseline)));
+        }
+        let Some(cell) = report.cells.iter_mut().find(|x| x.name == c.candidate.cell) else {
+            continue;
+        };
+        let Some(row) = cell.tests.iter_mut().find(|t| t.id == c.candidate.test) else {
+            continue;
+        };
+        let (k, n) = c.cell;
+        let p = crate::stats::proportion(k, n, rule.confidence);
+        row.k = k;
+        row.n = n;
+        row.rate = p.rate;
+        row.low = p.low;
+        row.high = p.high;
+        row.stage = Some("confirm");
+        row.runs = Some(c.stage_runs);
+        row.boundary = Some(rule.boundary);
+        row.verdict = Some(verdict);
+        row.looks = c.looks.clone();
+        row.vs_baseline = Some(VsBaseline {
+            fisher_p: c.looks.last().map_or(1.0, |l| l.p),
+            adjusted_p: adj,
+            differs,
+        });
+    }
+    // Differing rows first again.
+    for cell in report.cells.iter_mut() {
+        cell.tests.sort_by(|a, b| {
+            let d =
+                |r: &report::per_test::TestRow| r.vs_baseline.as_ref().is_some_and(|v| v.differs);
+            d(b).cmp(&d(a)).then(b.k.cmp(&a.k)).then(a.id.cmp(&b.id))
+        });
+    }
+    let screen_executions = executions(runs);
+    let measured: Vec<&RunRecord> = runs.iter().filter(|r| !r.tests.is_empty()).collect();
+    let per_run = if measured.is_empty() {
+        0.0
+    } else {
+        executions(runs) as f64 / measured.len() as f64
+    };
+    let fixed_runs = screen::fixed_runs_needed(&rates, pairs_screened, rule.confidence);
+    let fixed_executions =
+        fixed_runs.map(|n| (n as f64 * report.cells.len() as f64 * per_run).round() as u64);
+    report.design = Some(DesignSummary {
+        kind: "screen",
+        screen_runs,
+        pairs_screened,
+        candidates: confirmed.len(),
+        confirmed: differing,
+        rule: *rule,
+        runs: (runs.len() as u64, confirm_runs),
+        executions: (screen_executions, confirm_executions),
+        fixed_runs_per_cell: fixed_runs,
+        fixed_executions,
+        used_share: fixed_executions
+            .filter(|f| *f > 0)
+            .map(|f| (screen_executions + confirm_executions) as f64 / f as f64),
+    });
+}

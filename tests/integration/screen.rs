@@ -1,0 +1,240 @@
+//! `run --design screen` end to end with real pytest on
+//! `tests/fixtures/ladder-project`: a zone-dependent test confirmed alone, a
+//! test that flipped once by chance not confirmed, and an order-dependent
+//! test confirmed with its neighbours under the seed that flipped it.
+
+use crate::{capable, copy_fixture, sh_ok, Lab};
+
+fn pytest_available() -> bool {
+    capable(
+        "pytest with pytest-randomly",
+        sh_ok("python3 -c 'import pytest, pytest_randomly'"),
+    )
+}
+
+/// The confirmed rows (`stage: confirm`) of a report, by (cell, test id).
+fn confirmed(report: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
+    let mut out = Vec::new();
+    for cell in report["cells"].as_array().unwrap() {
+        for t in cell["tests"].as_array().unwrap() {
+            if t["stage"] == "confirm" {
+                out.push((cell["name"].as_str().unwrap().to_string(), t.clone()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_zone_dependence_is_confirmed_alone_and_a_chance_flip_is_not() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "ladder-project");
+    let counter = lab.path().join("once-counter");
+    let out = lab
+        .cmd()
+        .env("ONCE_COUNTER", &counter)
+        .args([
+            "run",
+            "--format",
+            "json",
+            "--design",
+            "screen",
+            "--seed",
+            "3",
+            "-p",
+            "tz=Pacific/Kiritimati",
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "tests/test_zone.py",
+            "tests/test_once.py",
+        ])
+        .output()
+        .unwrap();
+    let report = crate::report_from(&out, 1);
+    assert_eq!(report["schema"], "flakelab.report/1");
+    let design = &report["design"];
+    assert_eq!(
+        (design["candidates"].as_u64(), design["confirmed"].as_u64()),
+        (Some(2), Some(1)),
+        "{design}"
+    );
+    let rows = confirmed(&report);
+    let zone = &rows
+        .iter()
+        .find(|(_, t)| t["id"] == "tests.test_zone::test_invoice_header_offset")
+        .expect("the zone test is a candidate")
+        .1;
+    assert_eq!(zone["vs_baseline"]["differs"], true, "{zone}");
+    let verdict = zone["verdict"].as_str().unwrap();
+    assert!(
+        verdict.contains("alone (tests/test_zone.py::test_invoice_header_offset)"),
+        "{verdict}"
+    );
+    // n and k count the confirmation runs its verdict rests on.
+    assert_eq!(zone["k"], zone["n"]);
+    assert_eq!(zone["runs"].as_u64(), Some(2 * zone["n"].as_u64().unwrap()));
+    assert!(zone["boundary"].as_f64().unwrap() > 0.0);
+    let looks = zone["looks"].as_array().unwrap();
+    assert_eq!(looks.last().unwrap()["decision"], "differs");
+    assert!(looks[..looks.len() - 1]
+        .iter()
+        .all(|l| l["decision"] == "continue"));
+    // The chance flip: a candidate, confirmed on fresh runs, not different.
+    let once = &rows
+        .iter()
+        .find(|(_, t)| t["id"] == "tests.test_once::test_once")
+        .expect("the chance flip is a candidate")
+        .1;
+    assert_eq!(once["vs_baseline"]["differs"], false, "{once}");
+    assert_eq!(once["k"], 0, "{once}");
+    assert!(
+        once["verdict"]
+            .as_str()
+            .unwrap()
+            .starts_with("no difference"),
+        "{once}"
+    );
+    // Every other row is a screen row, never a verdict.
+    for cell in report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"] != "baseline")
+    {
+        for t in cell["tests"].as_array().unwrap() {
+            if t["stage"] == "screen" {
+                assert_eq!(t["vs_baseline"]["differs"], false, "{t}");
+            }
+        }
+    }
+}
+
+#[test]
+fn an_order_dependence_is_confirmed_with_its_neighbours_under_its_seed() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "ladder-project");
+    let out = lab.run(&[
+        "run",
+        "--format",
+        "json",
+        "--design",
+        "screen",
+        "--seed",
+        "3",
+        "-p",
+        "shuffle",
+        "--",
+        "python3",
+        "-m",
+        "pytest",
+        "tests/test_prices.py",
+    ]);
+    let report = crate::report_from(&out, 1);
+    let rows = confirmed(&report);
+    assert_eq!(rows.len(), 1, "{report}");
+    let (cell, row) = &rows[0];
+    assert_eq!(cell, "shuffle");
+    assert_eq!(row["id"], "tests.test_prices::test_default_price");
+    assert_eq!(row["vs_baseline"]["differs"], true, "{row}");
+    let verdict = row["verdict"].as_str().unwrap();
+    assert!(
+        verdict.contains("with its neighbours (tests/test_prices.py)"),
+        "{verdict}"
+    );
+    // It never failed alone, so it climbed.
+    let looks = row["looks"].as_array().unwrap();
+    let alone: Vec<&serde_json::Value> = looks.iter().filter(|l| l["stage"] == "alone").collect();
+    assert!(!alone.is_empty());
+    assert!(alone.iter().all(|l| l["cell"][0] == 0), "{looks:?}");
+    assert_eq!(alone.last().unwrap()["decision"], "climb");
+    // The neighbours' first shuffled run replayed the seed that flipped it.
+    let seed: u64 = verdict
+        .split("replayed seed ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .and_then(|s| s.parse().ok())
+        .expect("the verdict names the seed");
+    let replayed = lab.runs().into_iter().any(|r| {
+        r["cell"] == "shuffle"
+            && r["seed"] == seed
+            && r["replicate"] == 0
+            && crate::run_argv(&r)
+                .iter()
+                .any(|a| a == "tests/test_prices.py")
+            && r["session"] != report["session"]
+    });
+    assert!(replayed, "no confirmation run replayed seed {seed}");
+}
+
+#[test]
+fn the_generated_suite_yields_exactly_its_planted_pairs() {
+    if !capable("python3", sh_ok("python3 -c 'import sys'")) {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "generated-suite");
+    // 30 modules (600 tests) hold one zone and one order dependence.
+    let out = lab
+        .cmd()
+        .env("SUITE_MODULES", "30")
+        .args([
+            "run",
+            "--format",
+            "json",
+            "--design",
+            "screen",
+            "--seed",
+            "1",
+            "-p",
+            "tz=Pacific/Kiritimati",
+            "-p",
+            "shuffle",
+            "--",
+            "python3",
+            "suite.py",
+        ])
+        .output()
+        .unwrap();
+    let report = crate::report_from(&out, 1);
+    let mut differing: Vec<(String, String)> = Vec::new();
+    for cell in report["cells"].as_array().unwrap() {
+        for t in cell["tests"].as_array().unwrap() {
+            if t["vs_baseline"]["differs"] == true {
+                differing.push((
+                    cell["name"].as_str().unwrap().into(),
+                    t["id"].as_str().unwrap().into(),
+                ));
+            }
+        }
+    }
+    differing.sort();
+    assert_eq!(
+        differing,
+        [
+            ("shuffle".to_string(), "mod_25::test_order_a".to_string()),
+            (
+                "tz=Pacific/Kiritimati".to_string(),
+                "mod_03::test_zone_a".to_string()
+            )
+        ],
+        "{}",
+        report["design"]
+    );
+    let design = &report["design"];
+    assert_eq!(design["pairs_screened"], 1200);
+    // The screen ran 3 full runs in each of 3 cells; confirmation ran single
+    // tests and one module, far fewer executions than the screen.
+    assert_eq!(design["executions"][0], 3 * 3 * 600);
+    assert!(
+        design["executions"][1].as_u64().unwrap() < 3 * 3 * 600 / 4,
+        "{design}"
+    );
+}
