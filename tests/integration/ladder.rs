@@ -176,7 +176,7 @@ fn a_fixed_port_collides_only_between_processes_at_rung_3() {
     }
     let lab = Lab::new();
     copy_fixture(&lab, "ladder-project");
-    // A port free now; the subject holds it for 2 s per run.
+    // A port free now; the subject holds it for 3 s per run.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
