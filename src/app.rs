@@ -103,6 +103,8 @@ struct Settings {
     /// Each cell's own directory (`verify`: the before and after trees),
     /// by cell index; empty when every cell runs in `dir`.
     cell_dirs: Vec<PathBuf>,
+    /// The session this one is part of (a screen design's confirmation).
+    part_of: Option<String>,
 }
 
 impl Settings {
@@ -258,6 +260,7 @@ fn resolve(args: RunArgs) -> Result<Settings> {
         copy_dirs: Vec::new(),
         rung: None,
         cell_dirs: Vec::new(),
+        part_of: None,
     })
 }
 
@@ -759,6 +762,7 @@ async fn run_session_looking(
             _ => None,
         },
         rung: settings.rung.clone(),
+        part_of: settings.part_of.clone(),
     };
     settings.store.append_session(&session)?;
 
@@ -1385,7 +1389,10 @@ fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
         )
     })?;
     let (runs, load) = store.runs_of(&session.id)?;
-    let report = report::build(&session, &runs, load);
+    let mut report = report::build(&session, &runs, load);
+    if let Some(screen) = store.screen_of(&session.id)? {
+        screen_cmd::apply(&mut report, &screen, &runs);
+    }
     print_report(&report, args.format);
     Ok(report.exit_code())
 }

@@ -315,6 +315,10 @@ pub struct SessionRecord {
     /// The ladder rung this session ran, when it is one rung of a ladder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rung: Option<SessionRung>,
+    /// The session this one is part of: a screen design's confirmation of
+    /// one candidate (`flakelab report` without an id skips such sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part_of: Option<String>,
 }
 
 /// What makes a session one rung of a `flakelab ladder`.

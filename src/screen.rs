@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog::recipe::IdFrom;
 use crate::record::RunRecord;
@@ -23,7 +23,7 @@ use crate::stats;
 
 /// A (test, cell) pair whose screen outcomes differ from the same test's
 /// baseline outcomes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Candidate {
     /// The cell.
     pub cell: String,
@@ -79,7 +79,7 @@ pub fn candidates(report: &Report, runs: &[RunRecord]) -> Vec<Candidate> {
 }
 
 /// The sequential rule's parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Rule {
     /// Looks (confirmation pairs) a candidate may take: the Bonferroni factor.
     pub looks: u32,
@@ -109,7 +109,7 @@ impl Rule {
 }
 
 /// What a look decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Take another look.
@@ -124,12 +124,12 @@ pub enum Decision {
 }
 
 /// One look at a candidate, as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Look {
     /// Pairs run so far (both stages).
     pub pair: u32,
     /// `alone` or `neighbours`.
-    pub stage: &'static str,
+    pub stage: String,
     /// Failures and runs in the cell (this stage).
     pub cell: (u64, u64),
     /// Failures and runs at baseline (this stage).
@@ -175,7 +175,7 @@ pub fn decide(
     };
     Look {
         pair,
-        stage,
+        stage: stage.to_string(),
         cell,
         baseline,
         p,
@@ -231,6 +231,56 @@ fn pytest_file<'a>(classname: &'a str, dir: &Path) -> Option<(String, Vec<&'a st
             .is_file()
             .then(|| (file, parts[i..].to_vec()))
     })
+}
+
+/// Schema tag of a [`ScreenRecord`].
+pub const SCREEN_SCHEMA: &str = "flakelab.screen/1";
+
+/// One candidate's confirmation, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// The candidate.
+    pub candidate: Candidate,
+    /// Every look, in order.
+    pub looks: Vec<Look>,
+    /// What the deciding stage ran, in words.
+    pub selection: String,
+    /// The deciding stage's failures and runs in the cell.
+    pub cell: (u64, u64),
+    /// The deciding stage's failures and runs at baseline.
+    pub baseline: (u64, u64),
+    /// Runs of the deciding stage (both arms).
+    pub stage_runs: u64,
+    /// Runs of every stage.
+    pub all_runs: u64,
+    /// Test executions of every stage.
+    pub executions: u64,
+    /// The last look's decision.
+    pub decision: Decision,
+    /// The smallest spent p over the looks.
+    pub spent_p: f64,
+    /// Why it stopped without a decision, when it did.
+    pub note: Option<String>,
+    /// The screen seed that flipped it, replayed as each stage's first cell run.
+    pub replayed_seed: Option<u64>,
+    /// The confirmation sessions.
+    pub sessions: Vec<String>,
+}
+
+/// A screened session's confirmations, stored in `screens.jsonl` so that
+/// `flakelab report` renders the same verdicts later.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScreenRecord {
+    /// Always [`SCREEN_SCHEMA`].
+    pub schema: String,
+    /// The screen session.
+    pub session: String,
+    /// Full runs per cell in the screen.
+    pub screen_runs: u32,
+    /// The sequential rule.
+    pub rule: Rule,
+    /// Every candidate's confirmation.
+    pub confirmations: Vec<Confirmation>,
 }
 
 /// How a screened session spent its runs, against the fixed design.

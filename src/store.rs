@@ -25,6 +25,8 @@ pub const DEFAULT_ROOT: &str = ".flakelab";
 pub const RUNS_FILE: &str = "runs.jsonl";
 /// File holding one [`SessionRecord`] per line.
 pub const SESSIONS_FILE: &str = "sessions.jsonl";
+/// File holding one [`crate::screen::ScreenRecord`] per line.
+pub const SCREENS_FILE: &str = "screens.jsonl";
 /// File holding one [`LadderRecord`] per line.
 pub const LADDERS_FILE: &str = "ladders.jsonl";
 /// Directory holding captured output, one subdirectory per session.
@@ -73,6 +75,12 @@ impl Keyed for SessionRecord {
 impl Keyed for LadderRecord {
     fn key(&self) -> &str {
         &self.id
+    }
+}
+
+impl Keyed for crate::screen::ScreenRecord {
+    fn key(&self) -> &str {
+        &self.session
     }
 }
 
@@ -150,6 +158,20 @@ impl Store {
         read_lines(&self.root.join(LADDERS_FILE), |_| true)
     }
 
+    /// Appends one record to `screens.jsonl` and flushes it.
+    pub fn append_screen(&self, record: &crate::screen::ScreenRecord) -> Result<()> {
+        append_line(&self.root.join(SCREENS_FILE), record)
+    }
+
+    /// The screen design's confirmations of `session`, if it was screened.
+    pub fn screen_of(&self, session: &str) -> Result<Option<crate::screen::ScreenRecord>> {
+        let (mut found, _) = read_lines(
+            &self.root.join(SCREENS_FILE),
+            |r: &crate::screen::ScreenRecord| r.session == session,
+        )?;
+        Ok(found.pop())
+    }
+
     /// Reads every run, in file order. Blank lines are ignored, lines that do
     /// not parse and repeated ids are skipped and counted. A missing file
     /// reads as empty.
@@ -169,7 +191,8 @@ impl Store {
     pub fn session(&self, id: Option<&str>) -> Result<Option<SessionRecord>> {
         let (mut sessions, _) = self.load_sessions()?;
         let Some(id) = id else {
-            return Ok(sessions.pop());
+            // The latest session of the user's own, not a derived one.
+            return Ok(sessions.into_iter().rev().find(|s| s.part_of.is_none()));
         };
         if let Some(pos) = sessions.iter().position(|s| s.id == id) {
             return Ok(Some(sessions.swap_remove(pos)));
@@ -372,6 +395,7 @@ mod tests {
             runner_version: None,
             left_out: Vec::new(),
             rung: None,
+            part_of: None,
         }
     }
 

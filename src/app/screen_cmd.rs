@@ -14,32 +14,10 @@ use crate::error::{Error, Result, EXIT_INTERRUPTED};
 use crate::exec::child::Stop;
 use crate::record::{RunRecord, TestOutcome};
 use crate::report::{self, VsBaseline};
-use crate::screen::{self, Candidate, Decision, DesignSummary, Look, Rule};
+use crate::screen::{self, Candidate, Confirmation, Decision, DesignSummary, Rule, ScreenRecord};
 
 /// Confirmation runs per candidate (both arms) when `-n` is not given.
 pub const DEFAULT_CAP: u32 = 30;
-
-/// One candidate's confirmation.
-struct Confirmed {
-    candidate: Candidate,
-    looks: Vec<Look>,
-    /// What the deciding stage ran, in words.
-    selection: String,
-    /// The deciding stage's counts.
-    cell: (u64, u64),
-    baseline: (u64, u64),
-    /// Runs of the deciding stage (both arms) and of all stages.
-    stage_runs: u64,
-    all_runs: u64,
-    executions: u64,
-    decision: Decision,
-    /// The smallest spent p over the looks.
-    spent_p: f64,
-    /// Why it stopped without a decision, when it did.
-    note: Option<String>,
-    /// The screen seed that flipped it, replayed as the first cell run.
-    replayed_seed: Option<u64>,
-}
 
 /// Failures and runs of `test` in `cell` among `runs`.
 fn arm(runs: &[RunRecord], cell: &str, test: &str) -> (u64, u64) {
@@ -103,6 +81,13 @@ pub(super) async fn screen_cmd(args: RunArgs) -> Result<i32> {
         2 * rule.looks
     );
     let mut budget = args.max_runs;
+    let ctx = Context {
+        settings: &settings,
+        args: &args,
+        screen_session: &done.session.id,
+        rule: &rule,
+        stop: &stop,
+    };
     let mut confirmed = Vec::new();
     for (i, c) in candidates.iter().enumerate() {
         if *stop.borrow() != Stop::Run {
@@ -111,10 +96,18 @@ pub(super) async fn screen_cmd(args: RunArgs) -> Result<i32> {
         // Each candidate's fresh seeds derive from the session seed, so a
         // screened session is reproducible from its seed.
         let seed = crate::plan::run_seed(settings.seed, 1_000_000 + i as u32);
-        confirmed.push(confirm(&settings, &args, c, seed, &rule, &mut budget, &stop).await?);
+        confirmed.push(confirm(&ctx, c, seed, &mut budget).await?);
     }
     let interrupted = *stop.borrow() != Stop::Run;
-    apply(&mut report, &confirmed, &rule, &done.runs, args.screen);
+    let record = ScreenRecord {
+        schema: screen::SCREEN_SCHEMA.into(),
+        session: done.session.id.clone(),
+        screen_runs: args.screen,
+        rule,
+        confirmations: confirmed,
+    };
+    settings.store.append_screen(&record)?;
+    apply(&mut report, &record, &done.runs);
     print_report(&report, settings.format);
     Ok(if interrupted {
         EXIT_INTERRUPTED
@@ -123,17 +116,31 @@ pub(super) async fn screen_cmd(args: RunArgs) -> Result<i32> {
     })
 }
 
+/// What every confirmation of one screened session shares.
+#[derive(Clone, Copy)]
+struct Context<'a> {
+    settings: &'a Settings,
+    args: &'a RunArgs,
+    screen_session: &'a str,
+    rule: &'a Rule,
+    stop: &'a tokio::sync::watch::Receiver<Stop>,
+}
+
 /// Confirms one candidate: alone first (when the recipe can select it),
 /// then with its neighbours if it never fails alone.
 async fn confirm(
-    settings: &Settings,
-    args: &RunArgs,
+    ctx: &Context<'_>,
     c: &Candidate,
     seed: u64,
-    rule: &Rule,
     budget: &mut Option<u64>,
-    stop: &tokio::sync::watch::Receiver<Stop>,
-) -> Result<Confirmed> {
+) -> Result<Confirmation> {
+    let Context {
+        settings,
+        args,
+        screen_session,
+        rule,
+        stop,
+    } = *ctx;
     let recipe = settings.recipe.as_ref();
     let select = recipe.and_then(|r| r.select.as_ref());
     let from = select.and_then(|s| s.id_from).unwrap_or_default();
@@ -157,7 +164,7 @@ async fn confirm(
             "with its neighbours (the whole command)".into(),
         ));
     }
-    let mut out = Confirmed {
+    let mut out = Confirmation {
         candidate: c.clone(),
         looks: Vec::new(),
         selection: String::new(),
@@ -170,6 +177,7 @@ async fn confirm(
         spent_p: 1.0,
         note: None,
         replayed_seed: None,
+        sessions: Vec::new(),
     };
     let mut pair = 0u32;
     let stage_count = stages.len();
@@ -190,7 +198,10 @@ async fn confirm(
         run_args.exact = true;
         run_args.junit = settings.session_junit();
         let stage_settings = match resolve(run_args) {
-            Ok(s) => s,
+            Ok(mut s) => {
+                s.part_of = Some(screen_session.to_string());
+                s
+            }
             Err(e) => {
                 out.note = Some(format!(
                     "{words}: {}",
@@ -245,6 +256,7 @@ async fn confirm(
         out.spent_p = looks.iter().map(|l| l.spent_p).fold(out.spent_p, f64::min);
         out.looks.extend(looks);
         out.all_runs += done.runs.len() as u64;
+        out.sessions.push(done.session.id.clone());
         out.executions += executions(&done.runs);
         out.selection = words;
         out.cell = arm(&done.runs, &c.cell, &c.test);
@@ -266,13 +278,8 @@ async fn confirm(
 /// Puts the confirmations into the report: each candidate's row counts its
 /// deciding stage's runs, Holm over the candidates decides; every other row
 /// of a perturbed cell is a screen row, never a verdict.
-fn apply(
-    report: &mut report::Report,
-    confirmed: &[Confirmed],
-    rule: &Rule,
-    runs: &[RunRecord],
-    screen_runs: u32,
-) {
+pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &[RunRecord]) {
+    let (confirmed, rule, screen_runs) = (&record.confirmations, &record.rule, record.screen_runs);
     let alpha = 1.0 - rule.confidence;
     let adjusted = crate::stats::holm(&confirmed.iter().map(|c| c.spent_p).collect::<Vec<_>>());
     let mut pairs_screened = 0;

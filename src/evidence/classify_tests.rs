@@ -56,6 +56,7 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
         runner_version: None,
         left_out: vec![],
         rung: None,
+        part_of: None,
     }
 }
 

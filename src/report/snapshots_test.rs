@@ -54,6 +54,7 @@ fn session() -> SessionRecord {
             runner_version: None,
         left_out: vec!["shuffled-order: cannot shuffle: …".into()],
         rung: None,
+        part_of: None,
     }
 }
 

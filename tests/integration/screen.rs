@@ -99,6 +99,13 @@ fn a_zone_dependence_is_confirmed_alone_and_a_chance_flip_is_not() {
             .starts_with("no difference"),
         "{once}"
     );
+    // `flakelab report` (the latest session of the user's own: the screen,
+    // not a confirmation) renders the same verdicts later.
+    let again = lab.run(&["report", "--format", "json"]);
+    let again = crate::report_from(&again, 1);
+    assert_eq!(again["session"], report["session"]);
+    assert_eq!(again["design"], report["design"]);
+    assert_eq!(confirmed(&again), rows);
     // Every other row is a screen row, never a verdict.
     for cell in report["cells"]
         .as_array()
