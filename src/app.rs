@@ -1435,7 +1435,11 @@ fn evidence_cmd(args: &cli::EvidenceArgs) -> Result<i32> {
     let ladder = by_ladder.or_else(|| crate::evidence::ladder_of(&ladders, &session.id));
     let (runs, load) = store.runs_of(&session.id)?;
     let version = evidence_runner_version(&session);
-    let evidence = crate::evidence::build(&session, &runs, load, ladder, version);
+    let mut report = report::build(&session, &runs, load);
+    if let Some(screen) = store.screen_of(&session.id)? {
+        screen_cmd::apply(&mut report, &screen, &runs);
+    }
+    let evidence = crate::evidence::build_from(&session, &runs, report, ladder, version);
     let text = match args.format {
         cli::EvidenceFormat::Markdown => crate::evidence::markdown::render(&evidence),
         cli::EvidenceFormat::Json => crate::evidence::render_json(&evidence),

@@ -417,7 +417,24 @@ pub fn build(
     ladder: Option<&LadderRecord>,
     version: RunnerVersion,
 ) -> Evidence {
-    let report = report::build(session, runs, load);
+    build_from(
+        session,
+        runs,
+        report::build(session, runs, load),
+        ladder,
+        version,
+    )
+}
+
+/// Like [`build`], from a report already built (and, for a screened
+/// session, already holding its confirmations).
+pub fn build_from(
+    session: &SessionRecord,
+    runs: &[RunRecord],
+    report: report::Report,
+    ladder: Option<&LadderRecord>,
+    version: RunnerVersion,
+) -> Evidence {
     let start = timestamp(&session.started_at);
     let rung = session.rung.as_ref().map(|r| r.rung);
     let classification = classify::classify(&report, rung, ladder, start);

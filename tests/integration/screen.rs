@@ -106,6 +106,17 @@ fn a_zone_dependence_is_confirmed_alone_and_a_chance_flip_is_not() {
     assert_eq!(again["session"], report["session"]);
     assert_eq!(again["design"], report["design"]);
     assert_eq!(confirmed(&again), rows);
+    // So does the evidence block: the confirmed row is the one that differs.
+    let evidence = lab.run(&["evidence", "--format", "json"]);
+    let evidence: serde_json::Value = serde_json::from_slice(&evidence.stdout).unwrap();
+    let differing: Vec<&str> = evidence["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["differs"] == true)
+        .map(|t| t["test"].as_str().unwrap())
+        .collect();
+    assert_eq!(differing, ["tests.test_zone::test_invoice_header_offset"], "{evidence}");
     // Every other row is a screen row, never a verdict.
     for cell in report["cells"]
         .as_array()
