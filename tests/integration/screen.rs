@@ -116,7 +116,11 @@ fn a_zone_dependence_is_confirmed_alone_and_a_chance_flip_is_not() {
         .filter(|t| t["differs"] == true)
         .map(|t| t["test"].as_str().unwrap())
         .collect();
-    assert_eq!(differing, ["tests.test_zone::test_invoice_header_offset"], "{evidence}");
+    assert_eq!(
+        differing,
+        ["tests.test_zone::test_invoice_header_offset"],
+        "{evidence}"
+    );
     // Every other row is a screen row, never a verdict.
     for cell in report["cells"]
         .as_array()
