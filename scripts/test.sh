@@ -11,7 +11,9 @@ command -v locale >/dev/null || need_pkgs+=(libc-bin)
 command -v git >/dev/null || need_pkgs+=(git)
 # libfaketime for the faketime kind; util-linux and iproute2 for the tests
 # that run repro lines (unshare, taskset, prlimit, ip).
-ls /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 >/dev/null 2>&1 \
+# (either location will do: `ls` of both would fail whenever one is missing)
+compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null \
+  || compgen -G '/usr/lib/faketime/libfaketime.so.1' >/dev/null \
   || need_pkgs+=(faketime libfaketime)
 command -v unshare >/dev/null && command -v taskset >/dev/null && command -v prlimit >/dev/null \
   || need_pkgs+=(util-linux)
