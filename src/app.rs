@@ -1627,6 +1627,22 @@ fn replay_cmd(args: &cli::ReplayArgs) -> Result<i32> {
         ));
     }
     let mut replay = replay_args(run, &session, &root, args.times);
+    if let Some(t) = &run.topology {
+        eprintln!(
+            "flakelab: run {} was one of several processes started together (group {}); it is replayed alone here: `flakelab ladder --from R --to R` re-runs its rung",
+            run.id, t.group
+        );
+        if t.working_copy.is_some() && !run.cwd.exists() {
+            // The rung's temporary working copy is gone: the subject's own
+            // directory stands in for it.
+            eprintln!(
+                "flakelab: its working copy {} is gone; replaying in {}",
+                run.cwd.display(),
+                session.cwd.display()
+            );
+            replay.store.dir = Some(session.cwd.clone());
+        }
+    }
     replay.format = args.format;
     let code = runtime()?.block_on(run_cmd(
         replay,

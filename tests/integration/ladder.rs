@@ -347,6 +347,24 @@ fn lanes_collide_outside_their_working_copies_at_rung_5() {
     assert!(cwds.iter().all(|c| !Path::new(c).exists()), "{cwds:?}");
     assert_eq!(leftover_copies(tmp.path()), Vec::<String>::new());
     assert_eq!(worktrees(lab.path()), 1);
+    // A reproducing run of rung 5 replays in the subject's directory, alone,
+    // and says so: its working copy is gone, and alone it does not collide.
+    let first = rung(&json, 5)["first_reproduction"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = lab
+        .cmd()
+        .env("LADDER_SHARED", shared.path())
+        .args(["replay", &first, "--times", "1", "--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is gone; replaying in"), "{stderr}");
+    assert!(stderr.contains("replayed alone here"), "{stderr}");
+    let replayed = crate::report_from(&out, 0);
+    assert_eq!(replayed["cells"][0]["n"], 1, "{replayed}");
+    assert_eq!(replayed["cells"][0]["k"], 0, "{replayed}");
 }
 
 #[test]
