@@ -24,6 +24,16 @@ pub enum Criterion {
 }
 
 impl Criterion {
+    /// The criterion `--signature` and `--test` ask for: the signature
+    /// first, then the focused test, else any failure.
+    pub fn from_flags(signature: Option<&str>, test: Option<&str>) -> Criterion {
+        match (signature, test) {
+            (Some(re), _) => Criterion::Signature(re.to_string()),
+            (None, Some(id)) => Criterion::FocusedTest(id.to_string()),
+            (None, None) => Criterion::AnyFailure,
+        }
+    }
+
     /// The criterion in words, for the report.
     pub fn describe(&self) -> String {
         match self {

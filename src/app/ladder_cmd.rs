@@ -75,11 +75,7 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
     };
     // Errors in what the user typed stop the ladder before anything runs.
     let base = resolve(base_args.clone())?;
-    let criterion = match (&args.signature, &args.test) {
-        (Some(re), _) => Criterion::Signature(re.clone()),
-        (None, Some(id)) => Criterion::FocusedTest(id.clone()),
-        (None, None) => Criterion::AnyFailure,
-    };
+    let criterion = Criterion::from_flags(args.signature.as_deref(), args.test.as_deref());
     let target = base
         .cells
         .last()

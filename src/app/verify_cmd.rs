@@ -117,11 +117,7 @@ pub(super) async fn verify_cmd(args: VerifyArgs) -> Result<i32> {
     let names: Vec<String> = settings.cells.iter().map(|(c, _)| c.name.clone()).collect();
     settings.cells = cells;
     settings.cell_dirs = cell_dirs;
-    let criterion = match (&args.signature, &args.test) {
-        (Some(re), _) => Criterion::Signature(re.clone()),
-        (None, Some(id)) => Criterion::FocusedTest(id.clone()),
-        (None, None) => Criterion::AnyFailure,
-    };
+    let criterion = Criterion::from_flags(args.signature.as_deref(), args.test.as_deref());
     let stop = start_watching()?;
     eprintln!(
         "flakelab verify: {} ({}) against {} ({}), {} run(s) per cell on each",
