@@ -14,6 +14,11 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Internal, for flakelab's own tests: replay the outcomes of the TOML
+    /// script SCRIPT instead of starting any subject or probe
+    /// (`exec::fake` documents the script).
+    #[arg(long, global = true, hide = true, value_name = "SCRIPT")]
+    pub fake_executor: Option<PathBuf>,
 }
 
 /// The subcommands.
@@ -30,11 +35,19 @@ pub enum Command {
     /// Climb the topology ladder: find the smallest topology (the test alone,
     /// with its neighbours, P processes, the lane, P lanes in their own
     /// working copies) that reproduces a failure.
-    #[command(after_long_help = LADDER_AFTER_HELP)]
+    #[command(
+        after_long_help = LADDER_AFTER_HELP,
+        mut_arg("runs", |a| a.help("Runs per cell at each rung [default: 10] [env: FLAKELAB_RUNS]")),
+        mut_arg("command", |a| a.required(true).help("The test command and its arguments (after `--`): rungs 2 and 3 run it"))
+    )]
     Ladder(LadderArgs),
     /// Prove a fix: run the same cells on two git revisions (interleaved),
     /// check that the failure reproduces before (the negative control) and
     /// that it is gone after (0 of N, with its bound).
+    #[command(
+        mut_arg("runs", |a| a.help("Runs per cell on each revision [default: 10] [env: FLAKELAB_RUNS]")),
+        mut_arg("command", |a| a.required(true).help("The test command and its arguments (after `--`)"))
+    )]
     Verify(VerifyArgs),
     /// Write a commented flakelab.toml for this project: its test command
     /// (detected from its files, or given after `--`) and defaults for `run`.
@@ -178,21 +191,17 @@ pub struct StoreArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// `flakelab run`.
+/// The flags `run`, `ladder` and `verify` share, declared once and
+/// flattened into each (so they cannot drift). `app` resolves them, with
+/// `FLAKELAB_*` and `flakelab.toml`, into one `session::SessionSpec`.
 #[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+pub struct SessionFlags {
     /// Runs per cell [default: 20] [env: FLAKELAB_RUNS].
     #[arg(short = 'n', long = "runs", value_name = "N")]
     pub runs: Option<u32>,
     /// Add one cell: a declared name or kind=value; join several with `+`. Repeatable.
     #[arg(short = 'p', long = "perturb", value_name = "SPEC")]
     pub perturb: Vec<String>,
-    /// Add every cell of a declared matrix (e.g. `standard`). Repeatable.
-    /// Without -p or --matrix, the matrices come from FLAKELAB_MATRIX
-    /// (comma-separated) or `[run] matrix` in flakelab.toml [default: none,
-    /// the baseline alone].
-    #[arg(long, value_name = "NAME")]
-    pub matrix: Vec<String>,
     /// Do not run the baseline cell (no comparison is then possible).
     #[arg(long)]
     pub no_baseline: bool,
@@ -226,6 +235,24 @@ pub struct RunArgs {
     /// [env: FLAKELAB_JUNIT].
     #[arg(long, value_name = "PATH")]
     pub junit: Option<String>,
+    /// Where the store is and where the subject runs.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The test command and its arguments (after `--`) [default: the
+    /// `[lane] command` of flakelab.toml in the subject's directory].
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `flakelab run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Add every cell of a declared matrix (e.g. `standard`). Repeatable.
+    /// Without -p or --matrix, the matrices come from FLAKELAB_MATRIX
+    /// (comma-separated) or `[run] matrix` in flakelab.toml [default: none,
+    /// the baseline alone].
+    #[arg(long, value_name = "NAME")]
+    pub matrix: Vec<String>,
     /// After the runs, replay each distinct failing run's exact conditions
     /// (cell, seed) K times: K of K failing means the conditions determine
     /// the failure; fewer means timing is involved.
@@ -251,18 +278,9 @@ pub struct RunArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Where the store is and where the subject runs.
+    /// The flags every session takes.
     #[command(flatten)]
-    pub store: StoreArgs,
-    /// The test command and its arguments (after `--`) [default: the
-    /// `[lane] command` of flakelab.toml in the subject's directory].
-    #[arg(last = true, value_name = "CMD")]
-    pub command: Vec<String>,
-    /// Take these settings exactly as they are: no `FLAKELAB_*` variables and
-    /// no flakelab.toml (set by `replay` and `demo`, which fix every setting
-    /// themselves; never from the command line).
-    #[arg(skip)]
-    pub exact: bool,
+    pub session: SessionFlags,
 }
 
 /// `flakelab init`.
@@ -289,16 +307,6 @@ pub struct LadderArgs {
     /// failure is what reproduces when no --signature is given.
     #[arg(long = "test", value_name = "ID")]
     pub test: Option<String>,
-    /// Count only failures whose output matches this regex.
-    #[arg(long, value_name = "REGEX")]
-    pub signature: Option<String>,
-    /// A perturbation applied at every rung (all -p together form one cell,
-    /// interleaved with the baseline). Repeatable.
-    #[arg(short = 'p', long = "perturb", value_name = "SPEC")]
-    pub perturb: Vec<String>,
-    /// Runs per cell at each rung.
-    #[arg(short = 'n', long = "runs", default_value_t = 10, value_name = "N")]
-    pub runs: u32,
     /// The first rung to try.
     #[arg(long, default_value_t = 1, value_name = "R")]
     pub from: u8,
@@ -309,29 +317,6 @@ pub struct LadderArgs {
     /// online CPUs, at least 2].
     #[arg(long, value_name = "P")]
     pub processes: Option<usize>,
-    /// Do not interleave baseline runs with the perturbed cell.
-    #[arg(long)]
-    pub no_baseline: bool,
-    /// Per-run timeout, e.g. `30s`, `5m` [default: none].
-    #[arg(long, value_name = "DURATION")]
-    pub timeout: Option<String>,
-    /// Time between SIGTERM and SIGKILL when a run is stopped.
-    #[arg(long, default_value = "5s", value_name = "DURATION")]
-    pub kill_grace: String,
-    /// Seed for the schedule and per-run seeds [default: random, always recorded].
-    #[arg(long, value_name = "S")]
-    pub seed: Option<u64>,
-    /// Confidence level for the bounds.
-    #[arg(long, default_value_t = 0.95, value_name = "C")]
-    pub confidence: f64,
-    /// The test runner of the command, when detection cannot tell; `none`
-    /// uses exit codes only.
-    #[arg(long, value_name = "NAME")]
-    pub runner: Option<String>,
-    /// Read per-test outcomes from this JUnit XML file after each run
-    /// (relative to the subject's directory; `{run}` becomes the run id).
-    #[arg(long, value_name = "PATH")]
-    pub junit: Option<String>,
     /// After a rung reproduces, run it K more times under the first
     /// reproducing run's seed and cell: K of K means the conditions
     /// determine the failure at that rung; fewer means timing is involved.
@@ -340,12 +325,10 @@ pub struct LadderArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = LadderFormat::Table)]
     pub format: LadderFormat,
-    /// Where the store is and where the subject runs.
+    /// The flags every session takes (all -p together form the one cell
+    /// the ladder climbs with).
     #[command(flatten)]
-    pub store: StoreArgs,
-    /// The test command and its arguments (after `--`): rungs 2 and 3 run it.
-    #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub session: SessionFlags,
 }
 
 /// Output formats of `ladder` and `verify`.
@@ -366,40 +349,16 @@ pub struct VerifyArgs {
     /// The revision with the fix.
     #[arg(long, value_name = "REV")]
     pub after: String,
-    /// A cell under which the failure shows (repeatable; `a+b` joins).
-    /// Without -p the baseline itself is the failing cell.
-    #[arg(short = 'p', long = "perturb", value_name = "SPEC")]
-    pub perturb: Vec<String>,
-    /// Runs per cell on each revision.
-    #[arg(short = 'n', long = "runs", default_value_t = 10, value_name = "N")]
-    pub runs: u32,
     /// Count only failures of this test (as the runner names it).
     #[arg(long = "test", value_name = "ID")]
     pub test: Option<String>,
-    /// Count only failures whose output matches this regex.
-    #[arg(long, value_name = "REGEX")]
-    pub signature: Option<String>,
-    /// Per-run timeout, e.g. `30s`, `5m` [default: none].
-    #[arg(long, value_name = "DURATION")]
-    pub timeout: Option<String>,
-    /// Seed for the schedule and per-run seeds [default: random, always recorded].
-    #[arg(long, value_name = "S")]
-    pub seed: Option<u64>,
-    /// Confidence level for the bounds.
-    #[arg(long, default_value_t = 0.95, value_name = "C")]
-    pub confidence: f64,
-    /// The test runner, when detection cannot tell; `none` uses exit codes only.
-    #[arg(long, value_name = "NAME")]
-    pub runner: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = LadderFormat::Table)]
     pub format: LadderFormat,
-    /// Where the store is and where the subject runs.
+    /// The flags every session takes (each -p is a cell under which the
+    /// failure shows; without -p the baseline itself is the failing cell).
     #[command(flatten)]
-    pub store: StoreArgs,
-    /// The test command and its arguments (after `--`).
-    #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub session: SessionFlags,
 }
 
 /// `flakelab plan`.

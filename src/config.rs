@@ -301,22 +301,6 @@ pub struct RunFlags {
     pub kill_grace: Option<String>,
 }
 
-impl RunFlags {
-    /// The flags of a parsed `flakelab run`.
-    pub fn from_args(args: &crate::cli::RunArgs) -> RunFlags {
-        RunFlags {
-            runs: args.runs,
-            timeout: args.timeout.clone(),
-            confidence: args.confidence,
-            matrix: (!args.perturb.is_empty() || !args.matrix.is_empty())
-                .then(|| args.matrix.clone()),
-            junit: args.junit.clone(),
-            jobs: args.jobs,
-            kill_grace: args.kill_grace.clone(),
-        }
-    }
-}
-
 /// The run settings after every layer: flags, then environment, then
 /// `flakelab.toml`, then the defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -471,6 +455,17 @@ pub fn resolve_run(
     env: EnvLookup<'_>,
     file: Option<&ProjectConfig>,
 ) -> Result<RunSettings> {
+    resolve_run_with(flags, env, file, DEFAULT_RUNS)
+}
+
+/// [`resolve_run`] with another default for the runs per cell (the ladder
+/// and verify run 10 per rung or revision unless a layer says otherwise).
+pub fn resolve_run_with(
+    flags: &RunFlags,
+    env: EnvLookup<'_>,
+    file: Option<&ProjectConfig>,
+    default_runs: u32,
+) -> Result<RunSettings> {
     let run = file.map(|c| &c.run);
 
     let runs = pick(
@@ -483,7 +478,7 @@ pub fn resolve_run(
     )?;
     let runs = convert(
         &RUNS,
-        defaulted(runs, DEFAULT_RUNS),
+        defaulted(runs, default_runs),
         u32::to_string,
         at_least_one("runs per cell measure nothing"),
     )?;

@@ -14,8 +14,8 @@
 //! | `shared::exclusive_cache_lock` | another run holds the project's cache lock (two runs at once in one directory) |
 //! | `math::adds_money`, `text::formats_names` | never: stable controls |
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::io::Write;
+use std::net::UdpSocket;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -138,30 +138,7 @@ fn exchange_rates_route(_: &Path) -> Result<(), String> {
 }
 
 fn loopback_echo(_: &Path) -> Result<(), String> {
-    loopback_round_trip()
-}
-
-/// A TCP round trip over 127.0.0.1 (also the netns probe's loopback check).
-pub fn loopback_round_trip() -> Result<(), String> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let server = std::thread::spawn(move || -> std::io::Result<()> {
-        let (mut s, _) = listener.accept()?;
-        let mut buf = [0u8; 4];
-        s.read_exact(&mut buf)?;
-        s.write_all(&buf)
-    });
-    let mut client = TcpStream::connect(addr).map_err(|e| format!("connect: {e}"))?;
-    client.write_all(b"ping").map_err(|e| e.to_string())?;
-    let mut back = [0u8; 4];
-    client.read_exact(&mut back).map_err(|e| e.to_string())?;
-    server
-        .join()
-        .map_err(|_| "server thread panicked".to_string())?
-        .map_err(|e| e.to_string())?;
-    (&back == b"ping")
-        .then_some(())
-        .ok_or("echo mismatch".into())
+    crate::perturb::probe::loopback_round_trip()
 }
 
 fn worker_meets_deadline(_: &Path) -> Result<(), String> {

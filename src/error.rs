@@ -86,6 +86,28 @@ impl Error {
         }
     }
 
+    /// What failed, in one line, without the hint (the first line of the
+    /// error as displayed).
+    pub fn message(&self) -> String {
+        match self {
+            Error::Usage { message, .. } | Error::Harness { message, .. } => message.clone(),
+            Error::Catalog { path, message, .. } => {
+                format!("invalid catalog file {path}: {message}")
+            }
+            Error::Store { path, message, .. } => format!("store {}: {message}", path.display()),
+        }
+    }
+
+    /// How to fix it.
+    pub fn hint(&self) -> &str {
+        match self {
+            Error::Usage { hint, .. }
+            | Error::Catalog { hint, .. }
+            | Error::Store { hint, .. }
+            | Error::Harness { hint, .. } => hint,
+        }
+    }
+
     /// The exit code this error maps to.
     pub fn exit_code(&self) -> i32 {
         match self {

@@ -83,7 +83,8 @@ pub fn repo_info(dir: &Path) -> Option<RepoInfo> {
     let dirty = git_output(dir, &["status", "--porcelain", "--untracked-files=no"])
         .is_some_and(|out| !out.trim().is_empty());
     // A remote URL may carry `user:token@`: never record that part.
-    let remote = git(dir, &["remote", "get-url", "origin"]).map(|u| crate::repro::redact_url(&u));
+    let remote =
+        git(dir, &["remote", "get-url", "origin"]).map(|u| crate::redact::Redaction::url(&u));
     Some(RepoInfo {
         root,
         commit,
@@ -91,61 +92,6 @@ pub fn repo_info(dir: &Path) -> Option<RepoInfo> {
         dirty,
         remote,
     })
-}
-
-/// How long a runner's version command may take.
-const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// The runner's version line: runs the recipe's `version` command for
-/// `command` in `dir` (in flakelab's own environment, never a perturbed one)
-/// and returns the first non-empty line it printed (stdout, else stderr).
-/// None when the recipe declares no version command, or it fails, prints
-/// nothing, or takes longer than 15 s (it is then killed).
-pub fn runner_version(
-    recipe: &crate::catalog::recipe::Recipe,
-    command: &[String],
-    dir: &Path,
-) -> Option<String> {
-    let argv = crate::catalog::recipe::version_argv(recipe, command)?;
-    let (program, args) = argv.split_first()?;
-    let out = tempfile::tempfile().ok()?;
-    let err = tempfile::tempfile().ok()?;
-    let mut child = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().ok()?)
-        .stderr(err.try_clone().ok()?)
-        .spawn()
-        .ok()?;
-    let deadline = std::time::Instant::now() + VERSION_TIMEOUT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    };
-    if !status.success() {
-        return None;
-    }
-    let first_line = |mut f: std::fs::File| -> Option<String> {
-        use std::io::{Read, Seek};
-        f.rewind().ok()?;
-        let mut text = String::new();
-        f.take(64 << 10).read_to_string(&mut text).ok()?;
-        text.lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(|l| l.chars().take(200).collect())
-    };
-    first_line(out).or_else(|| first_line(err))
 }
 
 /// Runs `git -C dir args…` and returns its trimmed stdout when it succeeded
@@ -250,35 +196,6 @@ mod tests {
             return;
         }
         assert_eq!(repo_info(&inner), None);
-    }
-
-    #[test]
-    fn a_runner_version_is_its_first_line_and_failures_are_none() {
-        let mut recipe = crate::catalog::recipe::load(None)
-            .unwrap()
-            .into_iter()
-            .find(|r| r.name == "pytest")
-            .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        recipe.version = Some(vec![
-            "sh".into(),
-            "-c".into(),
-            "echo; echo 'runner 1.2.3'; echo more".into(),
-        ]);
-        assert_eq!(
-            runner_version(&recipe, &["pytest".into()], dir.path()).as_deref(),
-            Some("runner 1.2.3")
-        );
-        recipe.version = Some(vec!["sh".into(), "-c".into(), "exit 3".into()]);
-        assert_eq!(
-            runner_version(&recipe, &["pytest".into()], dir.path()),
-            None
-        );
-        recipe.version = None;
-        assert_eq!(
-            runner_version(&recipe, &["pytest".into()], dir.path()),
-            None
-        );
     }
 
     #[test]

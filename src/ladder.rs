@@ -167,24 +167,19 @@ pub fn status(target: &RungCount, applied: bool) -> RungStatus {
     }
 }
 
-/// The exit code of a ladder: 1 reproduced, 130 interrupted, 3 a cell not
-/// applied, 2 nothing measured at any rung, 0 every rung tried was clean.
+/// The exit code of a ladder, by the one precedence
+/// (`crate::verdict`): interrupted, reproduced at some rung, a cell not
+/// applied, nothing measured at any rung, every rung tried clean.
 pub fn exit_code(ladder: &LadderRecord) -> i32 {
-    use crate::error::{EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_NOT_APPLIED, EXIT_OK, EXIT_USAGE};
-    if ladder.reproduced_at.is_some() {
-        return EXIT_DIFFERS;
-    }
-    if ladder.interrupted {
-        return EXIT_INTERRUPTED;
-    }
+    use crate::verdict::{Findings, Verdict};
     let has = |s: RungStatus| ladder.rungs.iter().any(|r| r.status == s);
-    if has(RungStatus::NotApplied) {
-        return EXIT_NOT_APPLIED;
-    }
-    if !has(RungStatus::Clean) {
-        return EXIT_USAGE;
-    }
-    EXIT_OK
+    Verdict::of(Findings {
+        interrupted: ladder.interrupted,
+        differs: ladder.reproduced_at.is_some(),
+        not_applied: has(RungStatus::NotApplied),
+        measured: has(RungStatus::Clean),
+    })
+    .exit_code()
 }
 
 /// A rung that did not run, with why.

@@ -7,12 +7,13 @@
 //! Data flows one way:
 //!
 //! ```text
-//! argv ─► cli ─► app ─► catalog (declared TOML) ─► perturb::prepare (validate, probes)
-//!                   ─► plan::build (interleaved, seeded)
-//!                   ─► exec::schedule (children in own process groups) ─► RunRecord
-//!                   ─► store (append-only JSON Lines)
-//!                   ─► report::build (stats) ─► table | json | markdown
-//!                   ─► evidence::build (report + ladder ─► classification, coverage)
+//! argv ─► cli ─► app (wiring) ─► session::resolve (flags > FLAKELAB_* > flakelab.toml > defaults)
+//!        ─► SessionSpec (catalog cells, recipe, perturb::prepare: validate, probes)
+//!        ─► session::engine ─► plan::build (interleaved, seeded)
+//!                           ─► exec::Executor (real children in own process groups, or the fake)
+//!                           ─► recipe outcome ─► RunRecord ─► store (append-only JSON Lines)
+//!        ─► report::build (stats) ─► verdict (one exit policy) ─► table | json | markdown
+//!        ─► evidence::build (report + ladder ─► classification, coverage)
 //! ```
 
 pub mod app;
@@ -32,10 +33,13 @@ pub mod outcomes;
 pub mod perturb;
 pub mod plan;
 pub mod record;
+pub mod redact;
 pub mod report;
 pub mod repro;
 pub mod screen;
+pub mod session;
 pub mod signature;
 pub mod stats;
 pub mod store;
+pub mod verdict;
 pub mod workspace;

@@ -11,14 +11,11 @@
 //! whatever the others do; Holm over every candidate's final p decides the
 //! rest.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::recipe::IdFrom;
-use crate::record::RunRecord;
-use crate::report::Report;
 use crate::stats;
 
 /// A (test, cell) pair whose screen outcomes differ from the same test's
@@ -36,46 +33,6 @@ pub struct Candidate {
     /// A seed under which it failed in the cell (for shuffle cells: the
     /// seed that flipped it, replayed first).
     pub flip_seed: Option<u64>,
-}
-
-/// Every candidate of a screened session, in cell then test order.
-pub fn candidates(report: &Report, runs: &[RunRecord]) -> Vec<Candidate> {
-    let Some(base) = report.cells.iter().find(|c| c.name == "baseline") else {
-        return Vec::new();
-    };
-    let base_rows: BTreeMap<&str, (u64, u64)> = base
-        .tests
-        .iter()
-        .map(|t| (t.id.as_str(), (t.k, t.n)))
-        .collect();
-    let seed_of: BTreeMap<&str, u64> = runs.iter().map(|r| (r.id.as_str(), r.seed)).collect();
-    let mut out = Vec::new();
-    for cell in report
-        .cells
-        .iter()
-        .filter(|c| c.name != "baseline" && c.applied)
-    {
-        for t in &cell.tests {
-            let Some(&(bk, bn)) = base_rows.get(t.id.as_str()) else {
-                continue;
-            };
-            // Rates differ: k_c / n_c != k_b / n_b.
-            if t.n == 0 || bn == 0 || t.k * bn == bk * t.n {
-                continue;
-            }
-            out.push(Candidate {
-                cell: cell.name.clone(),
-                test: t.id.clone(),
-                screen_cell: (t.k, t.n),
-                screen_baseline: (bk, bn),
-                flip_seed: t
-                    .first_failure
-                    .as_deref()
-                    .and_then(|id| seed_of.get(id).copied()),
-            });
-        }
-    }
-    out
 }
 
 /// The sequential rule's parameters.

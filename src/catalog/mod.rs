@@ -11,6 +11,7 @@ pub mod recipe;
 pub mod topology;
 pub mod values;
 
+use crate::redact::Redaction;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -105,7 +106,26 @@ impl Cell {
     /// The perturbations in canonical `kind=value` form, as recorded
     /// (credential-like values redacted).
     pub fn canonical(&self) -> Vec<String> {
-        self.perturbations.iter().map(Kind::recorded).collect()
+        self.recorded(&Redaction::default())
+    }
+
+    /// [`Cell::canonical`] with the project's own redaction.
+    pub fn recorded(&self, redaction: &Redaction) -> Vec<String> {
+        self.perturbations
+            .iter()
+            .map(|k| k.recorded(redaction))
+            .collect()
+    }
+
+    /// The cell with a name that carries no credential under `redaction`
+    /// (a cell typed as `env=NAME=VALUE` is named by its recorded form).
+    pub fn redacted(mut self, redaction: &Redaction) -> Cell {
+        let recorded = self.recorded(redaction);
+        if self.key() != recorded && self.name.contains('=') {
+            // Never let a credential reach a record through the cell's name.
+            self.name = recorded.join("+");
+        }
+        self
     }
 
     /// The exact perturbations, unredacted: two cells with the same key are
@@ -223,15 +243,11 @@ impl Catalog {
                 return Err(self.unknown(item));
             }
         }
-        let mut cell = Cell {
+        Ok(Cell {
             name: spec.to_string(),
             perturbations,
-        };
-        if cell.key() != cell.canonical() && spec.contains('=') {
-            // Never let a credential reach a record through the cell's name.
-            cell.name = cell.canonical().join("+");
         }
-        Ok(cell)
+        .redacted(&Redaction::default()))
     }
 
     fn unknown(&self, item: &str) -> String {

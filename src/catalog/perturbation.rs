@@ -172,14 +172,14 @@ impl Kind {
 
     /// The `kind=value` form as recorded: like `Display`, but values of
     /// credential-like variables are replaced by `<redacted>`.
-    pub fn recorded(&self) -> String {
+    pub fn recorded(&self, redaction: &crate::redact::Redaction) -> String {
         match self {
             Kind::Env { set, unset } => {
                 let mut parts: Vec<String> = set
                     .iter()
                     .map(|(k, v)| {
-                        let v = if crate::repro::is_secret_name(k) {
-                            crate::repro::REDACTED
+                        let v = if redaction.is_secret(k) {
+                            crate::redact::REDACTED
                         } else {
                             v
                         };

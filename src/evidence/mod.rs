@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::host::{HostInfo, RepoInfo};
 use crate::record::{LadderRecord, Outcome, RunRecord, RungStatus, SessionRecord};
+use crate::redact::Redaction;
 use crate::report::{self, Report};
 use crate::repro;
 use crate::store::LoadStats;
@@ -416,6 +417,7 @@ pub fn build(
     load: LoadStats,
     ladder: Option<&LadderRecord>,
     version: RunnerVersion,
+    redaction: &Redaction,
 ) -> Evidence {
     build_from(
         session,
@@ -423,6 +425,7 @@ pub fn build(
         report::build(session, runs, load),
         ladder,
         version,
+        redaction,
     )
 }
 
@@ -434,6 +437,7 @@ pub fn build_from(
     report: report::Report,
     ladder: Option<&LadderRecord>,
     version: RunnerVersion,
+    redaction: &Redaction,
 ) -> Evidence {
     let start = timestamp(&session.started_at);
     let rung = session.rung.as_ref().map(|r| r.rung);
@@ -444,7 +448,7 @@ pub fn build_from(
         .map(|(c, f)| Reproduction {
             cell: c.name.clone(),
             run: f.run.clone(),
-            line: repro::redact_line(&f.repro),
+            line: redaction.line(&f.repro),
             note: f.repro_note.clone(),
         })
         .collect();
@@ -455,7 +459,7 @@ pub fn build_from(
                     reproductions.push(Reproduction {
                         cell: format!("ladder rung {}", r.rung),
                         run: run.clone(),
-                        line: repro::redact_line(line),
+                        line: redaction.line(line),
                         note: None,
                     });
                 }
@@ -484,7 +488,7 @@ pub fn build_from(
         },
         flakelab_version: session.flakelab_version.clone(),
         window: window(runs),
-        command_line: repro::redact_line(&format!(
+        command_line: redaction.line(&format!(
             "cd {} && {}",
             repro::quote(&session.cwd.display().to_string()),
             repro::join(&command)

@@ -43,6 +43,7 @@ fn evidence() -> super::Evidence {
         LoadStats::default(),
         Some(&ladder),
         RunnerVersion::Recorded("pytest 9.2.0".into()),
+        &crate::redact::Redaction::default(),
     )
 }
 

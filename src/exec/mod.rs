@@ -2,13 +2,19 @@
 //! capped output capture, timeouts, graceful stops and a sweep for anything
 //! the run left behind (DESIGN §8, STYLE practices 10, 11, 13 and 14).
 //!
-//! Nothing in this module prints; problems that do not change a run's end are
+//! Everything that starts a subject, a probe or a runner's version goes
+//! through [`Executor`], the one OS seam (real processes, or a replayed
+//! script). Nothing in this module prints; problems that do not change a run's end are
 //! returned as warnings.
 
 pub mod child;
+pub mod executor;
+pub mod fake;
 pub mod query;
 pub mod schedule;
+pub mod stress;
 
+pub use executor::{Executor, ProbeAnswer, ProbeCall};
 pub use query::query;
 
 pub use child::{become_subreaper, run_child, ChildLimits, ChildResult, Launch, Stop};

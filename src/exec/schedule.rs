@@ -11,8 +11,9 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::child::{run_child, ChildLimits, ChildResult, Launch, Stop};
-use crate::perturb::stress::{busy_share, cpu_ticks, StressGuard, StressPlan};
+use super::child::{ChildLimits, ChildResult, Launch, Stop};
+use super::executor::Executor;
+use super::stress::StressPlan;
 use crate::record::ProcessEnd;
 
 /// One run to start.
@@ -34,6 +35,14 @@ pub struct Job {
     /// until the whole group has ended (a ladder rung's P processes). A
     /// group is exclusive by itself, so its stress needs no further care.
     pub group: Option<usize>,
+    /// Its cell's name.
+    pub cell: String,
+    /// Its replicate within the cell.
+    pub replicate: u32,
+    /// Its seed.
+    pub seed: u64,
+    /// Where its JUnit report is expected, if anywhere.
+    pub junit: Option<PathBuf>,
 }
 
 /// What the loop reports.
@@ -99,6 +108,7 @@ pub fn watch_signals() -> std::io::Result<watch::Receiver<Stop>> {
 /// Runs `jobs` in order, at most `parallel` at once, until all are done or
 /// `stop` leaves [`Stop::Run`].
 pub async fn schedule(
+    executor: &Executor,
     jobs: Vec<Job>,
     parallel: usize,
     limits: ChildLimits,
@@ -131,14 +141,10 @@ pub async fn schedule(
             on_event(Event::Started { index: job.index });
             let rx = stop.clone();
             let index = job.index;
+            let executor = executor.clone();
             let handle = running.spawn(async move {
-                let guard = job.stress.as_ref().map(StressGuard::start);
-                let before = cpu_ticks();
                 let started_at = jiff::Timestamp::now();
-                let result =
-                    run_child(&job.launch, limits, job.log.as_deref(), &job.marker, rx).await;
-                let cpu_busy = before.zip(cpu_ticks()).and_then(|(a, b)| busy_share(a, b));
-                drop(guard);
+                let (result, cpu_busy) = executor.run(&job, limits, rx).await;
                 (job.index, started_at, result, cpu_busy)
             });
             task_index.insert(handle.id(), index);
@@ -224,6 +230,10 @@ mod tests {
             marker: format!("schedule-test-{index}"),
             stress: None,
             group: Some(group),
+            cell: "c".into(),
+            replicate: 0,
+            seed: 0,
+            junit: None,
         }
     }
 
@@ -248,7 +258,7 @@ mod tests {
         };
         let mut events = Vec::new();
         let mut ended = Vec::new();
-        schedule(jobs, 4, limits, rx, |e| match e {
+        schedule(&Executor::Real, jobs, 4, limits, rx, |e| match e {
             Event::Started { index } => {
                 // When a b job starts, both a jobs must have ended.
                 if index >= 2 {

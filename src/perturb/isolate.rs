@@ -239,6 +239,40 @@ fn loopback_up() -> Result<(), Errno> {
     Ok(())
 }
 
+/// The `__exec` helper's body: parses its own arguments (rlimits as
+/// `RES:VALUE`, a comma-separated CPU list), applies netns, limits and
+/// pinning to this process, then execs `command`. Returns only when it
+/// failed, with the line the run's classification looks for
+/// ([`SETUP_FAILED`]); the caller prints it and exits [`SETUP_EXIT`].
+pub fn helper(netns: bool, rlimits: &[String], cpus: Option<&str>, command: &[String]) -> String {
+    let mut iso = Isolation {
+        netns,
+        ..Default::default()
+    };
+    let mut failure = None;
+    for spec in rlimits {
+        match crate::catalog::values::parse_rlimit(spec) {
+            Ok(limit) => iso.rlimits.push(limit),
+            Err(e) => failure = Some(e),
+        }
+    }
+    if let Some(list) = cpus {
+        match list
+            .split(',')
+            .map(str::parse)
+            .collect::<Result<Vec<usize>, _>>()
+        {
+            Ok(cpus) => iso.cpus = Some(cpus),
+            Err(e) => failure = Some(format!("bad CPU list `{list}`: {e}")),
+        }
+    }
+    let why = match failure {
+        Some(why) => why,
+        None => enter(&iso, command),
+    };
+    format!("{SETUP_FAILED} {why}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,6 @@ pub mod env;
 pub mod faketime;
 pub mod isolate;
 pub mod probe;
-pub mod stress;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,9 +20,35 @@ use crate::catalog::values::{self, ClockShift};
 use crate::catalog::{Cell, Kind};
 use crate::error::{Error, Result};
 
+pub use crate::exec::stress::StressPlan;
 pub use isolate::Isolation;
 pub use probe::{Expect, Probe};
-pub use stress::StressPlan;
+
+/// A capability this host (or the runner) lacks for a cell, with how to
+/// get it: the error of a user who asked for the cell by hand, or the
+/// reason a matrix cell is not applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// What is missing.
+    pub message: String,
+    /// How to fix it.
+    pub hint: String,
+}
+
+impl Missing {
+    /// From an error that carries a hint.
+    pub fn from_error(e: &Error) -> Missing {
+        Missing {
+            message: e.message(),
+            hint: e.hint().to_string(),
+        }
+    }
+
+    /// One line: the message, then the hint.
+    pub fn joined(&self) -> String {
+        format!("{}; hint: {}", self.message, self.hint)
+    }
+}
 
 /// What this host offers to perturbations, gathered once per session.
 #[derive(Debug, Clone)]
@@ -78,7 +103,7 @@ pub struct Prepared {
     pub not_applicable: Option<String>,
     /// A capability this host lacks for the cell (e.g. libfaketime), as the
     /// error a user who asked for the cell by hand gets.
-    pub missing: Option<String>,
+    pub missing: Option<Missing>,
     /// The runner's own shuffle, with each run's seed (from the recipe).
     pub shuffle: bool,
     /// The runner's workers (from the recipe).
@@ -142,7 +167,12 @@ impl Prepared {
 
 /// Validates a cell against this host and prepares its launch changes and
 /// probes. Two perturbations that touch the same variable are refused.
-pub fn prepare(cell: &Cell, host: &HostFacts, recipe: Option<&Recipe>) -> Result<Prepared> {
+pub fn prepare(
+    cell: &Cell,
+    host: &HostFacts,
+    recipe: Option<&Recipe>,
+    redaction: &crate::redact::Redaction,
+) -> Result<Prepared> {
     let mut out = Prepared::default();
     let exe = host.self_exe.display().to_string();
     let own_probe = |args: &[&str]| -> Vec<String> {
@@ -152,7 +182,7 @@ pub fn prepare(cell: &Cell, host: &HostFacts, recipe: Option<&Recipe>) -> Result
     };
     let mut clock: Option<(String, ClockShift)> = None;
     for kind in &cell.perturbations {
-        let label = kind.recorded();
+        let label = kind.recorded(redaction);
         if let Some(reason) = host.unsupported.get(kind.name()) {
             out.not_applicable = Some(format!("{label} is not applicable: {reason}"));
         }
@@ -197,6 +227,11 @@ pub fn prepare(cell: &Cell, host: &HostFacts, recipe: Option<&Recipe>) -> Result
                     expect: Expect::Env {
                         set: set.clone(),
                         unset: unset.clone(),
+                        secret: set
+                            .keys()
+                            .filter(|k| redaction.is_secret(k))
+                            .cloned()
+                            .collect(),
                     },
                 });
             }
@@ -211,7 +246,7 @@ pub fn prepare(cell: &Cell, host: &HostFacts, recipe: Option<&Recipe>) -> Result
                         }
                         clock = Some((label, shift));
                     }
-                    Err(e) => out.missing = Some(e.to_string()),
+                    Err(e) => out.missing = Some(Missing::from_error(&e)),
                 }
             }
             Kind::Netns => {
@@ -255,17 +290,20 @@ pub fn prepare(cell: &Cell, host: &HostFacts, recipe: Option<&Recipe>) -> Result
             Kind::Shuffle => match recipe {
                 Some(r) if r.shuffle.is_some() => out.shuffle = true,
                 Some(r) => {
-                    out.missing = Some(format!(
-                        "cannot shuffle: the {} recipe knows no seeded shuffle for this runner{}\nhint: see `flakelab recipes show {}`",
-                        r.name,
-                        r.unsupported.get("shuffle").map(|why| format!(" ({why})")).unwrap_or_default(),
-                        r.name
-                    ))
+                    out.missing = Some(Missing {
+                        message: format!(
+                            "cannot shuffle: the {} recipe knows no seeded shuffle for this runner{}",
+                            r.name,
+                            r.unsupported.get("shuffle").map(|why| format!(" ({why})")).unwrap_or_default(),
+                        ),
+                        hint: format!("see `flakelab recipes show {}`", r.name),
+                    })
                 }
                 None => {
-                    out.missing = Some(
-                        "cannot shuffle: no recipe recognises this command, so flakelab does not know the runner's shuffle flag\nhint: name the runner with --runner NAME (`flakelab recipes` lists them)".into(),
-                    )
+                    out.missing = Some(Missing {
+                        message: "cannot shuffle: no recipe recognises this command, so flakelab does not know the runner's shuffle flag".into(),
+                        hint: "name the runner with --runner NAME (`flakelab recipes` lists them)".into(),
+                    })
                 }
             },
             Kind::Workers { amount } => {
@@ -278,13 +316,16 @@ pub fn prepare(cell: &Cell, host: &HostFacts, recipe: Option<&Recipe>) -> Result
                         })
                     }
                     None => {
-                        out.missing = Some(format!(
-                            "cannot set workers: {}\nhint: name the runner with --runner NAME (`flakelab recipes` lists them)",
-                            recipe.map_or("no recipe recognises this command".to_string(), |r| format!(
-                                "the {} recipe knows no workers flag for this runner",
-                                r.name
-                            ))
-                        ))
+                        out.missing = Some(Missing {
+                            message: format!(
+                                "cannot set workers: {}",
+                                recipe.map_or("no recipe recognises this command".to_string(), |r| format!(
+                                    "the {} recipe knows no workers flag for this runner",
+                                    r.name
+                                ))
+                            ),
+                            hint: "name the runner with --runner NAME (`flakelab recipes` lists them)".into(),
+                        })
                     }
                 }
             }
@@ -357,14 +398,14 @@ mod tests {
     fn each_perturbation_has_a_probe_and_conflicts_are_refused() {
         let catalog = Catalog::load(None).unwrap();
         let cell = catalog.cell("env=A=1+tz=Asia/Kathmandu+env=-HOME").unwrap();
-        let prepared = prepare(&cell, &HostFacts::detect(), None).unwrap();
+        let prepared = prepare(&cell, &HostFacts::detect(), None, &Default::default()).unwrap();
         assert_eq!(prepared.set.get("TZ").unwrap(), "Asia/Kathmandu");
         assert_eq!(prepared.unset, ["HOME"]);
         assert_eq!(prepared.probes.len(), 3);
         let clash = catalog
             .cell("env=TZ=Europe/Paris+tz=Asia/Kathmandu")
             .unwrap();
-        let err = prepare(&clash, &HostFacts::detect(), None)
+        let err = prepare(&clash, &HostFacts::detect(), None, &Default::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("both set TZ"), "{err}");
@@ -375,11 +416,17 @@ mod tests {
         let catalog = Catalog::load(None).unwrap();
         let mut host = HostFacts::detect();
         host.faketime_override = Some("/nonexistent/libfaketime.so.1".into());
-        let prepared = prepare(&catalog.cell("faketime=+365d").unwrap(), &host, None).unwrap();
+        let prepared = prepare(
+            &catalog.cell("faketime=+365d").unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap();
         assert!(prepared
             .missing
-            .as_deref()
             .unwrap()
+            .hint
             .contains("apt-get install faketime"));
         assert!(prepared.probes.is_empty());
     }
@@ -388,7 +435,7 @@ mod tests {
     fn an_unknown_zone_is_refused_before_anything_runs() {
         let catalog = Catalog::load(None).unwrap();
         let cell = catalog.cell("tz=Mars/Olympus_Mons").unwrap();
-        let err = prepare(&cell, &HostFacts::detect(), None)
+        let err = prepare(&cell, &HostFacts::detect(), None, &Default::default())
             .unwrap_err()
             .to_string();
         assert!(

@@ -3,6 +3,8 @@
 //! Pure: the probe's process is run by `exec`.
 
 use std::collections::BTreeMap;
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
 
 use crate::record::ProcessEnd;
 
@@ -38,6 +40,8 @@ pub enum Expect {
         set: BTreeMap<String, String>,
         /// Variables that must be absent.
         unset: Vec<String>,
+        /// Names among `set` whose values are never printed (credentials).
+        secret: Vec<String>,
     },
     /// `date +%s` reads the real time shifted by this many seconds.
     ClockShift {
@@ -136,7 +140,7 @@ pub fn judge(
                 )),
             }
         }
-        Expect::Env { set, unset } => {
+        Expect::Env { set, unset, secret } => {
             let mut seen: BTreeMap<&str, Option<&str>> = BTreeMap::new();
             for line in output.lines() {
                 if let Some(rest) = line.strip_prefix("set ") {
@@ -150,7 +154,7 @@ pub fn judge(
             for (k, v) in set {
                 match seen.get(k.as_str()) {
                     Some(Some(got)) if got == v => {}
-                    Some(Some(_)) if crate::repro::is_secret_name(k) => {
+                    Some(Some(_)) if secret.contains(k) => {
                         return Err(format!(
                             "{what}: child sees {k} with another value than the one set (values redacted)"
                         ))
@@ -273,6 +277,80 @@ fn excerpt(output: &str) -> String {
     s.replace('\n', " | ")
 }
 
+/// What the `__probe` helper reports, as the lines a probe's [`judge`]
+/// reads: the child's side of every probe, run inside the cell's launch path.
+pub mod helper {
+    /// `set NAME=VALUE` or `unset NAME` for each variable.
+    pub fn env(names: &[String]) -> String {
+        names
+            .iter()
+            .map(|name| match std::env::var_os(name) {
+                Some(v) => format!("set {name}={}\n", v.to_string_lossy()),
+                None => format!("unset {name}\n"),
+            })
+            .collect()
+    }
+
+    /// `route: …` (a UDP connect to 192.0.2.1, which sends nothing) and
+    /// `loopback: …` (a TCP round trip over 127.0.0.1).
+    pub fn net() -> String {
+        let route = std::net::UdpSocket::bind("0.0.0.0:0").and_then(|s| s.connect("192.0.2.1:9"));
+        let route = match route {
+            Ok(()) => "route: reachable".to_string(),
+            Err(e) if e.raw_os_error() == Some(nix::libc::ENETUNREACH) => {
+                format!("route: unreachable ({e})")
+            }
+            Err(e) => format!("route: error ({e})"),
+        };
+        let loopback = match super::loopback_round_trip() {
+            Ok(()) => "loopback: ok".to_string(),
+            Err(e) => format!("loopback: failed: {e}"),
+        };
+        format!("{route}\n{loopback}\n")
+    }
+
+    /// `cpus: N (list)` from the affinity mask.
+    pub fn affinity() -> String {
+        let cpus = crate::perturb::isolate::allowed_cpus();
+        format!(
+            "cpus: {} ({})\n",
+            cpus.len(),
+            crate::perturb::isolate::cpu_list(&cpus)
+        )
+    }
+
+    /// `RES soft hard` for one resource limit.
+    pub fn rlimit(resource: &str) -> String {
+        match crate::perturb::isolate::current_rlimit(resource) {
+            Some((soft, hard)) => format!("{resource} {soft} {hard}\n"),
+            None => format!("{resource} unknown\n"),
+        }
+    }
+}
+
+/// A TCP round trip over 127.0.0.1 (the netns probe's loopback check; the demo suite's loopback test).
+pub fn loopback_round_trip() -> Result<(), String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let server = std::thread::spawn(move || -> std::io::Result<()> {
+        let (mut s, _) = listener.accept()?;
+        let mut buf = [0u8; 4];
+        s.read_exact(&mut buf)?;
+        s.write_all(&buf)
+    });
+    let mut client = TcpStream::connect(addr).map_err(|e| format!("connect: {e}"))?;
+    client.write_all(b"ping").map_err(|e| e.to_string())?;
+    let mut back = [0u8; 4];
+    client.read_exact(&mut back).map_err(|e| e.to_string())?;
+    server
+        .join()
+        .map_err(|_| "server thread panicked".to_string())?
+        .map_err(|e| e.to_string())?;
+    (&back == b"ping")
+        .then_some(())
+        .ok_or("echo mismatch".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,6 +471,7 @@ mod tests {
             expect: Expect::Env {
                 set: BTreeMap::from([("A".into(), "1".into())]),
                 unset: vec!["B".into()],
+                secret: Vec::new(),
             },
         };
         assert!(judge_(&p, &ok(), "set A=1\nunset B\n").is_ok());

@@ -13,12 +13,14 @@ pub mod progress;
 mod snapshots_test;
 pub mod table;
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
-use crate::error::{EXIT_DIFFERS, EXIT_NOT_APPLIED, EXIT_OK, EXIT_USAGE};
 use crate::record::{Outcome, RunRecord, SessionRecord};
 use crate::stats;
 use crate::store::LoadStats;
+use crate::verdict::{Findings, Verdict};
 
 /// JSON schema tag of the report document.
 pub const REPORT_SCHEMA: &str = "flakelab.report/1";
@@ -175,6 +177,44 @@ pub struct Confirmation {
     pub session: String,
 }
 
+/// The confirmations of `session`'s failing runs, rebuilt from the replay
+/// sessions that are part of it (`run --confirm`), in the order they ran:
+/// the same rows whether printed live or re-rendered from the store.
+pub fn confirmations(
+    session: &SessionRecord,
+    runs: &[RunRecord],
+    replays: &[(SessionRecord, Vec<RunRecord>)],
+) -> Vec<Confirmation> {
+    replays
+        .iter()
+        .filter(|(s, _)| s.part_of.as_deref() == Some(session.id.as_str()))
+        .filter_map(|(s, again)| {
+            let run = runs.iter().find(|r| Some(&r.id) == s.replay_of.as_ref())?;
+            let measured = again
+                .iter()
+                .filter(|r| matches!(r.outcome, Outcome::Pass | Outcome::Fail))
+                .count() as u64;
+            let failed = again
+                .iter()
+                .filter(|r| r.outcome == Outcome::Fail)
+                .filter(|r| session.signature.is_none() || r.signature_match == Some(true))
+                .count() as u64;
+            let times = s.plan.runs_per_cell;
+            Some(Confirmation {
+                run: run.id.clone(),
+                cell: run.cell.clone(),
+                seed: run.seed,
+                signature: run.failure_signature.clone(),
+                times,
+                measured,
+                failed,
+                verdict: confirmation_verdict(times, measured, failed),
+                session: s.id.clone(),
+            })
+        })
+        .collect()
+}
+
 impl Confirmation {
     /// The verdict in words.
     pub fn sentence(&self) -> String {
@@ -244,10 +284,9 @@ pub fn confirmation_verdict(times: u32, measured: u64, failed: u64) -> &'static 
 }
 
 impl Report {
-    /// The exit code this report calls for (DESIGN section 9), ignoring
-    /// interruption, which the caller knows about: 1 when a cell differs or
-    /// the signature reproduced, else 3 when a cell was not applied, else 0.
-    pub fn exit_code(&self) -> i32 {
+    /// What the report found, for [`crate::verdict::Verdict::of`] (the
+    /// caller adds whether the session was interrupted).
+    pub fn findings(&self) -> Findings {
         let differs = self.cells.iter().any(|c| {
             c.vs_baseline.as_ref().is_some_and(|v| v.differs)
                 || c.timeouts_vs_baseline.as_ref().is_some_and(|v| v.differs)
@@ -258,18 +297,62 @@ impl Report {
         // With a signature, or in a replay, any counted failure is the finding.
         let reproduced = (self.signature.is_some() || self.replay_of.is_some())
             && self.cells.iter().any(|c| c.k > 0);
-        let measured = self.cells.iter().any(|c| c.n > 0 || c.timed_out > 0);
-        if differs || reproduced {
-            EXIT_DIFFERS
-        } else if self.cells.iter().any(|c| !c.applied || c.not_applied > 0) {
-            EXIT_NOT_APPLIED
-        } else if !measured && self.executed > 0 {
-            // Every run errored: nothing was measured, which is never "clean".
-            EXIT_USAGE
-        } else {
-            EXIT_OK
+        Findings {
+            interrupted: false,
+            differs: differs || reproduced,
+            not_applied: self.cells.iter().any(|c| !c.applied || c.not_applied > 0),
+            // A pass or a fail measured something; runs that all errored or
+            // timed out did not (a session where nothing ran at all, which
+            // only an empty plan gives, is not "nothing measured").
+            measured: self.executed == 0 || self.cells.iter().any(|c| c.n > 0),
         }
     }
+
+    /// The exit code of this report as it stands (not interrupted).
+    pub fn exit_code(&self) -> i32 {
+        Verdict::of(self.findings()).exit_code()
+    }
+}
+
+/// Every candidate of a screened session, in cell then test order: the
+/// (test, cell) pairs whose screen rate differs from the test's baseline rate.
+pub fn screen_candidates(report: &Report, runs: &[RunRecord]) -> Vec<crate::screen::Candidate> {
+    let Some(base) = report.cells.iter().find(|c| c.name == "baseline") else {
+        return Vec::new();
+    };
+    let base_rows: BTreeMap<&str, (u64, u64)> = base
+        .tests
+        .iter()
+        .map(|t| (t.id.as_str(), (t.k, t.n)))
+        .collect();
+    let seed_of: BTreeMap<&str, u64> = runs.iter().map(|r| (r.id.as_str(), r.seed)).collect();
+    let mut out = Vec::new();
+    for cell in report
+        .cells
+        .iter()
+        .filter(|c| c.name != "baseline" && c.applied)
+    {
+        for t in &cell.tests {
+            let Some(&(bk, bn)) = base_rows.get(t.id.as_str()) else {
+                continue;
+            };
+            // Rates differ: k_c / n_c != k_b / n_b.
+            if t.n == 0 || bn == 0 || t.k * bn == bk * t.n {
+                continue;
+            }
+            out.push(crate::screen::Candidate {
+                cell: cell.name.clone(),
+                test: t.id.clone(),
+                screen_cell: (t.k, t.n),
+                screen_baseline: (bk, bn),
+                flip_seed: t
+                    .first_failure
+                    .as_deref()
+                    .and_then(|id| seed_of.get(id).copied()),
+            });
+        }
+    }
+    out
 }
 
 /// Builds the report of `session` from its `runs`.

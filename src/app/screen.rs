@@ -5,16 +5,15 @@
 //! stopped by the sequential rule in `crate::screen`. Verdicts rest on the
 //! confirmation runs only, with Holm over the candidates.
 
-use super::{
-    print_report, resolve, run_session, run_session_looking, select_command, start_watching,
-    Replay, Settings,
-};
-use crate::cli::{Design, RunArgs};
-use crate::error::{Error, Result, EXIT_INTERRUPTED};
+use crate::catalog::recipe::argv;
+use crate::cli::RunArgs;
+use crate::error::{Error, Result};
 use crate::exec::child::Stop;
 use crate::record::{RunRecord, TestOutcome};
 use crate::report::{self, VsBaseline};
 use crate::screen::{self, Candidate, Confirmation, Decision, DesignSummary, Rule, ScreenRecord};
+use crate::session::{self, SessionSpec};
+use crate::verdict::{Findings, Verdict};
 
 /// Confirmation runs per candidate (both arms) when `-n` is not given.
 pub const DEFAULT_CAP: u32 = 30;
@@ -36,7 +35,7 @@ fn executions(runs: &[RunRecord]) -> u64 {
 }
 
 /// Runs `run --design screen`; returns the exit code.
-pub(super) async fn screen_cmd(args: RunArgs) -> Result<i32> {
+pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
     if args.screen == 0 {
         return Err(Error::usage(
             "`--screen 0` screens nothing",
@@ -49,26 +48,24 @@ pub(super) async fn screen_cmd(args: RunArgs) -> Result<i32> {
             "use a rate such as 0.3",
         ));
     }
-    let cap = args.runs.unwrap_or(DEFAULT_CAP).max(2);
-    let mut screen_args = args.clone();
-    screen_args.runs = Some(args.screen);
-    let settings = resolve(screen_args)?;
+    let cap = args.session.runs.unwrap_or(DEFAULT_CAP).max(2);
+    let settings = super::run::spec_of(ctx, &args)?.with_runs(args.screen);
     if settings.junit.is_none() {
         return Err(Error::usage(
             "--design screen needs per-test outcomes: no JUnit report for this command",
             "use a runner flakelab recognises (`flakelab recipes`), `{junit}` in the command, or --junit PATH",
         ));
     }
-    let stop = start_watching()?;
-    let Some(done) = run_session(&settings, &Replay::default(), &stop).await? else {
-        return Ok(EXIT_INTERRUPTED);
+    let stop = super::start_watching()?;
+    let Some(done) = session::run_session(&settings, &stop).await? else {
+        return Ok(Verdict::Interrupted.exit_code());
     };
-    let mut report = report::build(&done.session, &done.runs, done.load);
+    let report = report::build(&done.session, &done.runs, done.load);
     if done.interrupted {
-        super::print_report(&report, settings.format);
-        return Ok(EXIT_INTERRUPTED);
+        super::print_report(&report, args.format);
+        return Ok(Verdict::Interrupted.exit_code());
     }
-    let candidates = screen::candidates(&report, &done.runs);
+    let candidates = report::screen_candidates(&report, &done.runs);
     let rule = Rule::new(
         candidates.len(),
         (cap / 2).max(1),
@@ -83,7 +80,6 @@ pub(super) async fn screen_cmd(args: RunArgs) -> Result<i32> {
     let mut budget = args.max_runs;
     let ctx = Context {
         settings: &settings,
-        args: &args,
         screen_session: &done.session.id,
         rule: &rule,
         stop: &stop,
@@ -107,20 +103,19 @@ pub(super) async fn screen_cmd(args: RunArgs) -> Result<i32> {
         confirmations: confirmed,
     };
     settings.store.append_screen(&record)?;
-    apply(&mut report, &record, &done.runs);
-    print_report(&report, settings.format);
-    Ok(if interrupted {
-        EXIT_INTERRUPTED
-    } else {
-        report.exit_code()
+    let (report, _) = super::report_cmd::shown(&settings.store, &done.session)?;
+    super::print_report(&report, args.format);
+    Ok(Verdict::of(Findings {
+        interrupted,
+        ..report.findings()
     })
+    .exit_code())
 }
 
 /// What every confirmation of one screened session shares.
 #[derive(Clone, Copy)]
 struct Context<'a> {
-    settings: &'a Settings,
-    args: &'a RunArgs,
+    settings: &'a SessionSpec,
     screen_session: &'a str,
     rule: &'a Rule,
     stop: &'a tokio::sync::watch::Receiver<Stop>,
@@ -136,7 +131,6 @@ async fn confirm(
 ) -> Result<Confirmation> {
     let Context {
         settings,
-        args,
         screen_session,
         rule,
         stop,
@@ -145,14 +139,14 @@ async fn confirm(
     let select = recipe.and_then(|r| r.select.as_ref());
     let from = select.and_then(|s| s.id_from).unwrap_or_default();
     let mut stages: Vec<(&'static str, Vec<String>, String)> = Vec::new();
-    if let (Some(r), Some(s)) = (recipe, select) {
+    if let (Some(r), Some(_)) = (recipe, select) {
         if let Some(id) = screen::runner_id(from, &c.test, &settings.dir) {
-            if let Ok(argv) = select_command(r, s, &settings.command, &id, &settings.dir) {
+            if let Ok(argv) = argv::select(r, &settings.command, &id, &settings.dir) {
                 stages.push(("alone", argv, format!("alone ({id})")));
             }
         }
         if let Some(id) = screen::neighbours_id(from, &c.test, &settings.dir) {
-            if let Ok(argv) = select_command(r, s, &settings.command, &id, &settings.dir) {
+            if let Ok(argv) = argv::select(r, &settings.command, &id, &settings.dir) {
                 stages.push(("neighbours", argv, format!("with its neighbours ({id})")));
             }
         }
@@ -185,40 +179,23 @@ async fn confirm(
         if pair >= rule.looks {
             break;
         }
-        let mut run_args = args.clone();
-        run_args.command = argv;
-        run_args.perturb = vec![c.cell.clone()];
-        run_args.matrix = Vec::new();
-        run_args.no_baseline = false;
-        run_args.runs = Some(rule.looks - pair);
-        run_args.confirm = None;
-        run_args.design = Design::Fixed;
-        run_args.runner = recipe.map(|r| r.name.clone());
-        run_args.seed = Some(seed + i as u64);
-        run_args.exact = true;
-        run_args.junit = settings.session_junit();
-        let stage_settings = match resolve(run_args) {
-            Ok(mut s) => {
-                s.part_of = Some(screen_session.to_string());
-                s
+        let stage_settings = match settings.clone().only_cells(&["baseline", c.cell.as_str()]) {
+            Ok(spec) => {
+                let shuffled = spec
+                    .cell_index(&c.cell)
+                    .is_some_and(|i| spec.cells[i].1.shuffle);
+                spec.with_command(argv)
+                    .with_runs(rule.looks - pair)
+                    .with_seed(seed + i as u64)
+                    .first_seed(if shuffled { c.flip_seed } else { None })
+                    .part_of(screen_session)
             }
             Err(e) => {
-                out.note = Some(format!(
-                    "{words}: {}",
-                    e.to_string().lines().next().unwrap_or("")
-                ));
+                out.note = Some(format!("{words}: {}", e.message()));
                 continue;
             }
         };
-        let shuffled = stage_settings
-            .cells
-            .iter()
-            .any(|(cell, p)| cell.name == c.cell && p.shuffle);
-        let replay = Replay {
-            first_seed: if shuffled { c.flip_seed } else { None },
-            ..Replay::default()
-        };
-        out.replayed_seed = out.replayed_seed.or(replay.first_seed);
+        out.replayed_seed = out.replayed_seed.or(stage_settings.replay.first_seed);
         let may_climb = stage == "alone" && i + 1 < stage_count && c.screen_cell.0 > 0;
         let mut stage_pairs = 0u32;
         let mut decision = Decision::Continue;
@@ -248,7 +225,7 @@ async fn confirm(
             }
             decision != Decision::Continue || pair >= rule.looks
         };
-        let done = run_session_looking(&stage_settings, &replay, stop, Some(&mut on_block)).await?;
+        let done = session::run_session_looking(&stage_settings, stop, Some(&mut on_block)).await?;
         if let Some(left) = budget.as_mut() {
             *left = left.saturating_sub(used);
         }

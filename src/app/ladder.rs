@@ -1,22 +1,23 @@
 //! `flakelab ladder`: climbs the declared rungs, one session per rung, and
 //! stops at the first rung that reproduces. The reasoning (what reproduces,
-//! how a rung counts) is in `crate::ladder`; this module builds each rung's
-//! settings and runs it.
+//! how a rung counts) is in `crate::ladder`; this module derives each rung's
+//! session from the one resolved spec and runs it.
 
-use std::collections::BTreeMap;
-
-use super::{
-    new_session_id, now_text, resolve, run_session, start_watching, subject_dir, Replay, Settings,
-};
+use crate::catalog::recipe::argv;
 use crate::catalog::topology::{self, Processes, Rung, RungRuns, WorkingCopy};
-use crate::cli::{Format, LadderArgs, LadderFormat, RunArgs};
+use crate::cli::{LadderArgs, LadderFormat};
 use crate::error::{Error, Result};
 use crate::ladder::{self, Criterion};
 use crate::record::{LadderRecord, RungResult, RungStatus, SessionRung, LADDER_SCHEMA};
+use crate::session::engine::{new_session_id, now_text};
+use crate::session::{self, resolve::Layers, Intent, SessionSpec};
 use crate::workspace::WorkingCopies;
 
+/// Runs per cell at each rung when no layer sets them.
+const DEFAULT_RUNS: u32 = 10;
+
 /// Runs `flakelab ladder`; returns the exit code.
-pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
+pub(super) async fn ladder_cmd(ctx: &super::Ctx, args: LadderArgs) -> Result<i32> {
     if args.from == 0 || args.from > args.to {
         return Err(Error::usage(
             format!("--from {} --to {} names no rung", args.from, args.to),
@@ -29,15 +30,16 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
             "use 2 or more (or leave it out: the online CPUs, at least 2)",
         ));
     }
-    let dir = subject_dir(args.store.dir.as_deref())?;
+    let flags = &args.session;
+    let dir = session::subject_dir(flags.store.dir.as_deref())?;
     let rungs: Vec<Rung> = topology::load(Some(
         &dir.join(".flakelab").join("topologies").join("ladder.toml"),
     ))?
     .into_iter()
     .filter(|r| (args.from..=args.to).contains(&r.rung))
     .collect();
-    let config = crate::config::load(&dir)?;
-    let lane = match config.as_ref().and_then(|c| c.lane.as_ref()) {
+    let layers = Layers::of_project(&dir)?.without_matrix();
+    let lane = match layers.file.as_ref().and_then(|c| c.lane.as_ref()) {
         Some(l) => Some((
             l.argv()
                 .map_err(|e| Error::usage(e, "fix [lane] in flakelab.toml"))?,
@@ -46,55 +48,38 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
         None => None,
     };
     let processes = args.processes.unwrap_or_else(|| super::num_cpus().max(2));
-    let seed = args
+    let seed = flags
         .seed
         .unwrap_or_else(|| u64::from(rand::random::<u32>()));
-    let cell_spec = (!args.perturb.is_empty()).then(|| args.perturb.join("+"));
-    let base_args = RunArgs {
-        runs: Some(args.runs),
-        perturb: cell_spec.iter().cloned().collect(),
-        matrix: Vec::new(),
-        no_baseline: args.no_baseline && cell_spec.is_some(),
-        timeout: args.timeout.clone(),
-        kill_grace: Some(args.kill_grace.clone()),
-        jobs: Some(1),
-        seed: Some(seed),
-        confidence: Some(args.confidence),
-        signature: args.signature.clone(),
-        runner: args.runner.clone(),
-        junit: args.junit.clone(),
-        format: Format::Table,
-        confirm: None,
-        design: crate::cli::Design::Fixed,
-        screen: 3,
-        max_runs: None,
-        clear_below: 0.3,
-        store: args.store.clone(),
-        command: args.command.clone(),
-        exact: true,
-    };
+    // All -p together form the one cell the ladder climbs with.
+    let cell_spec = (!flags.perturb.is_empty()).then(|| flags.perturb.join("+"));
+    let mut intent = Intent::from_flags(flags, &[]);
+    intent.cells = cell_spec.iter().cloned().collect();
+    intent.no_baseline = flags.no_baseline && cell_spec.is_some();
+    intent.seed = Some(seed);
+    intent.default_runs = Some(DEFAULT_RUNS);
     // Errors in what the user typed stop the ladder before anything runs.
-    let base = resolve(base_args.clone())?;
-    let criterion = Criterion::from_flags(args.signature.as_deref(), args.test.as_deref());
+    let base = session::resolve(intent, &layers, &ctx.executor)?.with_jobs(1);
+    let criterion = Criterion::from_flags(flags.signature.as_deref(), args.test.as_deref());
     let target = base
         .cells
         .last()
         .map(|(c, _)| c.name.clone())
         .unwrap_or_else(|| "baseline".into());
-    let stop = start_watching()?;
+    let stop = super::start_watching()?;
     let mut record = LadderRecord {
         schema: LADDER_SCHEMA.into(),
         id: format!("ladder-{}", new_session_id()),
         started_at: now_text(),
-        command: args.command.clone(),
+        command: base.command.clone(),
         cwd: dir.clone(),
         lane: lane.as_ref().map(|(argv, _)| argv.clone()),
         test: args.test.clone(),
-        signature: args.signature.clone(),
+        signature: flags.signature.clone(),
         criterion: criterion.describe(),
         cell: target.clone(),
-        runs_per_rung: args.runs,
-        confidence: args.confidence,
+        runs_per_rung: base.runs,
+        confidence: base.confidence,
         rungs: Vec::new(),
         reproduced_at: None,
         interrupted: false,
@@ -116,7 +101,7 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
             ));
             continue;
         }
-        let built = match build_rung(rung, &args, &base, &base_args, lane.as_ref(), processes) {
+        let built = match build_rung(rung, &args, &base, lane.as_ref(), processes) {
             Ok(b) => b,
             Err(why) => {
                 record
@@ -126,14 +111,15 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
             }
         };
         let BuiltRung {
-            mut settings,
+            settings,
             copies,
             note,
         } = built;
-        settings.rung = Some(SessionRung {
+        let processes_here = settings.copies;
+        let settings = settings.as_rung(SessionRung {
             ladder: record.id.clone(),
             rung: rung.rung,
-            processes: settings.copies,
+            processes: processes_here,
             own_working_copies: copies.is_some(),
         });
         eprintln!(
@@ -144,7 +130,7 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
             settings.copies,
             crate::repro::join(&settings.command)
         );
-        let done = run_session(&settings, &Replay::default(), &stop).await;
+        let done = session::run_session(&settings, &stop).await;
         let Some(done) = done? else {
             record.interrupted = true;
             record.rungs.push(ladder::not_run(
@@ -155,9 +141,9 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
             continue;
         };
         record.interrupted = done.interrupted;
-        let (count, first) = ladder::count_cell(&done.runs, &target, &criterion, args.confidence);
+        let (count, first) = ladder::count_cell(&done.runs, &target, &criterion, base.confidence);
         let baseline = (target != "baseline")
-            .then(|| ladder::count_cell(&done.runs, "baseline", &criterion, args.confidence).0)
+            .then(|| ladder::count_cell(&done.runs, "baseline", &criterion, base.confidence).0)
             .filter(|_| done.session.cells.iter().any(|c| c.name == "baseline"));
         let cell = done.session.cells.iter().find(|c| c.name == target);
         let applied = cell.is_none_or(|c| c.applied);
@@ -175,12 +161,12 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
             record.reproduced_at = Some(rung.rung);
             if let (Some(times), Some(first), false) = (args.confirm, first, done.interrupted) {
                 confirmation = confirm_rung(
-                    &mut settings,
+                    &settings,
+                    &done.session.id,
                     &target,
                     first,
                     times,
                     &criterion,
-                    &args,
                     &stop,
                 )
                 .await?;
@@ -216,31 +202,30 @@ pub(super) async fn ladder_cmd(args: LadderArgs) -> Result<i32> {
 }
 
 /// Runs a reproducing rung `times` more times, its target cell only, every
-/// run under the first reproducing run's seed.
+/// run under the first reproducing run's seed: a session part of the rung's.
 async fn confirm_rung(
-    settings: &mut Settings,
+    settings: &SessionSpec,
+    rung_session: &str,
     target: &str,
     first: &crate::record::RunRecord,
     times: u32,
     criterion: &Criterion,
-    args: &LadderArgs,
     stop: &tokio::sync::watch::Receiver<crate::exec::child::Stop>,
 ) -> Result<Option<crate::record::RungConfirmation>> {
-    settings.runs = times;
-    settings.cells.retain(|(c, _)| c.name == target);
     eprintln!(
         "flakelab ladder: confirming: the rung again {times} times under run {}'s cell and seed",
         first.id
     );
-    let replay = Replay {
-        of: Some(first.id.clone()),
-        seed: Some(first.seed),
-        first_seed: None,
-    };
-    let Some(again) = run_session(settings, &replay, stop).await? else {
+    let again = settings
+        .clone()
+        .only_cells(&[target])?
+        .with_runs(times)
+        .under_seed_of(first)
+        .part_of(rung_session);
+    let Some(again) = session::run_session(&again, stop).await? else {
         return Ok(None);
     };
-    let (count, _) = ladder::count_cell(&again.runs, target, criterion, args.confidence);
+    let (count, _) = ladder::count_cell(&again.runs, target, criterion, settings.confidence);
     Ok(Some(crate::record::RungConfirmation {
         times,
         n: count.n,
@@ -252,24 +237,24 @@ async fn confirm_rung(
 
 /// A rung ready to run.
 struct BuiltRung {
-    settings: Settings,
+    settings: SessionSpec,
     /// The rung's working copies, removed when dropped.
     copies: Option<WorkingCopies>,
     /// How the rung was built, when that needs saying.
     note: Option<String>,
 }
 
-/// Builds a rung's settings, or says why it cannot be built here.
+/// Builds a rung's session from the ladder's, or says why it cannot be
+/// built here.
 fn build_rung(
     rung: &Rung,
     args: &LadderArgs,
-    base: &Settings,
-    base_args: &RunArgs,
+    base: &SessionSpec,
     lane: Option<&(Vec<String>, Option<usize>)>,
     processes: usize,
 ) -> std::result::Result<BuiltRung, String> {
     let mut notes = Vec::new();
-    let mut rung_args = base_args.clone();
+    let mut settings = base.clone();
     let mut lane_workers = None;
     match rung.runs {
         RungRuns::Command => {}
@@ -283,20 +268,15 @@ fn build_rung(
                     base.runner_note.as_deref().unwrap_or("not recognised")
                 ));
             };
-            let Some(select) = &recipe.select else {
-                return Err(format!(
-                    "the {} recipe declares no [select]: it cannot run one test alone",
-                    recipe.name
-                ));
-            };
-            let argv = super::select_command(recipe, select, &args.command, id, &base.dir)?;
-            rung_args.command = argv;
+            let command = argv::select(recipe, &base.command, id, &base.dir)?;
+            settings = settings.with_command(command);
         }
         RungRuns::Lane => match lane {
-            Some((argv, workers)) => {
-                rung_args.command = argv.clone();
+            Some((command, workers)) => {
                 // The lane is its own command: its runner is detected anew.
-                rung_args.runner = None;
+                settings = settings
+                    .with_own_runner(command.clone())
+                    .map_err(|e| e.message())?;
                 lane_workers = *workers;
             }
             None if rung.working_copy == WorkingCopy::Own => {
@@ -315,23 +295,19 @@ fn build_rung(
         Processes::One => 1,
         Processes::Parallel => processes,
     };
-    rung_args.jobs = Some(copies);
-    if rung.working_copy == WorkingCopy::Own {
-        // Each process has its own directory: a fixed report path cannot collide.
-        rung_args.jobs = Some(1);
+    if copies > 1 && rung.working_copy != WorkingCopy::Own {
+        if let Some(path) = settings.junit_path().filter(|p| !p.contains("{run}")) {
+            return Err(format!(
+                "--junit `{path}` with {copies} processes at once: they would overwrite each other's report; put {{run}} in the path"
+            ));
+        }
     }
-    let mut settings = resolve(rung_args).map_err(|e| first_line(&e.to_string()))?;
     if let Some(n) = lane_workers {
-        match settings.recipe.as_ref().and_then(|r| r.workers.clone().map(|w| (r, w))) {
-            Some((recipe, w)) => {
-                let argv = crate::catalog::recipe::remove_options(&settings.command, &w.replaces);
-                let end = crate::catalog::recipe::runner_words_end(recipe, &argv);
-                let vars = BTreeMap::from([("workers", n.to_string())]);
-                let (argv, _) = w
-                    .set
-                    .apply_at(&argv, &vars, end)
+        match settings.recipe.as_ref().filter(|r| r.workers.is_some()) {
+            Some(recipe) => {
+                let command = argv::with_workers(recipe, &settings.command, n)
                     .map_err(|e| format!("the lane's workers: {e}"))?;
-                settings.command = argv;
+                settings = settings.with_command(command);
             }
             None => notes.push(format!(
                 "[lane] workers = {n} not applied: {} has no workers option, so the lane runs as written",
@@ -339,23 +315,18 @@ fn build_rung(
             )),
         }
     }
-    settings.copies = copies;
-    settings.jobs = copies;
     let mut working = None;
+    let mut dirs = Vec::new();
     if rung.working_copy == WorkingCopy::Own {
         let made = WorkingCopies::create(&settings.dir, copies)
             .map_err(|e| format!("cannot make working copies: {e}"))?;
-        settings.copy_dirs = made.subject_dirs().to_vec();
+        dirs = made.subject_dirs().to_vec();
         notes.push(made.describe().to_string());
         working = Some(made);
     }
     Ok(BuiltRung {
-        settings,
+        settings: settings.in_copies(copies, dirs),
         copies: working,
         note: (!notes.is_empty()).then(|| notes.join("; ")),
     })
-}
-
-fn first_line(text: &str) -> String {
-    text.lines().next().unwrap_or(text).to_string()
 }

@@ -7,6 +7,9 @@
 //!
 //! Pure: parsing, detection and argv templating. Running is `exec`'s job.
 
+pub mod argv;
+pub mod outcome;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -220,49 +223,52 @@ pub struct ExitCodes {
 const EMBEDDED: &[(&str, &str)] = &[
     (
         "recipes/pytest.toml",
-        include_str!("../../recipes/pytest.toml"),
+        include_str!("../../../recipes/pytest.toml"),
     ),
-    ("recipes/go.toml", include_str!("../../recipes/go.toml")),
+    ("recipes/go.toml", include_str!("../../../recipes/go.toml")),
     (
         "recipes/gotestsum.toml",
-        include_str!("../../recipes/gotestsum.toml"),
+        include_str!("../../../recipes/gotestsum.toml"),
     ),
     (
         "recipes/cargo-test.toml",
-        include_str!("../../recipes/cargo-test.toml"),
+        include_str!("../../../recipes/cargo-test.toml"),
     ),
     (
         "recipes/cargo-nextest.toml",
-        include_str!("../../recipes/cargo-nextest.toml"),
+        include_str!("../../../recipes/cargo-nextest.toml"),
     ),
-    ("recipes/jest.toml", include_str!("../../recipes/jest.toml")),
+    (
+        "recipes/jest.toml",
+        include_str!("../../../recipes/jest.toml"),
+    ),
     (
         "recipes/vitest.toml",
-        include_str!("../../recipes/vitest.toml"),
+        include_str!("../../../recipes/vitest.toml"),
     ),
     (
         "recipes/node-test.toml",
-        include_str!("../../recipes/node-test.toml"),
+        include_str!("../../../recipes/node-test.toml"),
     ),
     (
         "recipes/mocha.toml",
-        include_str!("../../recipes/mocha.toml"),
+        include_str!("../../../recipes/mocha.toml"),
     ),
     (
         "recipes/rspec.toml",
-        include_str!("../../recipes/rspec.toml"),
+        include_str!("../../../recipes/rspec.toml"),
     ),
     (
         "recipes/phpunit.toml",
-        include_str!("../../recipes/phpunit.toml"),
+        include_str!("../../../recipes/phpunit.toml"),
     ),
     (
         "recipes/ctest.toml",
-        include_str!("../../recipes/ctest.toml"),
+        include_str!("../../../recipes/ctest.toml"),
     ),
     (
         "recipes/playwright.toml",
-        include_str!("../../recipes/playwright.toml"),
+        include_str!("../../../recipes/playwright.toml"),
     ),
 ];
 

@@ -5,13 +5,13 @@
 
 use serde::Serialize;
 
-use super::{resolve, run_session, start_watching, subject_dir, Replay};
-use crate::catalog::Cell;
-use crate::cli::{Format, LadderFormat, RunArgs, VerifyArgs};
-use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_NOT_APPLIED, EXIT_USAGE};
+use crate::cli::{LadderFormat, VerifyArgs};
+use crate::error::{Error, Result};
 use crate::ladder::{self, Criterion};
 use crate::record::RungCount;
+use crate::session::{self, resolve::Layers, Intent};
 use crate::stats;
+use crate::verdict::{Findings, Verdict};
 use crate::workspace::WorkingCopies;
 
 /// Schema tag of `verify --format json`.
@@ -42,7 +42,7 @@ struct Half {
 
 /// The whole verdict, as printed and as JSON.
 #[derive(Debug, Serialize)]
-struct Verdict {
+struct VerifyReport {
     schema: &'static str,
     session: String,
     criterion: String,
@@ -65,9 +65,13 @@ fn words(c: &RungCount) -> String {
     }
 }
 
+/// Runs per cell on each revision when no layer sets them.
+const DEFAULT_RUNS: u32 = 10;
+
 /// Runs `flakelab verify`; returns the exit code.
-pub(super) async fn verify_cmd(args: VerifyArgs) -> Result<i32> {
-    let dir = subject_dir(args.store.dir.as_deref())?;
+pub(super) async fn verify_cmd(ctx: &super::Ctx, args: VerifyArgs) -> Result<i32> {
+    let flags = &args.session;
+    let dir = session::subject_dir(flags.store.dir.as_deref())?;
     let (copies, commits) = WorkingCopies::at_revisions(&dir, &[&args.before, &args.after])
         .map_err(|e| {
             Error::usage(
@@ -75,64 +79,36 @@ pub(super) async fn verify_cmd(args: VerifyArgs) -> Result<i32> {
                 "verify needs the subject in a git repository and two revisions (`git log --oneline` lists them)",
             )
         })?;
-    let run_args = RunArgs {
-        runs: Some(args.runs),
-        perturb: args.perturb.clone(),
-        matrix: Vec::new(),
-        no_baseline: !args.perturb.is_empty(),
-        timeout: args.timeout.clone(),
-        kill_grace: Some("5s".into()),
-        jobs: Some(1),
-        seed: args.seed,
-        confidence: Some(args.confidence),
-        signature: args.signature.clone(),
-        runner: args.runner.clone(),
-        junit: None,
-        confirm: None,
-        design: crate::cli::Design::Fixed,
-        screen: 3,
-        max_runs: None,
-        clear_below: 0.3,
-        format: Format::Table,
-        store: args.store.clone(),
-        command: args.command.clone(),
-        exact: true,
-    };
-    let mut settings = resolve(run_args)?;
+    let mut intent = Intent::from_flags(flags, &[]);
+    // Without -p the baseline itself is the failing cell.
+    intent.no_baseline = !flags.perturb.is_empty();
+    intent.default_runs = Some(DEFAULT_RUNS);
+    let layers = Layers::of_project(&dir)?.without_matrix();
+    let base = session::resolve(intent, &layers, &ctx.executor)?;
+    let names: Vec<String> = base.cells.iter().map(|(c, _)| c.name.clone()).collect();
     // Every cell twice: on the revision before the fix and on the one after.
-    let mut cells = Vec::new();
-    let mut cell_dirs = Vec::new();
-    for (tree, tree_dir) in ["before", "after"].iter().zip(copies.subject_dirs()) {
-        for (cell, prepared) in &settings.cells {
-            cells.push((
-                Cell {
-                    name: format!("{tree}:{}", cell.name),
-                    perturbations: cell.perturbations.clone(),
-                },
-                prepared.clone(),
-            ));
-            cell_dirs.push(tree_dir.clone());
-        }
-    }
-    let names: Vec<String> = settings.cells.iter().map(|(c, _)| c.name.clone()).collect();
-    settings.cells = cells;
-    settings.cell_dirs = cell_dirs;
-    let criterion = Criterion::from_flags(args.signature.as_deref(), args.test.as_deref());
-    let stop = start_watching()?;
+    let trees: Vec<(&str, std::path::PathBuf)> = ["before", "after"]
+        .into_iter()
+        .zip(copies.subject_dirs().iter().cloned())
+        .collect();
+    let settings = base.on_trees(&trees);
+    let confidence = settings.confidence;
+    let criterion = Criterion::from_flags(flags.signature.as_deref(), args.test.as_deref());
+    let stop = super::start_watching()?;
     eprintln!(
         "flakelab verify: {} ({}) against {} ({}), {} run(s) per cell on each",
         args.before,
         &commits[0][..12.min(commits[0].len())],
         args.after,
         &commits[1][..12.min(commits[1].len())],
-        args.runs
+        settings.runs
     );
-    let done = run_session(&settings, &Replay::default(), &stop).await;
+    let done = session::run_session(&settings, &stop).await;
     drop(copies);
     let Some(done) = done? else {
-        return Ok(EXIT_INTERRUPTED);
+        return Ok(Verdict::Interrupted.exit_code());
     };
-    let count = |name: &str| ladder::count_cell(&done.runs, name, &criterion, args.confidence).0;
+    let count = |name: &str| ladder::count_cell(&done.runs, name, &criterion, confidence).0;
     let verdicts: Vec<CellVerdict> = names
         .iter()
         .map(|name| {
@@ -206,15 +182,15 @@ pub(super) async fn verify_cmd(args: VerifyArgs) -> Result<i32> {
                     .map(|v| format!("{}: {}", v.cell, words(&v.after)))
                     .collect::<Vec<_>>()
                     .join(", "),
-                (args.confidence * 100.0).round()
+                (confidence * 100.0).round()
             ),
         }
     };
-    let verdict = Verdict {
+    let verdict = VerifyReport {
         schema: VERIFY_SCHEMA,
         session: done.session.id.clone(),
         criterion: criterion.describe(),
-        confidence: args.confidence,
+        confidence,
         before: Revision {
             rev: args.before.clone(),
             commit: commits[0].clone(),
@@ -237,24 +213,22 @@ pub(super) async fn verify_cmd(args: VerifyArgs) -> Result<i32> {
         LadderFormat::Table => render(&verdict),
     };
     super::print_text(&text);
-    Ok(if verdict.interrupted {
-        EXIT_INTERRUPTED
-    } else if verdict.cells.iter().any(|c| !c.applied) {
-        EXIT_NOT_APPLIED
-    } else if verdict
-        .cells
-        .iter()
-        .all(|c| c.before.n == 0 && c.after.n == 0)
-    {
-        EXIT_USAGE
-    } else if verdict.negative_control.holds && verdict.fix.holds {
-        0
-    } else {
-        1
+    let (control, fix) = (&verdict.negative_control, &verdict.fix);
+    let applied = verdict.cells.iter().all(|c| c.applied);
+    // A half fails on what was measured: runs failed after the fix, or
+    // nothing reproduced before it though every cell ran and was measured.
+    let differs = verdict.cells.iter().any(|c| c.after.k > 0)
+        || (!control.holds && applied && verdict.cells.iter().all(|c| c.before.n > 0));
+    Ok(Verdict::of(Findings {
+        interrupted: verdict.interrupted,
+        differs,
+        not_applied: !applied,
+        measured: control.holds && fix.holds,
     })
+    .exit_code())
 }
 
-fn render(v: &Verdict) -> String {
+fn render(v: &VerifyReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let _ = writeln!(

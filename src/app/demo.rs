@@ -1,0 +1,84 @@
+//! `flakelab demo`: the `standard` matrix on the bundled example suite, in
+//! a temporary directory, with every setting fixed (no layer applies).
+
+use crate::cli;
+use crate::config::RunFlags;
+use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
+use crate::session::{self, resolve::Layers, Intent};
+use crate::verdict::{Findings, Verdict};
+
+pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
+    let dir = tempfile::Builder::new()
+        .prefix("flakelab-demo-")
+        .tempdir()
+        .map_err(|e| {
+            Error::harness(
+                format!("cannot create the demo directory: {e}"),
+                "check that $TMPDIR is writable",
+            )
+        })?;
+    crate::demo::create_project(dir.path()).map_err(|e| {
+        Error::harness(
+            format!("cannot write the demo project: {e}"),
+            "check that $TMPDIR is writable",
+        )
+    })?;
+    let exe = std::env::current_exe().map_err(|e| {
+        Error::harness(
+            format!("cannot find flakelab's own executable: {e}"),
+            "run flakelab by its path",
+        )
+    })?;
+    eprintln!(
+        "flakelab demo: the bundled example suite plants one failure per flake class beside controls that always pass;\n\
+         running the `standard` matrix on it, {} runs per cell, in {}",
+        args.runs,
+        dir.path().display()
+    );
+    let intent = Intent {
+        command: vec![
+            exe.display().to_string(),
+            "__demo-suite".into(),
+            "--project".into(),
+            dir.path().display().to_string(),
+        ],
+        dir: Some(dir.path().to_path_buf()),
+        seed: args.seed,
+        flags: RunFlags {
+            runs: Some(args.runs),
+            timeout: Some("60s".into()),
+            confidence: Some(0.95),
+            matrix: Some(vec!["standard".into()]),
+            jobs: Some(1),
+            kill_grace: Some("5s".into()),
+            junit: None,
+        },
+        ..Intent::default()
+    };
+    let spec = session::resolve(intent, &Layers::none(), &ctx.executor)?;
+    let code = super::runtime()?.block_on(async {
+        let stop = super::start_watching()?;
+        let Some(done) = session::run_session(&spec, &stop).await? else {
+            return Ok::<_, Error>(EXIT_INTERRUPTED);
+        };
+        let (report, _) = super::report_cmd::shown(&spec.store, &done.session)?;
+        super::print_report(&report, args.format);
+        Ok(Verdict::of(Findings {
+            interrupted: done.interrupted,
+            ..report.findings()
+        })
+        .exit_code())
+    })?;
+    eprintln!("{}", crate::demo::LEGEND);
+    if args.keep {
+        let kept = dir.keep();
+        eprintln!(
+            "flakelab demo: kept {} (store in .flakelab/)",
+            kept.display()
+        );
+    }
+    Ok(match code {
+        EXIT_INTERRUPTED | EXIT_USAGE => code,
+        _ => EXIT_OK,
+    })
+}

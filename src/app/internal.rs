@@ -1,0 +1,39 @@
+//! The hidden helper subcommands: `__probe` (what a probe child sees),
+//! `__exec` (apply netns, limits and pinning, then exec the subject) and
+//! `__demo-suite` (the bundled example suite). Their bodies live with the
+//! code they serve: `perturb::probe::helper`, `perturb::isolate::helper`,
+//! `crate::demo`.
+
+use crate::cli::{self, ProbeWhat};
+use crate::error::{Result, EXIT_OK};
+use crate::perturb::{isolate, probe::helper};
+
+pub(super) fn probe_cmd(args: &cli::ProbeArgs) -> Result<i32> {
+    let text = match &args.what {
+        ProbeWhat::Env { names } => helper::env(names),
+        ProbeWhat::Net => helper::net(),
+        ProbeWhat::Affinity => helper::affinity(),
+        ProbeWhat::Rlimit { resource } => helper::rlimit(resource),
+    };
+    super::print_text(&text);
+    Ok(EXIT_OK)
+}
+
+pub(super) fn exec_cmd(args: &cli::ExecArgs) -> Result<i32> {
+    let failed = isolate::helper(
+        args.netns,
+        &args.rlimit,
+        args.cpus.as_deref(),
+        &args.command,
+    );
+    eprintln!("{failed}");
+    Ok(isolate::SETUP_EXIT)
+}
+
+pub(super) fn demo_suite_cmd(args: &cli::DemoSuiteArgs) -> Result<i32> {
+    Ok(crate::demo::run_suite(
+        &args.project,
+        args.only.as_deref(),
+        &mut std::io::stdout().lock(),
+    ))
+}

@@ -1,0 +1,104 @@
+//! Wiring only: one file per subcommand, each turning parsed arguments into
+//! a session spec (`crate::session`), running it, and handing the result to
+//! `crate::report` to render. This file dispatches.
+
+use std::io::Write as _;
+
+use crate::cli::{self, Command, Format};
+use crate::error::{Error, Result};
+use crate::exec::child::Stop;
+use crate::exec::Executor;
+use crate::report::{self, Report};
+
+mod demo;
+mod info;
+mod internal;
+mod ladder;
+mod replay;
+mod report_cmd;
+mod run;
+mod screen;
+mod verify;
+
+/// What every subcommand shares: how subjects and probes are started.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ctx {
+    /// Real processes, or the fake executor's script.
+    pub executor: Executor,
+}
+
+/// Runs one parsed command line; returns the process exit code.
+pub fn run(cli: cli::Cli) -> Result<i32> {
+    let executor = Executor::from_script(cli.fake_executor.as_deref())
+        .map_err(|e| Error::usage(e, "fix the script (see `src/exec/fake.rs`)"))?;
+    let ctx = Ctx { executor };
+    match cli.command {
+        Command::Run(args) => runtime()?.block_on(run::run_cmd(&ctx, args)),
+        Command::Ladder(args) => runtime()?.block_on(ladder::ladder_cmd(&ctx, args)),
+        Command::Verify(args) => runtime()?.block_on(verify::verify_cmd(&ctx, args)),
+        Command::Replay(args) => replay::replay_cmd(&ctx, &args),
+        Command::Demo(args) => demo::demo_cmd(&ctx, &args),
+        Command::Report(args) => report_cmd::report_cmd(&args),
+        Command::Evidence(args) => report_cmd::evidence_cmd(&ctx, &args),
+        Command::Init(args) => info::init_cmd(&args),
+        Command::Doctor => info::doctor_cmd(),
+        Command::Recipes(args) => info::recipes_cmd(&args),
+        Command::Plan(args) => info::plan_cmd(&args),
+        Command::Perturbations(args) => info::perturbations_cmd(&args),
+        Command::Probe(args) => internal::probe_cmd(&args),
+        Command::Exec(args) => internal::exec_cmd(&args),
+        Command::DemoSuite(args) => internal::demo_suite_cmd(&args),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    // One thread: the work happens in the children; a single-threaded loop
+    // hands each exit to the next spawn without cross-thread wake-ups.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Error::harness(
+                format!("cannot start the async runtime: {e}"),
+                "report this as a bug",
+            )
+        })
+}
+
+/// Watches for Ctrl-C and makes flakelab a child subreaper: call once per
+/// process, before the first session.
+fn start_watching() -> Result<tokio::sync::watch::Receiver<Stop>> {
+    let stop = crate::exec::schedule::watch_signals().map_err(|e| {
+        Error::harness(
+            format!("cannot watch for Ctrl-C: {e}"),
+            "report this as a bug",
+        )
+    })?;
+    if let Err(e) = crate::exec::child::become_subreaper() {
+        return Err(Error::harness(
+            format!("cannot become a child subreaper: {e}"),
+            "flakelab needs Linux's PR_SET_CHILD_SUBREAPER to find processes that escape a run",
+        ));
+    }
+    Ok(stop)
+}
+
+fn print_report(report: &Report, format: Format) {
+    let text = match format {
+        Format::Table => report::table::render(report),
+        Format::Json => report::json::render(report),
+        Format::Markdown => report::markdown::render(report),
+    };
+    print_text(&text);
+}
+
+/// Writes a rendered output to stdout.
+fn print_text(text: &str) {
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (`| head`) is not an error worth a non-zero exit.
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+fn num_cpus() -> usize {
+    crate::perturb::isolate::allowed_cpus().len().max(1)
+}

@@ -1,0 +1,133 @@
+//! `flakelab report` and `flakelab evidence`: a stored session re-rendered
+//! through the same model the live output used ([`shown`]): the report,
+//! the screen design's confirmations, and `--confirm`'s replays.
+
+use std::path::Path;
+
+use crate::cli;
+use crate::error::{Error, Result, EXIT_OK};
+use crate::exec::Executor;
+use crate::record::{RunRecord, SessionRecord};
+use crate::redact::Redaction;
+use crate::report::{self, Report};
+use crate::session::{resolve::store_root, subject_dir};
+use crate::store::Store;
+
+/// The report of `session` as the user sees it, live or later: its cells
+/// and tests, the screen design's verdicts when it was screened, and the
+/// confirmations of the sessions that are part of it.
+pub(super) fn shown(store: &Store, session: &SessionRecord) -> Result<(Report, Vec<RunRecord>)> {
+    let (runs, load) = store.runs_of(&session.id)?;
+    let mut report = report::build(session, &runs, load);
+    if let Some(screen) = store.screen_of(&session.id)? {
+        super::screen::apply(&mut report, &screen, &runs);
+    }
+    let (sessions, _) = store.load_sessions()?;
+    let mut replays = Vec::new();
+    for s in sessions
+        .into_iter()
+        .filter(|s| s.part_of.as_deref() == Some(session.id.as_str()) && s.replay_of.is_some())
+    {
+        let (again, _) = store.runs_of(&s.id)?;
+        replays.push((s, again));
+    }
+    report.confirmations = report::confirmations(session, &runs, &replays);
+    Ok((report, runs))
+}
+
+/// The store of a command that reads one: it must exist.
+fn existing_store(store: &cli::StoreArgs) -> Result<(Store, std::path::PathBuf)> {
+    let dir = subject_dir(store.dir.as_deref())?;
+    let root = store_root(store.store.as_deref(), &dir);
+    if !root.is_dir() {
+        return Err(Error::usage(
+            format!("no store at {}", root.display()),
+            "run `flakelab run` first, or point at a store with --store DIR",
+        ));
+    }
+    Ok((Store::open(&root)?, dir))
+}
+
+fn no_session(what: &str, wanted: Option<&str>, root: &Path) -> Error {
+    Error::usage(
+        match wanted {
+            Some(s) => format!("no {what} `{s}` in {}", root.display()),
+            None => format!("no session recorded in {}", root.display()),
+        },
+        "list sessions with `cut -c1-200 .flakelab/sessions.jsonl`, or run `flakelab run` first",
+    )
+}
+
+pub(super) fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
+    let (store, _) = existing_store(&args.store)?;
+    let session = store
+        .session(args.session.as_deref())?
+        .ok_or_else(|| no_session("session", args.session.as_deref(), store.root()))?;
+    let (report, _) = shown(&store, &session)?;
+    super::print_report(&report, args.format);
+    Ok(report.exit_code())
+}
+
+/// `flakelab evidence`: the evidence block of a session, or of a ladder.
+pub(super) fn evidence_cmd(ctx: &super::Ctx, args: &cli::EvidenceArgs) -> Result<i32> {
+    let (store, dir) = existing_store(&args.store)?;
+    let redaction = Redaction::new(&crate::config::redact_names(&dir)?);
+    let (ladders, _) = store.load_ladders()?;
+    let by_ladder = args
+        .session
+        .as_deref()
+        .and_then(|id| ladders.iter().find(|l| l.id == id));
+    let wanted = match by_ladder {
+        Some(l) => Some(crate::evidence::ladder_session(l).ok_or_else(|| {
+            Error::usage(
+                format!("ladder `{}` ran no rung", l.id),
+                "run the ladder again; a ladder with no session has no evidence",
+            )
+        })?),
+        None => args.session.as_deref(),
+    };
+    let session = store
+        .session(wanted)?
+        .ok_or_else(|| no_session("session or ladder", wanted, store.root()))?;
+    let ladder = by_ladder.or_else(|| crate::evidence::ladder_of(&ladders, &session.id));
+    let version = runner_version(&ctx.executor, &session);
+    let (report, runs) = shown(&store, &session)?;
+    let evidence =
+        crate::evidence::build_from(&session, &runs, report, ladder, version, &redaction);
+    let text = match args.format {
+        cli::EvidenceFormat::Markdown => crate::evidence::markdown::render(&evidence),
+        cli::EvidenceFormat::Json => crate::evidence::render_json(&evidence),
+    };
+    super::print_text(&text);
+    Ok(EXIT_OK)
+}
+
+/// The runner version for the evidence: the one recorded at run time, else
+/// the recipe's version command run now (and said so).
+fn runner_version(executor: &Executor, session: &SessionRecord) -> crate::evidence::RunnerVersion {
+    use crate::evidence::RunnerVersion;
+    if let Some(v) = &session.runner_version {
+        return RunnerVersion::Recorded(v.clone());
+    }
+    let Some(name) = &session.runner else {
+        return RunnerVersion::Unknown("no recipe".into());
+    };
+    let recipes =
+        crate::catalog::recipe::load(Some(&session.cwd.join(".flakelab").join("recipes")))
+            .unwrap_or_default();
+    match recipes.iter().find(|r| &r.name == name) {
+        Some(r) if r.version.is_some() => {
+            match crate::catalog::recipe::version_argv(r, &session.command)
+                .and_then(|argv| executor.version(&argv, &session.cwd))
+            {
+                Some(v) => RunnerVersion::ReadNow(v),
+                None => RunnerVersion::Unknown(
+                    "not recorded at run time, and its version command failed now".into(),
+                ),
+            }
+        }
+        _ => RunnerVersion::Unknown(format!(
+            "not recorded, and the `{name}` recipe declares no version command"
+        )),
+    }
+}

@@ -1,0 +1,147 @@
+//! The argv of one run, built from the user's command and the recipe's
+//! templates: the report path, the shuffle seed (or shuffling off), the
+//! workers, the recipe's `[always]` arguments, and `[select]` for one test.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{drop_path_args, remove_options, runner_words_end, Inject, Recipe};
+
+/// Where this run's JUnit report goes, and how the runner learns of it.
+#[derive(Debug, Clone, Copy)]
+pub enum Report<'a> {
+    /// `{junit}` in the command becomes this path.
+    InCommand(&'a Path),
+    /// The recipe's `[junit]` arguments carry this path.
+    Recipe(&'a Path),
+}
+
+/// What one run asks of its runner beyond the user's command.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunArgv<'a> {
+    /// The report, if the run writes one.
+    pub report: Option<Report<'a>>,
+    /// Shuffle on with this seed (`Some`), or off in a cell that does not shuffle.
+    pub shuffle_seed: Option<u64>,
+    /// Workers to set.
+    pub workers: Option<usize>,
+}
+
+/// The command of one run: the user's, with the report path, and with the
+/// recipe's shuffle (this run's seed, or shuffling off in every other cell)
+/// and workers arguments. Returns the argv and the variables to add; `Err`
+/// says which template failed.
+pub fn for_run(
+    recipe: Option<&Recipe>,
+    command: &[String],
+    ask: RunArgv<'_>,
+) -> Result<(Vec<String>, BTreeMap<String, String>), String> {
+    let mut argv = command.to_vec();
+    let mut env = BTreeMap::new();
+    let mut inject = |inject: &Inject,
+                      argv: &mut Vec<String>,
+                      vars: BTreeMap<&str, String>|
+     -> Result<(), String> {
+        let end = recipe.map_or(argv.len(), |r| runner_words_end(r, argv));
+        let (next, more) = inject.apply_at(argv, &vars, end)?;
+        *argv = next;
+        env.extend(more);
+        Ok(())
+    };
+    if let Some(always) = recipe.and_then(|r| r.always.as_ref()) {
+        inject(always, &mut argv, BTreeMap::new())?;
+    }
+    match ask.report {
+        Some(Report::InCommand(path)) => {
+            argv = expand_junit(&argv, &path.display().to_string());
+        }
+        Some(Report::Recipe(path)) => {
+            if let Some(j) = recipe.and_then(|r| r.junit.as_ref()) {
+                inject(
+                    j,
+                    &mut argv,
+                    BTreeMap::from([("junit", path.display().to_string())]),
+                )?;
+            }
+        }
+        None => {}
+    }
+    if let Some(shuffle) = recipe.and_then(|r| r.shuffle.as_ref()) {
+        if let Some(seed) = ask.shuffle_seed {
+            argv.retain(|w| !shuffle.hides_seed.contains(w));
+            inject(
+                &shuffle.on,
+                &mut argv,
+                BTreeMap::from([("seed", seed.to_string())]),
+            )?;
+        } else if let Some(off) = &shuffle.off {
+            inject(off, &mut argv, BTreeMap::new())?;
+        }
+    }
+    if let (Some(n), Some(w)) = (ask.workers, recipe.and_then(|r| r.workers.as_ref())) {
+        argv.retain(|a| !w.hides_proof.contains(a));
+        argv = remove_options(&argv, &w.replaces);
+        inject(
+            &w.set,
+            &mut argv,
+            BTreeMap::from([("workers", n.to_string())]),
+        )?;
+    }
+    Ok((argv, env))
+}
+
+/// Replaces `{junit}` in every word of the command (one pass: the path is
+/// never expanded again).
+pub fn expand_junit(command: &[String], path: &str) -> Vec<String> {
+    command.iter().map(|w| w.replace("{junit}", path)).collect()
+}
+
+/// The command with the recipe's `[select]` for one test (or module, or
+/// file): the command's own paths dropped where the recipe says so.
+pub fn select(
+    recipe: &Recipe,
+    command: &[String],
+    id: &str,
+    dir: &Path,
+) -> Result<Vec<String>, String> {
+    let Some(select) = &recipe.select else {
+        return Err(format!(
+            "the {} recipe declares no [select]: it cannot run one test alone",
+            recipe.name
+        ));
+    };
+    let end = runner_words_end(recipe, command);
+    let argv = if select.drop_paths {
+        drop_path_args(command, end, dir, &select.value_options)
+    } else {
+        command.to_vec()
+    };
+    let vars = BTreeMap::from([("id", id.to_string())]);
+    let (argv, env) = select
+        .apply_at(&argv, &vars, end.min(argv.len()))
+        .map_err(|e| format!("the {} recipe's [select] failed: {e}", recipe.name))?;
+    if !env.is_empty() {
+        return Err(format!(
+            "the {} recipe selects through variables, which flakelab does not pass yet",
+            recipe.name
+        ));
+    }
+    Ok(argv)
+}
+
+/// The lane's command at `workers` workers, through the recipe's workers
+/// option (the lane's own worker option replaced).
+pub fn with_workers(
+    recipe: &Recipe,
+    command: &[String],
+    workers: usize,
+) -> Result<Vec<String>, String> {
+    let Some(w) = &recipe.workers else {
+        return Err(format!("{} has no workers option", recipe.name));
+    };
+    let argv = remove_options(command, &w.replaces);
+    let end = runner_words_end(recipe, &argv);
+    let vars = BTreeMap::from([("workers", workers.to_string())]);
+    let (argv, _) = w.set.apply_at(&argv, &vars, end)?;
+    Ok(argv)
+}

@@ -1,0 +1,200 @@
+//! What a finished run's exit code and output mean to its runner, read
+//! from the recipe's facts: the runner's usage errors and empty runs
+//! (never a pass or a fail), and the per-run proof of the recipe-driven
+//! kinds (the seed a shuffle run printed, the workers a workers run started).
+//! Fixing "pytest's exit 5 misread" starts here and in `recipes/pytest.toml`.
+
+use super::Recipe;
+
+/// The runner's own "usage error" or "nothing collected", from its recipe:
+/// by exit code, or by a line of output for runners that share codes.
+pub fn runner_error(recipe: &Recipe, code: Option<i32>, log: &str) -> Option<String> {
+    let code = code?;
+    let plain = strip_ansi(log);
+    let found = |re: &Option<String>| -> Option<String> {
+        let re = regex::Regex::new(re.as_deref()?).ok()?;
+        let m = re.find(&plain)?;
+        let line_start = plain[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = plain[m.start()..]
+            .find('\n')
+            .map_or(plain.len(), |i| m.start() + i);
+        Some(plain[line_start..line_end].trim().to_string())
+    };
+    let last = plain
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("(no output)")
+        .to_string();
+    if recipe.exit.usage.contains(&code) {
+        return Some(format!("{} usage error (exit {code}): {last}", recipe.name));
+    }
+    if recipe.exit.no_tests.contains(&code) {
+        return Some(format!(
+            "{} collected no tests (exit {code}): {last}",
+            recipe.name
+        ));
+    }
+    if code != 0 {
+        if let Some(line) = found(&recipe.exit.error_regex) {
+            return Some(format!(
+                "{} could not run the tests (exit {code}): {line}",
+                recipe.name
+            ));
+        }
+        return None;
+    }
+    found(&recipe.exit.no_tests_regex)
+        .map(|line| format!("{} ran no tests (exit 0): {line}", recipe.name))
+}
+
+/// The log without colour codes (vitest colours even when piped), so that
+/// no seed, proof or error line hides behind them.
+pub fn strip_ansi(log: &str) -> String {
+    static ANSI: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    ANSI.get_or_init(|| regex::Regex::new(r"\x1b\[[0-9;]*[A-Za-z]").expect("a valid pattern"))
+        .replace_all(log, "")
+        .into_owned()
+}
+
+/// What a run of a recipe-driven cell was asked to do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Asked {
+    /// The runner's shuffle, with this run's seed.
+    pub shuffle: bool,
+    /// The run's seed.
+    pub seed: u64,
+    /// Workers requested.
+    pub workers: Option<usize>,
+}
+
+/// The per-run probes of the recipe-driven kinds: the seed the runner
+/// printed must be the one passed, and workers must show they ran. `Some`
+/// is why the run's cell was not applied.
+pub fn not_applied(recipe: &Recipe, asked: Asked, log: &str) -> Option<String> {
+    let plain = strip_ansi(log);
+    let log = plain.as_str();
+    if let (true, Some(shuffle)) = (asked.shuffle, &recipe.shuffle) {
+        let printed = regex::Regex::new(&shuffle.seed_regex).ok().and_then(|re| {
+            re.captures(log)
+                .and_then(|c| c.get(1))
+                .map(|m| m.as_str().to_string())
+        });
+        match printed {
+            None => {
+                return Some(format!(
+                    "shuffle: {} printed no seed line: its shuffle plugin or flag did not take effect (see `flakelab recipes show {}`)",
+                    recipe.name, recipe.name
+                ))
+            }
+            Some(seed) if seed != asked.seed.to_string() => {
+                return Some(format!(
+                    "shuffle: {} printed seed {seed}, not the seed passed ({})",
+                    recipe.name, asked.seed
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    if let (Some(n), Some(w)) = (asked.workers, &recipe.workers) {
+        let found = |re: &Option<String>| {
+            re.as_deref()
+                .and_then(|r| regex::Regex::new(r).ok())
+                .map(|re| re.is_match(log))
+        };
+        if found(&w.missing_regex) == Some(true) {
+            return Some(format!(
+                "workers: {} cannot run workers here{}",
+                recipe.name,
+                w.missing_hint
+                    .as_deref()
+                    .map(|h| format!(" ({h})"))
+                    .unwrap_or_default()
+            ));
+        }
+        if found(&w.proof_regex) == Some(false) {
+            return Some(format!(
+                "workers: {} did not report starting {n} workers",
+                recipe.name
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pytest() -> Recipe {
+        super::super::load(None)
+            .unwrap()
+            .into_iter()
+            .find(|r| r.name == "pytest")
+            .unwrap()
+    }
+
+    #[test]
+    fn runner_codes_and_lines_become_errors() {
+        let r = pytest();
+        assert!(runner_error(&r, Some(4), "ERROR: not found: x.py::nope\n")
+            .unwrap()
+            .contains("usage error (exit 4)"));
+        assert!(runner_error(&r, Some(5), "3 deselected\n")
+            .unwrap()
+            .contains("collected no tests"));
+        assert_eq!(runner_error(&r, Some(1), "1 failed, 2 passed\n"), None);
+        assert_eq!(runner_error(&r, Some(0), "3 passed\n"), None);
+    }
+
+    #[test]
+    fn a_shuffle_run_must_print_the_seed_it_was_given() {
+        let r = pytest();
+        let shuffled = Asked {
+            shuffle: true,
+            seed: 1234,
+            workers: None,
+        };
+        assert_eq!(
+            not_applied(&r, shuffled, "Using --randomly-seed=1234\n"),
+            None
+        );
+        let missing = not_applied(&r, shuffled, "collected 3 items\n").unwrap();
+        assert!(missing.contains("printed no seed line"), "{missing}");
+        let other = not_applied(&r, shuffled, "Using --randomly-seed=99\n").unwrap();
+        assert!(other.contains("printed seed 99"), "{other}");
+        // Colour codes do not hide the line.
+        assert_eq!(
+            not_applied(
+                &r,
+                shuffled,
+                "\u{1b}[1mUsing --randomly-seed=1234\u{1b}[0m\n"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn workers_need_their_proof_and_name_a_missing_plugin() {
+        let r = pytest();
+        let workers = Asked {
+            shuffle: false,
+            seed: 1,
+            workers: Some(2),
+        };
+        assert_eq!(not_applied(&r, workers, "created: 2/2 workers\n"), None);
+        let missing = not_applied(
+            &r,
+            workers,
+            "ERROR: usage: pytest [options]\npytest: error: unrecognized arguments: -n 2\n",
+        )
+        .unwrap();
+        assert!(missing.contains("pip install pytest-xdist"), "{missing}");
+        let silent = not_applied(&r, workers, "5 passed\n").unwrap();
+        assert!(
+            silent.contains("did not report starting 2 workers"),
+            "{silent}"
+        );
+    }
+}

@@ -1,0 +1,317 @@
+//! The session model: what the user asked for, resolved once (flags, then
+//! `FLAKELAB_*`, then `flakelab.toml`, then defaults) into one typed
+//! [`SessionSpec`], and every derived session as a method on that value —
+//! one cell, another command, replaying a record, copies in working
+//! directories, two git trees, part of another session. [`engine`] runs a
+//! spec: probes, records, runs its plan through the executor, reads back.
+//!
+//! `run`, `replay`, `--confirm`, the ladder's rungs, `verify`'s halves, the
+//! screen design's confirmations and `demo` all start sessions here.
+
+pub mod engine;
+pub mod resolve;
+
+use std::path::PathBuf;
+
+use crate::catalog::recipe::Recipe;
+use crate::catalog::Cell;
+use crate::error::{Error, Result};
+use crate::exec::{child::ChildLimits, Executor};
+use crate::perturb::{HostFacts, Prepared};
+use crate::record::{RunRecord, SessionRung};
+use crate::redact::Redaction;
+use crate::store::Store;
+
+pub use engine::{run_session, run_session_looking, SessionDone};
+pub use resolve::{resolve, subject_dir, Intent};
+
+/// Bytes of a run's output kept from its start.
+pub const LOG_HEAD: usize = 1 << 20;
+/// Bytes of a run's output kept from its end.
+pub const LOG_TAIL: usize = 1 << 20;
+
+/// Where a run's JUnit report comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JunitSource {
+    /// The recipe's JUnit arguments, with a fresh harness-owned path per run.
+    Recipe,
+    /// `{junit}` in the command: a fresh harness-owned path per run.
+    Harness,
+    /// `--junit PATH` (relative to the subject's directory), `{run}` expanded.
+    Path(String),
+}
+
+/// What makes a session a replay of one recorded run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replay {
+    /// The replayed run's id.
+    pub of: Option<String>,
+    /// Its seed, given to every replayed run.
+    pub seed: Option<u64>,
+    /// A seed for the first replicate only (a confirmation starts with the
+    /// seed that flipped its candidate; later replicates get fresh seeds).
+    pub first_seed: Option<u64>,
+}
+
+/// One session, fully resolved and validated before its first run.
+#[derive(Debug, Clone)]
+pub struct SessionSpec {
+    /// The subject's command.
+    pub command: Vec<String>,
+    /// The subject's directory.
+    pub dir: PathBuf,
+    /// The store.
+    pub store: Store,
+    /// The cells, each with its launch changes and probes.
+    pub cells: Vec<(Cell, Prepared)>,
+    /// Runs per cell.
+    pub runs: u32,
+    /// Runs at once.
+    pub jobs: usize,
+    /// The session seed.
+    pub seed: u64,
+    /// Confidence level.
+    pub confidence: f64,
+    /// Only failures matching this count.
+    pub signature: Option<regex::Regex>,
+    /// Per-run limits.
+    pub limits: ChildLimits,
+    /// Where per-test outcomes come from.
+    pub junit: Option<JunitSource>,
+    /// The runner's recipe.
+    pub recipe: Option<Recipe>,
+    /// Why there is no recipe, or how it was chosen.
+    pub runner_note: Option<String>,
+    /// Matrix cells left out because the runner cannot take them, with why.
+    pub left_out: Vec<(String, String)>,
+    /// What this host offers.
+    pub facts: HostFacts,
+    /// Which variables' values are never recorded.
+    pub redaction: Redaction,
+    /// Processes started together per planned run (a ladder rung's P; 1
+    /// otherwise).
+    pub copies: usize,
+    /// Each copy's own working copy (the subject's directory inside it),
+    /// when each process has its own; empty otherwise.
+    pub copy_dirs: Vec<PathBuf>,
+    /// The ladder rung this session is, if it is one.
+    pub rung: Option<SessionRung>,
+    /// Each cell's own directory (`verify`: the before and after trees), by
+    /// cell index; empty when every cell runs in `dir`.
+    pub cell_dirs: Vec<PathBuf>,
+    /// The session this one is part of (a confirmation of it).
+    pub part_of: Option<String>,
+    /// What this session replays, if anything.
+    pub replay: Replay,
+    /// Starts the runs and probes.
+    pub executor: Executor,
+    /// Every recipe known here (for a derived command's runner).
+    recipes: Vec<Recipe>,
+    /// `--runner` as given (a derived command keeps it).
+    runner_flag: Option<String>,
+}
+
+impl SessionSpec {
+    /// The `--junit` path a derived session keeps (None for the recipe's or
+    /// `{junit}` paths, which need none).
+    pub fn junit_path(&self) -> Option<&str> {
+        match &self.junit {
+            Some(JunitSource::Path(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The index of the cell named `name`.
+    pub fn cell_index(&self, name: &str) -> Option<usize> {
+        self.cells.iter().position(|(c, _)| c.name == name)
+    }
+
+    /// Only the cells named `names` (in this spec's order).
+    pub fn only_cells(mut self, names: &[&str]) -> Result<SessionSpec> {
+        if let Some(missing) = names.iter().find(|n| self.cell_index(n).is_none()) {
+            return Err(Error::harness(
+                format!("the session has no cell `{missing}` to derive a session from"),
+                "report this as a bug",
+            ));
+        }
+        let keep: Vec<bool> = self
+            .cells
+            .iter()
+            .map(|(c, _)| names.contains(&c.name.as_str()))
+            .collect();
+        let mut i = 0;
+        self.cells.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
+        if !self.cell_dirs.is_empty() {
+            let mut i = 0;
+            self.cell_dirs.retain(|_| {
+                i += 1;
+                keep[i - 1]
+            });
+        }
+        Ok(self)
+    }
+
+    /// The same session with `runs` runs per cell.
+    pub fn with_runs(mut self, runs: u32) -> SessionSpec {
+        self.runs = runs;
+        self
+    }
+
+    /// The same session under another seed.
+    pub fn with_seed(mut self, seed: u64) -> SessionSpec {
+        self.seed = seed;
+        self
+    }
+
+    /// The same session, `jobs` runs at once.
+    pub fn with_jobs(mut self, jobs: usize) -> SessionSpec {
+        self.jobs = jobs.max(1);
+        self
+    }
+
+    /// Part of the session `id` (a confirmation of it): `flakelab report`
+    /// without an id skips it and shows `id` with it.
+    pub fn part_of(mut self, id: &str) -> SessionSpec {
+        self.part_of = Some(id.to_string());
+        self
+    }
+
+    /// A ladder rung.
+    pub fn as_rung(mut self, rung: SessionRung) -> SessionSpec {
+        self.rung = Some(rung);
+        self
+    }
+
+    /// The first replicate of every cell under `seed` (a screen candidate's
+    /// flipping seed); later replicates keep their fresh seeds.
+    pub fn first_seed(mut self, seed: Option<u64>) -> SessionSpec {
+        self.replay.first_seed = seed;
+        self
+    }
+
+    /// The same cells running another command of the same runner (the
+    /// focused test selected, say): recipe and preparation are kept.
+    pub fn with_command(mut self, command: Vec<String>) -> SessionSpec {
+        self.command = command;
+        self
+    }
+
+    /// The same cells running another command whose runner is detected
+    /// anew (the project's lane): the cells are prepared for that runner.
+    pub fn with_own_runner(mut self, command: Vec<String>) -> Result<SessionSpec> {
+        let (recipe, note) = resolve::runner(&self.recipes, None, &command)?;
+        self.command = command;
+        self.recipe = recipe;
+        self.runner_note = note;
+        self.runner_flag = None;
+        self.facts.unsupported = self
+            .recipe
+            .as_ref()
+            .map(|r| r.unsupported.clone())
+            .unwrap_or_default();
+        let cells: Vec<Cell> = self.cells.iter().map(|(c, _)| c.clone()).collect();
+        self.cells = cells
+            .into_iter()
+            .map(|c| {
+                let p = crate::perturb::prepare(
+                    &c,
+                    &self.facts,
+                    self.recipe.as_ref(),
+                    &self.redaction,
+                )?;
+                Ok((c, p))
+            })
+            .collect::<Result<_>>()?;
+        if self.junit == Some(JunitSource::Recipe)
+            && self.recipe.as_ref().is_none_or(|r| r.junit.is_none())
+        {
+            self.junit = None;
+        }
+        if self.junit.is_none() && self.recipe.as_ref().is_some_and(|r| r.junit.is_some()) {
+            self.junit = Some(JunitSource::Recipe);
+        }
+        Ok(self)
+    }
+
+    /// `copies` processes started together per planned run, each in its own
+    /// directory of `dirs` when given (a ladder rung).
+    pub fn in_copies(mut self, copies: usize, dirs: Vec<PathBuf>) -> SessionSpec {
+        self.copies = copies.max(1);
+        self.jobs = self.copies;
+        self.copy_dirs = dirs;
+        self
+    }
+
+    /// Every cell twice, once per tree (`label:cell`, run in that tree's
+    /// directory), interleaved in one session (`verify`).
+    pub fn on_trees(mut self, trees: &[(&str, PathBuf)]) -> SessionSpec {
+        let mut cells = Vec::new();
+        let mut dirs = Vec::new();
+        for (label, dir) in trees {
+            for (cell, prepared) in &self.cells {
+                cells.push((
+                    Cell {
+                        name: format!("{label}:{}", cell.name),
+                        perturbations: cell.perturbations.clone(),
+                    },
+                    prepared.clone(),
+                ));
+                dirs.push(dir.clone());
+            }
+        }
+        self.cells = cells;
+        self.cell_dirs = dirs;
+        self
+    }
+
+    /// A replay of `run` (a run of this session's cells), `times` times,
+    /// alone, in the run's own directory when it still exists: its cell,
+    /// its seed on every replicate.
+    pub fn replaying(self, run: &RunRecord, times: u32) -> Result<SessionSpec> {
+        let fallback = self.dir.clone();
+        // A spec rebuilt from the record has the run's cell alone, named by
+        // its perturbations.
+        let cell = match (self.cell_index(&run.cell), self.cells.as_slice()) {
+            (None, [(only, _)]) => only.name.clone(),
+            _ => run.cell.clone(),
+        };
+        let mut spec = self.only_cells(&[cell.as_str()])?;
+        spec.runs = times;
+        spec.jobs = 1;
+        spec.copies = 1;
+        spec.copy_dirs = Vec::new();
+        spec.cell_dirs = Vec::new();
+        spec.dir = if run.cwd.is_dir() {
+            run.cwd.clone()
+        } else {
+            fallback
+        };
+        spec.replay = Replay {
+            of: Some(run.id.clone()),
+            seed: Some(run.seed),
+            first_seed: None,
+        };
+        Ok(spec)
+    }
+
+    /// The runner flag a derived session keeps.
+    pub fn runner_flag(&self) -> Option<&str> {
+        self.runner_flag.as_deref()
+    }
+}
+
+impl SessionSpec {
+    /// Every run under `run`'s seed, recorded as a replay of it, keeping
+    /// this session's topology (a ladder rung re-run as a whole).
+    pub fn under_seed_of(mut self, run: &RunRecord) -> SessionSpec {
+        self.replay = Replay {
+            of: Some(run.id.clone()),
+            seed: Some(run.seed),
+            first_seed: None,
+        };
+        self
+    }
+}

@@ -1,0 +1,413 @@
+//! Resolving what the user asked for into a [`SessionSpec`], once: the
+//! request ([`Intent`], from the shared command-line flags or built by
+//! `demo` and `replay`), the layers below the flags ([`Layers`]: the
+//! `FLAKELAB_*` variables and `flakelab.toml`, passed in explicitly), the
+//! catalog, the recipes and this host. Every usage error surfaces here,
+//! before anything runs.
+
+use std::path::{Path, PathBuf};
+
+use super::{JunitSource, Replay, SessionSpec, LOG_HEAD, LOG_TAIL};
+use crate::catalog::recipe::{self, Detection, Recipe};
+use crate::catalog::{Catalog, Cell, Kind};
+use crate::config::{self, Origin, ProjectConfig, RunFlags, RunSettings, Setting};
+use crate::error::{Error, Result};
+use crate::exec::{child::ChildLimits, Executor};
+use crate::perturb::{self, HostFacts};
+use crate::record::{RunRecord, SessionRecord};
+use crate::redact::Redaction;
+use crate::store::Store;
+
+/// What was asked for: typed values, not yet layered or validated.
+#[derive(Debug, Clone, Default)]
+pub struct Intent {
+    /// The command after `--` (empty: the project's lane).
+    pub command: Vec<String>,
+    /// The subject's directory (`-C`), else the current one.
+    pub dir: Option<PathBuf>,
+    /// The store (`--store`), else `.flakelab` in the subject's directory.
+    pub store: Option<PathBuf>,
+    /// Cell specs, one cell each.
+    pub cells: Vec<String>,
+    /// No baseline cell.
+    pub no_baseline: bool,
+    /// The session seed.
+    pub seed: Option<u64>,
+    /// `--signature`.
+    pub signature: Option<String>,
+    /// `--runner`.
+    pub runner: Option<String>,
+    /// The settings that lower layers may supply.
+    pub flags: RunFlags,
+    /// Runs per cell when no layer sets it.
+    pub default_runs: Option<u32>,
+}
+
+impl Intent {
+    /// The request of the flags `run`, `ladder` and `verify` share. `-p`
+    /// gives one cell each; `matrix` are `run`'s `--matrix` names.
+    pub fn from_flags(flags: &crate::cli::SessionFlags, matrix: &[String]) -> Intent {
+        Intent {
+            command: flags.command.clone(),
+            dir: flags.store.dir.clone(),
+            store: flags.store.store.clone(),
+            cells: flags.perturb.clone(),
+            no_baseline: flags.no_baseline,
+            seed: flags.seed,
+            signature: flags.signature.clone(),
+            runner: flags.runner.clone(),
+            flags: RunFlags {
+                runs: flags.runs,
+                timeout: flags.timeout.clone(),
+                confidence: flags.confidence,
+                matrix: (!flags.perturb.is_empty() || !matrix.is_empty()).then(|| matrix.to_vec()),
+                junit: flags.junit.clone(),
+                jobs: flags.jobs,
+                kill_grace: flags.kill_grace.clone(),
+            },
+            default_runs: None,
+        }
+    }
+}
+
+/// The layers below the flags.
+#[derive(Debug, Clone, Default)]
+pub struct Layers {
+    /// Reads a `FLAKELAB_*` variable.
+    pub env: Option<fn(&str) -> Option<String>>,
+    /// The project's `flakelab.toml`.
+    pub file: Option<ProjectConfig>,
+    /// The matrices layer applies (`run` only: a ladder's or a verify's
+    /// cells are its `-p` alone).
+    pub matrix: bool,
+}
+
+impl Layers {
+    /// The process's environment and the `flakelab.toml` of `dir`.
+    pub fn of_project(dir: &Path) -> Result<Layers> {
+        Ok(Layers {
+            env: Some(|name| std::env::var(name).ok()),
+            file: config::load(dir)?,
+            matrix: true,
+        })
+    }
+
+    /// No layer: every setting is the request's or the default (`demo`,
+    /// `replay`, which fix their settings themselves).
+    pub fn none() -> Layers {
+        Layers::default()
+    }
+
+    /// Without the matrices layer.
+    pub fn without_matrix(mut self) -> Layers {
+        self.matrix = false;
+        self
+    }
+}
+
+/// The subject's directory: `dir`, else the current one, canonical.
+pub fn subject_dir(dir: Option<&Path>) -> Result<PathBuf> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| {
+            Error::usage(
+                format!("cannot read the current directory: {e}"),
+                "run from an existing directory or pass -C DIR",
+            )
+        })?,
+    };
+    std::fs::canonicalize(&dir).map_err(|e| {
+        Error::usage(
+            format!("working directory {} is not usable: {e}", dir.display()),
+            "pass an existing directory with -C DIR",
+        )
+    })
+}
+
+/// The store directory: `store`, else `.flakelab` in the subject's directory.
+pub fn store_root(store: Option<&Path>, dir: &Path) -> PathBuf {
+    store.map_or_else(|| dir.join(crate::store::DEFAULT_ROOT), Path::to_path_buf)
+}
+
+/// Resolves `intent` over `layers` into a session, validating everything
+/// (catalog, recipes, cells against this host) before anything runs.
+pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<SessionSpec> {
+    let dir = subject_dir(intent.dir.as_deref())?;
+    let no_env = |_: &str| None;
+    let env: config::EnvLookup<'_> = match &layers.env {
+        Some(f) => f,
+        None => &no_env,
+    };
+    let mut flags = intent.flags.clone();
+    if !layers.matrix && flags.matrix.is_none() {
+        flags.matrix = Some(Vec::new());
+    }
+    let layered = config::resolve_run_with(
+        &flags,
+        env,
+        layers.file.as_ref(),
+        intent.default_runs.unwrap_or(config::DEFAULT_RUNS),
+    )?;
+    let command = config::resolve_command(&intent.command, layers.file.as_ref())?;
+    if matches!(command.origin, Origin::File { .. }) {
+        eprintln!(
+            "flakelab: no command after `--`: running the lane ({}): {}",
+            command.origin,
+            shell_words::join(&command.value)
+        );
+    }
+    let given = matches!(command.origin, Origin::Flag(_));
+    let command = command.value;
+    let signature = intent
+        .signature
+        .as_deref()
+        .map(|s| {
+            regex::Regex::new(s).map_err(|e| {
+                Error::usage(
+                    format!("invalid --signature regex `{s}`: {e}"),
+                    "use Rust regex syntax; escape special characters with `\\`",
+                )
+            })
+        })
+        .transpose()?;
+    let redaction = Redaction::new(&config::redact_names(&dir)?);
+    let catalog = Catalog::load(Some(&dir.join(".flakelab").join("perturbations")))?;
+    let recipes = recipe::load(Some(&dir.join(".flakelab").join("recipes")))?;
+    let (recipe, runner_note) = runner(&recipes, intent.runner.as_deref(), &command)?;
+    let mut junit = junit_source(&command, given, &layered)?;
+    if junit.is_none() && recipe.as_ref().is_some_and(|r| r.junit.is_some()) {
+        junit = Some(JunitSource::Recipe);
+    }
+    let wanted = cells(&catalog, &intent, &layered.matrix, &redaction)?;
+    let mut facts = HostFacts::detect();
+    if let Some(r) = &recipe {
+        facts.unsupported = r.unsupported.clone();
+    }
+    let mut left_out = Vec::new();
+    let mut cells = Vec::new();
+    for c in wanted {
+        let mut p = perturb::prepare(&c, &facts, recipe.as_ref(), &redaction)?;
+        let by_hand = intent.cells.contains(&c.name);
+        let Some(missing) = p.missing.take() else {
+            cells.push((c, p));
+            continue;
+        };
+        let needs_recipe = c
+            .perturbations
+            .iter()
+            .any(|k| matches!(k, Kind::Shuffle | Kind::Workers { .. }));
+        if by_hand {
+            // Asked for by hand: an error before anything runs.
+            return Err(Error::usage(
+                format!("cell `{}`: {}", c.name, missing.message),
+                missing.hint,
+            ));
+        }
+        if needs_recipe {
+            // A matrix cell this runner cannot take: left out, and said so.
+            left_out.push((c.name.clone(), missing.message));
+            continue;
+        }
+        // From a matrix: the cell is reported not applied, the rest run.
+        p.not_applicable = Some(missing.joined());
+        cells.push((c, p));
+    }
+    let store = Store::open(&store_root(intent.store.as_deref(), &dir))?;
+    Ok(SessionSpec {
+        command,
+        dir,
+        store,
+        cells,
+        runs: layered.runs.value,
+        jobs: layered.jobs.value,
+        seed: intent
+            .seed
+            .unwrap_or_else(|| u64::from(rand::random::<u32>())),
+        confidence: layered.confidence.value,
+        signature,
+        limits: ChildLimits {
+            timeout: layered.timeout.value,
+            grace: layered.kill_grace.value,
+            log_head: LOG_HEAD,
+            log_tail: LOG_TAIL,
+        },
+        junit,
+        recipe,
+        runner_note,
+        left_out,
+        facts,
+        redaction,
+        copies: 1,
+        copy_dirs: Vec::new(),
+        rung: None,
+        cell_dirs: Vec::new(),
+        part_of: None,
+        replay: Replay::default(),
+        executor: executor.clone(),
+        recipes,
+        runner_flag: intent.runner,
+    })
+}
+
+/// The session a stored run belongs to, rebuilt from its record so that
+/// the run can be replayed exactly: its command, cell, seed, timeout,
+/// signature, report path and runner, with no layer in between.
+pub fn recorded(
+    session: &SessionRecord,
+    run: &RunRecord,
+    store: &Path,
+    executor: &Executor,
+) -> Result<SessionSpec> {
+    let baseline = run.perturbations.is_empty();
+    let intent = Intent {
+        command: session.command.clone(),
+        dir: Some(run.cwd.clone()),
+        store: Some(store.to_path_buf()),
+        cells: if baseline {
+            Vec::new()
+        } else {
+            vec![run.perturbations.join("+")]
+        },
+        no_baseline: !baseline,
+        seed: Some(session.seed),
+        signature: session.signature.clone(),
+        runner: Some(session.runner.clone().unwrap_or_else(|| "none".into())),
+        flags: RunFlags {
+            runs: Some(1),
+            timeout: session
+                .timeout_s
+                .map(|t| format!("{}ms", (t * 1000.0).round() as u64)),
+            confidence: Some(session.confidence),
+            matrix: Some(Vec::new()),
+            junit: session.junit.clone(),
+            jobs: Some(1),
+            kill_grace: None,
+        },
+        default_runs: None,
+    };
+    resolve(intent, &Layers::none(), executor)
+}
+
+/// The recipe for the command: `--runner NAME` (or `none`), else detection.
+pub fn runner(
+    recipes: &[Recipe],
+    runner: Option<&str>,
+    command: &[String],
+) -> Result<(Option<Recipe>, Option<String>)> {
+    match runner {
+        Some("none") => Ok((None, Some("--runner none: exit codes only".into()))),
+        Some(name) => match recipes.iter().find(|r| r.name == name) {
+            Some(r) => Ok((Some(r.clone()), None)),
+            None => Err(Error::usage(
+                format!("unknown runner `{name}`"),
+                format!(
+                    "known runners: {} (or `none`)",
+                    recipes
+                        .iter()
+                        .map(|r| r.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        },
+        None => match recipe::detect(recipes, command) {
+            Detection::Found { recipe, .. } => Ok((Some(recipe.clone()), None)),
+            Detection::None(why) => Ok((None, Some(why))),
+        },
+    }
+}
+
+/// `command_given`: the command came after `--`, so its `{junit}` beats a
+/// JUnit path from a variable or flakelab.toml.
+fn junit_source(
+    command: &[String],
+    command_given: bool,
+    layered: &RunSettings,
+) -> Result<Option<JunitSource>> {
+    let in_command = command.iter().any(|w| w.contains("{junit}"));
+    let from = &layered.junit.origin;
+    match (&layered.junit.value, in_command) {
+        (Some(_), true) if command_given && !matches!(from, Origin::Flag(_)) => {
+            Ok(Some(JunitSource::Harness))
+        }
+        (Some(_), true) => Err(Error::usage(
+            format!("both {from} and `{{junit}}` in the command say where the report goes"),
+            "use one: `{junit}` in the command lets flakelab choose a fresh path per run",
+        )),
+        (None, true) => Ok(Some(JunitSource::Harness)),
+        (None, false) => Ok(None),
+        (Some(path), false) => {
+            let rest = path.replace("{run}", "");
+            if let Some(start) = rest.find('{') {
+                let end = rest[start..]
+                    .find('}')
+                    .map_or(rest.len(), |e| start + e + 1);
+                return Err(Error::usage(
+                    format!(
+                        "unknown placeholder `{}` in {from} `{path}`",
+                        &rest[start..end]
+                    ),
+                    "the only placeholder --junit knows is {run} (the run's id)",
+                ));
+            }
+            let jobs = layered.jobs.value;
+            if jobs > 1 && !path.contains("{run}") {
+                return Err(Error::usage(
+                    format!(
+                        "{from} `{path}` with {} `{jobs}`: runs at once would overwrite each other's report",
+                        layered.jobs.origin
+                    ),
+                    "put {run} in the path (e.g. --junit 'reports/{run}.xml') or use {junit} in the command",
+                ));
+            }
+            Ok(Some(JunitSource::Path(path.clone())))
+        }
+    }
+}
+
+fn cells(
+    catalog: &Catalog,
+    intent: &Intent,
+    matrix: &Setting<Vec<String>>,
+    redaction: &Redaction,
+) -> Result<Vec<Cell>> {
+    let mut specs: Vec<String> = intent.cells.clone();
+    for name in &matrix.value {
+        let m = catalog.matrix(name).ok_or_else(|| {
+            let names: Vec<&str> = catalog.matrices.iter().map(|m| m.name.as_str()).collect();
+            Error::usage(
+                match &matrix.origin {
+                    Origin::Flag(_) => format!("unknown matrix `{name}`"),
+                    from => format!("unknown matrix `{name}` (from {from})"),
+                },
+                format!("declared matrices: {}", names.join(", ")),
+            )
+        })?;
+        specs.extend(m.cells.iter().cloned());
+    }
+    let mut cells = Vec::new();
+    if !intent.no_baseline {
+        cells.push(Cell::baseline());
+    }
+    for spec in &specs {
+        let cell = catalog
+            .cell(spec)
+            .map_err(|message| {
+                Error::usage(
+                    format!("bad perturbation spec `-p {spec}`: {message}"),
+                    "`flakelab perturbations` lists declared names; `flakelab run --help` lists the kinds",
+                )
+            })?
+            .redacted(redaction);
+        if !cells.iter().any(|c: &Cell| c.key() == cell.key()) {
+            cells.push(cell);
+        }
+    }
+    if cells.is_empty() {
+        return Err(Error::usage(
+            "no cells to run",
+            "drop `--no-baseline` or add `-p SPEC` / `--matrix NAME`",
+        ));
+    }
+    Ok(cells)
+}
