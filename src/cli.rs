@@ -45,6 +45,7 @@ pub enum Command {
     /// check that the failure reproduces before (the negative control) and
     /// that it is gone after (0 of N, with its bound).
     #[command(
+        after_long_help = VERIFY_AFTER_HELP,
         mut_arg("runs", |a| a.help("Runs per cell on each revision [default: 10] [env: FLAKELAB_RUNS]")),
         mut_arg("command", |a| a.required(true).help("The test command and its arguments (after `--`)"))
     )]
@@ -97,12 +98,16 @@ Perturbation specs (-p):
   workers[=2x|=N]      the runner's workers: a factor of its default, or N (needs a recipe)
   a+b                  several perturbations in one cell (a `+` inside a value stays in the value)
 
-Exit codes:
-  0    every cell ran, was applied, and none differs from the baseline
-  1    a cell differs from the baseline, or --signature reproduced
-  2    usage, configuration or catalog error (nothing ran), or every run errored
-  3    a perturbation could not be applied in at least one cell
+Exit codes (one precedence for run, replay, ladder and verify; the first that holds):
   130  interrupted: finished runs are kept and a partial report is printed
+  1    a cell or a test differs from the baseline, or --signature reproduced
+  3    a perturbation could not be applied in at least one cell
+  2    nothing was measured (every run errored or timed out), or a usage,
+       configuration or catalog error (nothing ran)
+  0    every cell ran, was applied and measured, and none differs
+
+Settings: flags, then FLAKELAB_* variables, then [run] in flakelab.toml, then
+the defaults; the same for `ladder` and `verify` (which take no matrix).
 
 Runners: a recognised runner (`flakelab recipes`) gets a JUnit report path,
 its usage errors and empty runs become errors, and shuffle/workers cells work.
@@ -126,12 +131,31 @@ test (from the JUnit report; a run without one counts by exit code); else
 any failing run. At rungs 3 and 5 one run is P processes started together,
 and it reproduced when any of them did.
 
-Exit codes: 1 reproduced at some rung, 0 every rung tried was clean,
-3 a perturbation was not applied, 2 usage error or nothing measured,
-130 interrupted (working copies are removed).
+Exit codes, by the one precedence: 130 interrupted (working copies are
+removed), 1 reproduced at some rung, 3 a perturbation was not applied,
+2 usage error or nothing measured, 0 every rung tried was clean.
+
+Settings: -n, --timeout, --kill-grace, --confidence and --junit come from the
+flags, then FLAKELAB_* variables, then [run] in flakelab.toml (runs: 10 per
+rung when none sets them); -p alone gives the cell.
 
 Example:
   flakelab ladder -n 10 --test tests/test_cache.py::test_port -- pytest tests";
+
+const VERIFY_AFTER_HELP: &str = "\
+Each -p is a cell under which the failure shows (without -p, the baseline
+itself); every cell runs on both revisions, interleaved in one session.
+
+Exit codes, by the one precedence: 130 interrupted, 1 a half of the claim
+fails on what was measured (nothing reproduced before the fix, or it still
+fails after), 3 a cell was not applied, 2 usage error or too little
+measured to show the fix, 0 both halves hold.
+
+Settings: flags, then FLAKELAB_* variables, then [run] in flakelab.toml
+(runs: 10 per revision when none sets them).
+
+Example:
+  flakelab verify --before HEAD~1 --after HEAD -p tz=Pacific/Kiritimati -- pytest tests";
 
 const INIT_AFTER_HELP: &str = "\
 flakelab.toml keys (the file is in the subject's directory, -C DIR):

@@ -276,7 +276,7 @@ fn build_rung(
                 // The lane is its own command: its runner is detected anew.
                 settings = settings
                     .with_own_runner(command.clone())
-                    .map_err(|e| e.message())?;
+                    .map_err(|e| format!("{} (hint: {})", e.message(), e.hint()))?;
                 lane_workers = *workers;
             }
             None if rung.working_copy == WorkingCopy::Own => {

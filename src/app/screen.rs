@@ -191,7 +191,7 @@ async fn confirm(
                     .part_of(screen_session)
             }
             Err(e) => {
-                out.note = Some(format!("{words}: {}", e.message()));
+                out.note = Some(format!("{words}: {} (hint: {})", e.message(), e.hint()));
                 continue;
             }
         };
