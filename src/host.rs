@@ -1,45 +1,13 @@
 //! The session's context: the host (via sysinfo) and the subject's git
-//! repository. Read once per session; never perturbed.
+//! repository, as plain records (`crate::record`). Read once per session;
+//! never perturbed.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use serde::{Deserialize, Serialize};
 use sysinfo::{CpuRefreshKind, MemoryRefreshKind, RefreshKind, System};
 
-/// The machine a session ran on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostInfo {
-    /// Host name.
-    pub hostname: String,
-    /// OS name and version, e.g. "Debian GNU/Linux 12".
-    pub os: String,
-    /// Kernel version.
-    pub kernel: String,
-    /// CPU architecture, e.g. "x86_64".
-    pub arch: String,
-    /// CPU model name.
-    pub cpu_model: String,
-    /// Logical CPUs online.
-    pub cpus: usize,
-    /// Total memory in bytes.
-    pub memory_bytes: u64,
-}
-
-/// The git repository that holds the subject's working directory.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RepoInfo {
-    /// Repository top-level directory.
-    pub root: String,
-    /// HEAD commit (full hash), None in a repository with no commits.
-    pub commit: Option<String>,
-    /// Current branch, None when detached.
-    pub branch: Option<String>,
-    /// Whether tracked files had uncommitted changes.
-    pub dirty: bool,
-    /// URL of the `origin` remote, if any (credentials redacted).
-    pub remote: Option<String>,
-}
+use crate::record::{HostInfo, RepoInfo};
 
 /// Reads the host's identity: OS, kernel, architecture, CPU model and count,
 /// and total memory. Refreshes only the CPU list and memory, so it is fast.

@@ -9,8 +9,41 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::host::{HostInfo, RepoInfo};
 use crate::plan::Plan;
+
+/// The machine a session ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// Host name.
+    pub hostname: String,
+    /// OS name and version, e.g. "Debian GNU/Linux 12".
+    pub os: String,
+    /// Kernel version.
+    pub kernel: String,
+    /// CPU architecture, e.g. "x86_64".
+    pub arch: String,
+    /// CPU model name.
+    pub cpu_model: String,
+    /// Logical CPUs online.
+    pub cpus: usize,
+    /// Total memory in bytes.
+    pub memory_bytes: u64,
+}
+
+/// The git repository that holds the subject's working directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepoInfo {
+    /// Repository top-level directory.
+    pub root: String,
+    /// HEAD commit (full hash), None in a repository with no commits.
+    pub commit: Option<String>,
+    /// Current branch, None when detached.
+    pub branch: Option<String>,
+    /// Whether tracked files had uncommitted changes.
+    pub dirty: bool,
+    /// URL of the `origin` remote, if any (credentials redacted).
+    pub remote: Option<String>,
+}
 
 /// Schema tag written into every run record.
 pub const RUN_SCHEMA: &str = "flakelab.run/1";

@@ -322,7 +322,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::HostInfo;
+    use crate::record::HostInfo;
     use crate::record::{EnvDelta, Outcome, ProcessEnd, RUN_SCHEMA, SESSION_SCHEMA};
 
     fn run(session: &str, index: usize) -> RunRecord {

@@ -81,7 +81,7 @@ pub(super) async fn verify_cmd(ctx: &super::Ctx, args: VerifyArgs) -> Result<i32
         })?;
     let mut intent = Intent::from_flags(flags, &[]);
     // Without -p the baseline itself is the failing cell.
-    intent.no_baseline = !flags.perturb.is_empty();
+    intent.no_baseline = flags.no_baseline || !flags.perturb.is_empty();
     intent.default_runs = Some(DEFAULT_RUNS);
     let layers = Layers::of_project(&dir)?.without_matrix();
     let base = session::resolve(intent, &layers, &ctx.executor)?;

@@ -39,7 +39,7 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
             })
             .collect(),
         plan: plan::build(&names, n, 7),
-        host: crate::host::HostInfo {
+        host: crate::record::HostInfo {
             hostname: "h".into(),
             os: "Debian GNU/Linux 12".into(),
             kernel: "6.18".into(),

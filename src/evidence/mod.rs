@@ -15,7 +15,7 @@ mod snapshots_test;
 
 use serde::Serialize;
 
-use crate::host::{HostInfo, RepoInfo};
+use crate::record::{HostInfo, RepoInfo};
 use crate::record::{LadderRecord, Outcome, RunRecord, RungStatus, SessionRecord};
 use crate::redact::Redaction;
 use crate::report::{self, Report};

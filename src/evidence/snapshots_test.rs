@@ -13,7 +13,7 @@ fn evidence() -> super::Evidence {
         C("faketime=+365d", 0, 8, false),
     ];
     let mut s = session(&cells);
-    s.repo = Some(crate::host::RepoInfo {
+    s.repo = Some(crate::record::RepoInfo {
         root: "/src/shop".into(),
         commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
         branch: Some("main".into()),

@@ -37,7 +37,7 @@ fn session() -> SessionRecord {
             })
             .collect(),
         plan: plan::build(&names, 6, 7),
-        host: crate::host::HostInfo {
+        host: crate::record::HostInfo {
             hostname: "h".into(),
             os: "Debian GNU/Linux 12".into(),
             kernel: "6.18".into(),
