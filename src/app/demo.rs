@@ -5,7 +5,6 @@ use crate::cli;
 use crate::config::RunFlags;
 use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 use crate::session::{self, resolve::Layers, Intent};
-use crate::verdict::{Findings, Verdict};
 
 pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
     let dir = tempfile::Builder::new()
@@ -56,19 +55,7 @@ pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
         ..Intent::default()
     };
     let spec = session::resolve(intent, &Layers::none(), &ctx.executor)?;
-    let code = super::runtime()?.block_on(async {
-        let stop = super::start_watching()?;
-        let Some(done) = session::run_session(&spec, &stop).await? else {
-            return Ok::<_, Error>(EXIT_INTERRUPTED);
-        };
-        let (report, _) = super::report_cmd::shown(&spec.store, &done.session)?;
-        super::print_report(&report, args.format);
-        Ok(Verdict::of(Findings {
-            interrupted: done.interrupted,
-            ..report.findings()
-        })
-        .exit_code())
-    })?;
+    let code = super::run_and_report(&spec, args.format)?;
     eprintln!("{}", crate::demo::LEGEND);
     if args.keep {
         let kept = dir.keep();

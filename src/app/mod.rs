@@ -83,6 +83,25 @@ fn start_watching() -> Result<tokio::sync::watch::Receiver<Stop>> {
     Ok(stop)
 }
 
+/// Runs `spec` in a runtime of its own and prints the report the store then
+/// holds; returns the exit code (`replay`, `demo`).
+fn run_and_report(spec: &crate::session::SessionSpec, format: Format) -> Result<i32> {
+    use crate::verdict::{Findings, Verdict};
+    runtime()?.block_on(async {
+        let stop = start_watching()?;
+        let Some(done) = crate::session::run_session(spec, &stop).await? else {
+            return Ok(Verdict::Interrupted.exit_code());
+        };
+        let (report, _) = report_cmd::shown(&spec.store, &done.session)?;
+        print_report(&report, format);
+        Ok(Verdict::of(Findings {
+            interrupted: done.interrupted || *stop.borrow() != Stop::Run,
+            ..report.findings()
+        })
+        .exit_code())
+    })
+}
+
 fn print_report(report: &Report, format: Format) {
     let text = match format {
         Format::Table => report::table::render(report),

@@ -6,7 +6,6 @@ use crate::error::{Error, Result};
 use crate::record::RunRecord;
 use crate::session::{self, resolve::store_root, subject_dir};
 use crate::store::Store;
-use crate::verdict::{Findings, Verdict};
 
 pub(super) fn replay_cmd(ctx: &super::Ctx, args: &cli::ReplayArgs) -> Result<i32> {
     let dir = subject_dir(args.store.dir.as_deref())?;
@@ -79,18 +78,5 @@ pub(super) fn replay_cmd(ctx: &super::Ctx, args: &cli::ReplayArgs) -> Result<i32
     }
     let spec = session::resolve::recorded(&recorded, &at, &root, &ctx.executor)?
         .replaying(&at, args.times)?;
-    let done = super::runtime()?.block_on(async {
-        let stop = super::start_watching()?;
-        session::run_session(&spec, &stop).await
-    })?;
-    let Some(done) = done else {
-        return Ok(Verdict::Interrupted.exit_code());
-    };
-    let (report, _) = super::report_cmd::shown(&spec.store, &done.session)?;
-    super::print_report(&report, args.format);
-    Ok(Verdict::of(Findings {
-        interrupted: done.interrupted,
-        ..report.findings()
-    })
-    .exit_code())
+    super::run_and_report(&spec, args.format)
 }
