@@ -9,6 +9,9 @@
 //! screen design's confirmations and `demo` all start sessions here.
 
 pub mod engine;
+mod finish;
+mod job;
+mod launch;
 pub mod resolve;
 
 use std::path::PathBuf;

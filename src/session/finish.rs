@@ -1,0 +1,132 @@
+//! A finished run's record: how its child ended, read with the recipe's
+//! facts (`catalog::recipe::outcome`), its per-test outcomes from its JUnit
+//! report, and its failure signature.
+
+use crate::catalog::recipe::outcome;
+use crate::exec::child::ChildResult;
+use crate::perturb::{self, Prepared};
+use crate::record::{Outcome, ProcessEnd, RunRecord};
+
+use super::SessionSpec;
+
+/// Fills a planned record from how its child ended.
+pub(super) fn finish_record(
+    record: &mut RunRecord,
+    started_at: jiff::Timestamp,
+    result: ChildResult,
+    settings: &SessionSpec,
+    prepared: &Prepared,
+) {
+    record.started_at = started_at
+        .round(jiff::Unit::Millisecond)
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    record.duration_s = result.duration.as_secs_f64();
+    record.output_bytes = result.output_bytes;
+    record.output_dropped = result.output_dropped;
+    if result.output_bytes == 0 {
+        // Nothing was printed, so no log file was created.
+        record.log = None;
+    }
+    record.stragglers = result.stragglers;
+    record.warnings = result.warnings;
+    record.outcome = match &result.end {
+        ProcessEnd::Exited { code: 0 } => Outcome::Pass,
+        ProcessEnd::Exited { .. } | ProcessEnd::Signaled { .. } => Outcome::Fail,
+        ProcessEnd::TimedOut { .. } => Outcome::Timeout,
+        ProcessEnd::SpawnFailed { .. } | ProcessEnd::Interrupted | ProcessEnd::NotStarted => {
+            Outcome::Error
+        }
+    };
+    match &result.end {
+        ProcessEnd::Exited { code } => record.exit_code = Some(*code),
+        ProcessEnd::Signaled { signal } | ProcessEnd::TimedOut { signal } => {
+            record.signal = Some(*signal)
+        }
+        ProcessEnd::SpawnFailed { message } => record.reason = Some(message.clone()),
+        _ => {}
+    }
+    record.end = result.end;
+    if !matches!(record.outcome, Outcome::Pass | Outcome::Fail) {
+        read_tests(record, settings);
+        return;
+    }
+    let log = record.log.as_ref().map(|l| settings.store.root().join(l));
+    let text = log.and_then(|p| std::fs::read(p).ok()).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let wrapped = record.argv.get(1).is_some_and(|a| a == "__exec");
+    if wrapped && record.exit_code == Some(perturb::isolate::SETUP_EXIT) {
+        if let Some(line) = text
+            .lines()
+            .find(|l| l.starts_with(perturb::isolate::SETUP_FAILED))
+        {
+            // The helper could not set the cell up: nothing of the subject ran.
+            record.outcome = Outcome::NotApplied;
+            record.reason = Some(line.to_string());
+            return;
+        }
+    }
+    if let Some(recipe) = &settings.recipe {
+        if let Some(reason) = outcome::runner_error(recipe, record.exit_code, &text) {
+            // A usage error or an empty run measured nothing: never a pass or a fail.
+            record.outcome = Outcome::Error;
+            record.reason = Some(reason);
+            return;
+        }
+        let asked = outcome::Asked {
+            shuffle: prepared.shuffle,
+            seed: record.seed,
+            workers: prepared.workers,
+        };
+        if recipe.workers.is_some() {
+            record.workers = prepared.workers;
+        }
+        if let Some(reason) = outcome::not_applied(recipe, asked, &text) {
+            record.outcome = Outcome::NotApplied;
+            record.reason = Some(reason);
+            return;
+        }
+    }
+    read_tests(record, settings);
+    if record.outcome != Outcome::Fail {
+        return;
+    }
+    if let Some(sig) = &settings.signature {
+        record.signature_match = Some(sig.is_match(&text));
+    }
+    record.failure_signature = record
+        .tests
+        .iter()
+        .find(|t| t.failed())
+        .and_then(|t| t.signature.clone())
+        .or_else(|| crate::signature::from_log(&text));
+}
+
+fn read_tests(record: &mut RunRecord, settings: &SessionSpec) {
+    let Some(path) = record.junit.clone() else {
+        return;
+    };
+    if !matches!(
+        record.outcome,
+        Outcome::Pass | Outcome::Fail | Outcome::Timeout
+    ) {
+        return;
+    }
+    match crate::junit::parse_file(&path) {
+        Ok(parsed) => {
+            let sig = settings.signature.clone();
+            let matches = move |text: &str| sig.as_ref().is_some_and(|r| r.is_match(text));
+            let matcher: Option<&dyn Fn(&str) -> bool> = if settings.signature.is_some() {
+                Some(&matches)
+            } else {
+                None
+            };
+            record.tests = crate::outcomes::records(&parsed, matcher);
+            if record.tests.is_empty() {
+                record.tests_missing =
+                    Some(format!("the report {} holds no test case", path.display()));
+            }
+        }
+        Err(e) => record.tests_missing = Some(e.to_string()),
+    }
+}

@@ -1,0 +1,150 @@
+//! One planned run as a job: its report path, its argv from the recipe,
+//! its identity variables, its repro line and the record it starts as.
+
+use super::launch::{identity_env, launch_for};
+use super::{JunitSource, SessionSpec};
+use crate::catalog::recipe::argv;
+use crate::error::{Error, Result};
+use crate::exec::schedule::Job;
+use crate::plan;
+use crate::record::{CellRecord, Outcome, ProcessEnd, RunRecord, SessionRecord, RUN_SCHEMA};
+use crate::repro;
+
+/// One process of one planned run: its record (stored at once when the
+/// cell is not applied) and the job that runs it.
+pub(super) fn plan_process(
+    settings: &SessionSpec,
+    session: &SessionRecord,
+    cells: &[CellRecord],
+    spec: &plan::RunSpec,
+    copy: usize,
+) -> Result<Option<(Job, RunRecord)>> {
+    let (cell, prepared) = &settings.cells[spec.cell];
+    let index = spec.index * settings.copies + copy;
+    let id = format!("{}.{:05}", session.id, index);
+    let applied = cells[spec.cell].applied;
+    let dir = settings
+        .copy_dirs
+        .get(copy)
+        .or(settings.cell_dirs.get(spec.cell))
+        .unwrap_or(&settings.dir);
+    let junit = match (&settings.junit, applied) {
+        (Some(JunitSource::Harness | JunitSource::Recipe), true) => {
+            Some(settings.store.junit_path(&session.id, index)?)
+        }
+        (Some(JunitSource::Path(template)), true) => Some(dir.join(template.replace("{run}", &id))),
+        _ => None,
+    };
+    if let Some(path) = &junit {
+        // A report left by an earlier run must never pass as this run's.
+        let _ = std::fs::remove_file(path);
+    }
+    let report = match (&settings.junit, junit.as_deref()) {
+        (Some(JunitSource::Harness), Some(path)) => Some(argv::Report::InCommand(path)),
+        (Some(JunitSource::Recipe), Some(path)) => Some(argv::Report::Recipe(path)),
+        _ => None,
+    };
+    let ask = argv::RunArgv {
+        report,
+        shuffle_seed: prepared.shuffle.then_some(spec.seed),
+        workers: prepared.workers,
+    };
+    let (command, extra_env) = argv::for_run(settings.recipe.as_ref(), &settings.command, ask)
+        .map_err(|e| {
+            Error::harness(
+                format!("the runner recipe could not build the command: {e}"),
+                "fix the recipe (`flakelab recipes show NAME`) or pass --runner none",
+            )
+        })?;
+    let mut launch = launch_for(
+        settings,
+        prepared,
+        prepared.wrap(&settings.facts.self_exe, &command),
+        identity_env(&id, spec.seed, &cell.name),
+        &extra_env,
+    );
+    launch.cwd = dir.clone();
+    let env = repro::recorded_env(&settings.redaction, &launch.env_set, &launch.env_unset);
+    let topology = (settings.copies > 1 || !settings.copy_dirs.is_empty()).then(|| {
+        crate::record::RunTopology {
+            group: spec.index,
+            copy: copy as u32,
+            working_copy: settings.copy_dirs.get(copy).cloned(),
+        }
+    });
+    let mut repro_note = prepared.repro_note();
+    if topology.is_some() {
+        let together = format!(
+            "one of {} processes started together (group {}){}",
+            settings.copies,
+            spec.index,
+            if settings.copy_dirs.is_empty() {
+                String::new()
+            } else {
+                "; its working copy was temporary and is gone: run it in a fresh `git worktree add --detach DIR COMMIT`".to_string()
+            }
+        );
+        repro_note = Some(match repro_note {
+            Some(n) => format!("{n}; {together}"),
+            None => together,
+        });
+    }
+    let mut record = RunRecord {
+        schema: RUN_SCHEMA.into(),
+        id: id.clone(),
+        session: session.id.clone(),
+        index,
+        cell: cell.name.clone(),
+        perturbations: cell.recorded(&settings.redaction),
+        replicate: spec.replicate,
+        seed: spec.seed,
+        started_at: session.started_at.clone(),
+        duration_s: 0.0,
+        outcome: Outcome::NotApplied,
+        end: ProcessEnd::NotStarted,
+        exit_code: None,
+        signal: None,
+        signature_match: None,
+        reason: None,
+        log: None,
+        output_bytes: 0,
+        output_dropped: 0,
+        repro: repro::line(&launch.cwd, &env, &prepared.repro_argv(&command)),
+        repro_note,
+        cpu_busy: None,
+        argv: launch.argv.clone(),
+        cwd: launch.cwd.clone(),
+        env,
+        stragglers: 0,
+        warnings: Vec::new(),
+        junit,
+        workers: None,
+        tests_missing: None,
+        tests: Vec::new(),
+        failure_signature: None,
+        topology,
+    };
+    if !applied {
+        record.reason = cells[spec.cell].reason.clone();
+        settings.store.append_run(&record)?;
+        return Ok(None);
+    }
+    let log = settings.store.log_path(&session.id, index)?;
+    record.log = Some(settings.store.relative(&log));
+    let grouped = settings.copies > 1;
+    let job = Job {
+        index,
+        launch,
+        log: Some(log),
+        marker: id,
+        // One stress per group: the group runs alone, so copy 0's threads
+        // load the host for all of it.
+        stress: prepared.stress.clone().filter(|_| copy == 0),
+        group: grouped.then_some(spec.index),
+        cell: cell.name.clone(),
+        replicate: spec.replicate,
+        seed: spec.seed,
+        junit: record.junit.clone(),
+    };
+    Ok(Some((job, record)))
+}
