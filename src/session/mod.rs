@@ -318,3 +318,133 @@ impl SessionSpec {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::resolve::{Intent, Layers};
+    use super::*;
+
+    fn spec(dir: &std::path::Path, cells: &[&str], layers: &Layers) -> SessionSpec {
+        let intent = Intent {
+            command: vec!["pytest".into(), "tests".into()],
+            dir: Some(dir.to_path_buf()),
+            cells: cells.iter().map(|c| c.to_string()).collect(),
+            seed: Some(1),
+            ..Intent::default()
+        };
+        resolve(intent, layers, &Executor::Real).unwrap()
+    }
+
+    fn names(s: &SessionSpec) -> Vec<&str> {
+        s.cells.iter().map(|(c, _)| c.name.as_str()).collect()
+    }
+
+    #[test]
+    fn layers_are_explicit_and_a_derived_session_keeps_what_was_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("flakelab.toml"),
+            "[run]\ntimeout = \"7s\"\nruns = 4\n",
+        )
+        .unwrap();
+        // The file's layer alone (the process's variables are not read here).
+        let file = Layers {
+            env: None,
+            file: crate::config::load(dir.path()).unwrap(),
+            matrix: true,
+        };
+        let layered = spec(dir.path(), &["tz=UTC"], &file);
+        assert_eq!(layered.runs, 4);
+        assert_eq!(
+            layered.limits.timeout,
+            Some(std::time::Duration::from_secs(7))
+        );
+        assert_eq!(
+            layered.recipe.as_ref().map(|r| r.name.as_str()),
+            Some("pytest")
+        );
+        let exact = spec(dir.path(), &["tz=UTC"], &Layers::none());
+        assert_eq!((exact.runs, exact.limits.timeout), (20, None));
+        // A derived session never resolves again: the file's timeout stays.
+        let derived = layered
+            .clone()
+            .only_cells(&["tz=UTC"])
+            .unwrap()
+            .with_runs(2)
+            .with_command(vec!["pytest".into(), "tests/test_a.py::test_b".into()])
+            .part_of("s1");
+        assert_eq!(names(&derived), ["tz=UTC"]);
+        assert_eq!(
+            derived.limits.timeout,
+            Some(std::time::Duration::from_secs(7))
+        );
+        assert_eq!((derived.runs, derived.part_of.as_deref()), (2, Some("s1")));
+        assert!(spec(dir.path(), &[], &Layers::none())
+            .only_cells(&["nope"])
+            .is_err());
+    }
+
+    #[test]
+    fn trees_double_the_cells_and_only_cells_keeps_their_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let s = spec(dir.path(), &["tz=UTC"], &Layers::none())
+            .on_trees(&[("before", a.clone()), ("after", b.clone())]);
+        assert_eq!(
+            names(&s),
+            [
+                "before:baseline",
+                "before:tz=UTC",
+                "after:baseline",
+                "after:tz=UTC"
+            ]
+        );
+        assert_eq!(s.cell_dirs, [a.clone(), a.clone(), b.clone(), b.clone()]);
+        let one = s.only_cells(&["after:tz=UTC", "before:baseline"]).unwrap();
+        assert_eq!(names(&one), ["before:baseline", "after:tz=UTC"]);
+        assert_eq!(one.cell_dirs, [a, b]);
+    }
+
+    #[test]
+    fn a_replay_is_one_cell_alone_under_the_runs_seed() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = spec(dir.path(), &["tz=UTC", "env=A=1"], &Layers::none()).in_copies(3, Vec::new());
+        assert_eq!((s.copies, s.jobs), (3, 3));
+        let mut run: RunRecord = serde_json::from_value(serde_json::json!({
+            "schema": "flakelab.run/1", "id": "s.00004", "session": "s", "index": 4,
+            "cell": "env=A=1", "perturbations": ["env=A=1"], "replicate": 1, "seed": 77,
+            "started_at": "", "duration_s": 0.0, "outcome": "fail",
+            "end": {"how": "exited", "code": 1}, "exit_code": 1, "signal": null,
+            "signature_match": null, "reason": null, "log": null, "output_bytes": 0,
+            "output_dropped": 0, "argv": [], "cwd": "/nonexistent", "env": {"set": {}, "unset": []},
+            "repro": "", "stragglers": 0, "warnings": []
+        }))
+        .unwrap();
+        let r = s.clone().replaying(&run, 5).unwrap();
+        assert_eq!(names(&r), ["env=A=1"]);
+        assert_eq!((r.runs, r.jobs, r.copies), (5, 1, 1));
+        assert_eq!(r.replay.of.as_deref(), Some("s.00004"));
+        assert_eq!(r.replay.seed, Some(77));
+        // Its directory is gone: the subject's own stands in.
+        assert_eq!(r.dir, s.dir);
+        // A spec rebuilt from the record holds the one cell, by another name.
+        run.cell = "clock-ahead".into();
+        let only = spec(dir.path(), &["env=A=1"], &Layers::none())
+            .only_cells(&["env=A=1"])
+            .unwrap();
+        assert_eq!(names(&only.replaying(&run, 1).unwrap()), ["env=A=1"]);
+    }
+
+    #[test]
+    fn a_lane_gets_its_own_runner_and_its_cells_are_prepared_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = spec(dir.path(), &["tz=UTC"], &Layers::none());
+        assert_eq!(s.junit, Some(JunitSource::Recipe));
+        let lane = s
+            .with_own_runner(vec!["sh".into(), "-c".into(), "true".into()])
+            .unwrap();
+        assert_eq!(lane.recipe, None);
+        assert_eq!(lane.junit, None, "no recipe, so no recipe report");
+        assert_eq!(names(&lane), ["baseline", "tz=UTC"]);
+    }
+}
