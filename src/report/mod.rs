@@ -301,10 +301,11 @@ impl Report {
             interrupted: false,
             differs: differs || reproduced,
             not_applied: self.cells.iter().any(|c| !c.applied || c.not_applied > 0),
-            // A pass or a fail measured something; runs that all errored or
-            // timed out did not (a session where nothing ran at all, which
-            // only an empty plan gives, is not "nothing measured").
-            measured: self.executed == 0 || self.cells.iter().any(|c| c.n > 0),
+            // Every cell that ran must have measured something (a pass or a
+            // fail): a cell whose runs all errored or timed out is never a
+            // pass (a session where nothing ran at all, which only an empty
+            // plan gives, is not "nothing measured").
+            measured: self.executed == 0 || self.cells.iter().all(|c| !c.unmeasured()),
         }
     }
 
@@ -414,6 +415,15 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 }
             }
             cell.n = cell.passed + cell.failed;
+            if cell.applied && cell.not_applied > 0 && cell.n + cell.timed_out + cell.errored == 0 {
+                // Every run found the cell not applied (a missing plugin, a
+                // helper that could not set it up): so is the cell.
+                cell.applied = false;
+                cell.reason = runs
+                    .iter()
+                    .find(|r| r.cell == c.name && r.outcome == Outcome::NotApplied)
+                    .and_then(|r| r.reason.clone());
+            }
             let counted: Vec<&RunRecord> = runs
                 .iter()
                 .filter(|r| r.cell == c.name && matches!(r.outcome, Outcome::Pass | Outcome::Fail))
@@ -524,6 +534,25 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
     }
 }
 
+impl CellReport {
+    /// It ran (applied) but measured nothing: every run errored or timed out.
+    pub fn unmeasured(&self) -> bool {
+        self.applied && self.n == 0 && self.timed_out + self.errored > 0
+    }
+
+    /// Why it measured nothing, in words (`3 timed out, 2 errored`).
+    pub fn unmeasured_text(&self) -> String {
+        let mut parts = Vec::new();
+        if self.timed_out > 0 {
+            parts.push(format!("{} timed out", self.timed_out));
+        }
+        if self.errored > 0 {
+            parts.push(format!("{} errored", self.errored));
+        }
+        format!("nothing measured: {}", parts.join(", "))
+    }
+}
+
 /// The interval column: `[low, high]`, or `p < high` when nothing failed,
 /// or `—` when nothing was measured.
 pub fn interval_text(cell: &CellReport) -> String {
@@ -548,6 +577,7 @@ pub fn versus_text(cell: &CellReport) -> String {
         (None, Some(t)) | (Some(VsBaseline { differs: false, .. }), Some(t)) if t.differs => {
             format!("timeouts differ (p={})", short_p(t.adjusted_p))
         }
+        (None, _) if cell.unmeasured() => cell.unmeasured_text(),
         (vs, _) => versus_words(cell, vs.as_ref()),
     }
 }
@@ -587,6 +617,20 @@ pub fn notes(report: &Report) -> Vec<String> {
         out.push(
             "nothing was measured: every run errored (see each record's `reason`)".to_string(),
         );
+    } else {
+        let timeouts_differ =
+            |c: &CellReport| c.timeouts_vs_baseline.as_ref().is_some_and(|v| v.differs);
+        for c in report
+            .cells
+            .iter()
+            .filter(|c| c.unmeasured() && !timeouts_differ(c))
+        {
+            out.push(format!(
+                "cell `{}` measured nothing ({}): it is not a pass; see each record's `reason`",
+                c.name,
+                c.unmeasured_text().trim_start_matches("nothing measured: ")
+            ));
+        }
     }
     for cell in &report.left_out {
         out.push(format!("left out of the matrix: {cell}"));

@@ -67,17 +67,23 @@ pub(super) fn finish_record(
         }
     }
     if let Some(recipe) = &settings.recipe {
+        let asked = outcome::Asked {
+            shuffle: prepared.shuffle,
+            seed: record.seed,
+            workers: prepared.workers,
+        };
+        if let Some(reason) = outcome::prerequisite_missing(recipe, asked, &text) {
+            // The plugin the cell needs is missing: nothing of it was measured.
+            record.outcome = Outcome::NotApplied;
+            record.reason = Some(reason);
+            return;
+        }
         if let Some(reason) = outcome::runner_error(recipe, record.exit_code, &text) {
             // A usage error or an empty run measured nothing: never a pass or a fail.
             record.outcome = Outcome::Error;
             record.reason = Some(reason);
             return;
         }
-        let asked = outcome::Asked {
-            shuffle: prepared.shuffle,
-            seed: record.seed,
-            workers: prepared.workers,
-        };
         if recipe.workers.is_some() {
             record.workers = prepared.workers;
         }

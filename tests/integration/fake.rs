@@ -685,3 +685,55 @@ fn replay_reruns_one_recorded_run_and_a_bad_script_is_a_usage_error() {
         "{err}"
     );
 }
+
+#[test]
+fn a_missing_shuffle_plugin_leaves_the_cell_not_applied_naming_the_plugin() {
+    let lab = Lab::new();
+    let s = script(
+        &lab,
+        "[[run]]\ncell = \"shuffle\"\nexit = 4\noutput = \"ERROR: Error importing plugin \\\"randomly\\\": No module named 'randomly'\"\n[[run]]\noutput = \"1 passed\"\n",
+    );
+    let out = fake(
+        &lab,
+        &s,
+        &[
+            "run", "--format", "json", "-n", "3", "-p", "shuffle", "--", "pytest", "tests",
+        ],
+    );
+    assert_eq!(code(&out), 3, "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    let shuffle = cell(&report, "shuffle");
+    assert_eq!(shuffle["applied"], false, "{shuffle}");
+    assert!(
+        shuffle["reason"]
+            .as_str()
+            .unwrap()
+            .contains("pip install pytest-randomly"),
+        "{shuffle}"
+    );
+    let table = lab.run(&["report"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains("NOT APPLIED: shuffle: pytest cannot shuffle"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_cell_whose_every_run_errored_is_never_a_pass() {
+    let lab = Lab::new();
+    let (c, report) = run(
+        &lab,
+        "[[run]]\ncell = \"env=A=1\"\nspawn_error = \"exec format error\"\n",
+        &["-n", "3", "-p", "env=A=1"],
+    );
+    assert_eq!(
+        c, 2,
+        "the baseline passed, but the cell measured nothing: {report}"
+    );
+    let table = lab.run(&["report"]);
+    assert_eq!(code(&table), 2);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("nothing measured: 3 errored"), "{table}");
+    assert!(table.contains("cell `env=A=1` measured nothing"), "{table}");
+}

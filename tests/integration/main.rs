@@ -9,6 +9,7 @@ mod junit_corpus;
 mod junit_e2e;
 mod kernel;
 mod ladder;
+mod measured;
 mod recipes;
 mod run_stats;
 mod runner_cargo;

@@ -162,6 +162,13 @@ pub struct Shuffle {
     /// The seed's range: the largest seed the runner accepts.
     #[serde(default = "default_max_seed")]
     pub max_seed: u64,
+    /// Output that means the plugin or flag the shuffle needs is missing
+    /// (the run measured nothing: the cell is not applied).
+    #[serde(default)]
+    pub missing_regex: Option<String>,
+    /// What to install when it is missing.
+    #[serde(default)]
+    pub missing_hint: Option<String>,
 }
 
 fn default_max_seed() -> u64 {

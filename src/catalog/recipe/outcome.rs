@@ -69,6 +69,39 @@ pub struct Asked {
     pub workers: Option<usize>,
 }
 
+/// The plugin or flag a recipe-driven cell needs is missing (the runner
+/// said so, before any test ran): `Some` is why the run's cell was not
+/// applied, with what to install. Read before [`runner_error`], since a
+/// missing plugin usually ends in the runner's usage error.
+pub fn prerequisite_missing(recipe: &Recipe, asked: Asked, log: &str) -> Option<String> {
+    let plain = strip_ansi(log);
+    let found = |re: &Option<String>| {
+        re.as_deref()
+            .and_then(|r| regex::Regex::new(r).ok())
+            .is_some_and(|re| re.is_match(&plain))
+    };
+    let hint = |h: &Option<String>| h.as_deref().map(|h| format!(" ({h})")).unwrap_or_default();
+    if let (true, Some(s)) = (asked.shuffle, &recipe.shuffle) {
+        if found(&s.missing_regex) {
+            return Some(format!(
+                "shuffle: {} cannot shuffle here: its shuffle plugin is not installed{}",
+                recipe.name,
+                hint(&s.missing_hint)
+            ));
+        }
+    }
+    if let (Some(_), Some(w)) = (asked.workers, &recipe.workers) {
+        if found(&w.missing_regex) {
+            return Some(format!(
+                "workers: {} cannot run workers here{}",
+                recipe.name,
+                hint(&w.missing_hint)
+            ));
+        }
+    }
+    None
+}
+
 /// The per-run probes of the recipe-driven kinds: the seed the runner
 /// printed must be the one passed, and workers must show they ran. `Some`
 /// is why the run's cell was not applied.
@@ -98,21 +131,14 @@ pub fn not_applied(recipe: &Recipe, asked: Asked, log: &str) -> Option<String> {
         }
     }
     if let (Some(n), Some(w)) = (asked.workers, &recipe.workers) {
+        if let Some(missing) = prerequisite_missing(recipe, asked, log) {
+            return Some(missing);
+        }
         let found = |re: &Option<String>| {
             re.as_deref()
                 .and_then(|r| regex::Regex::new(r).ok())
                 .map(|re| re.is_match(log))
         };
-        if found(&w.missing_regex) == Some(true) {
-            return Some(format!(
-                "workers: {} cannot run workers here{}",
-                recipe.name,
-                w.missing_hint
-                    .as_deref()
-                    .map(|h| format!(" ({h})"))
-                    .unwrap_or_default()
-            ));
-        }
         if found(&w.proof_regex) == Some(false) {
             return Some(format!(
                 "workers: {} did not report starting {n} workers",
@@ -191,6 +217,22 @@ mod tests {
         )
         .unwrap();
         assert!(missing.contains("pip install pytest-xdist"), "{missing}");
+        // Missing before anything ran: read ahead of the usage error.
+        let usage = "ERROR: usage: python -m pytest [options]\npython -m pytest: error: unrecognized arguments: -n\n";
+        assert!(runner_error(&r, Some(4), usage).is_some());
+        assert!(prerequisite_missing(&r, workers, usage)
+            .unwrap()
+            .contains("pip install pytest-xdist"));
+        let shuffled = Asked {
+            shuffle: true,
+            seed: 1,
+            workers: None,
+        };
+        let plugin = "ERROR: Error importing plugin \"randomly\": No module named 'randomly'\n";
+        assert!(prerequisite_missing(&r, shuffled, plugin)
+            .unwrap()
+            .contains("pip install pytest-randomly"));
+        assert_eq!(prerequisite_missing(&r, Asked::default(), plugin), None);
         let silent = not_applied(&r, workers, "5 passed\n").unwrap();
         assert!(
             silent.contains("did not report starting 2 workers"),
