@@ -277,6 +277,14 @@ pub struct RunArgs {
     /// the baseline alone].
     #[arg(long, value_name = "NAME")]
     pub matrix: Vec<String>,
+    /// Run no sham cells. By default every mechanism the cells use (TZ set,
+    /// the libfaketime preload, the `__exec` helper, runs scheduled alone
+    /// for CPU stress) also runs as a sham: the same mechanism with a null
+    /// parameter (`tz=` the host's zone, `faketime=+0`, `cpu-pin=` every
+    /// CPU, `cpu-stress=0`), so that a difference is attributed to the
+    /// parameter only when it also differs from the sham.
+    #[arg(long)]
+    pub no_sham: bool,
     /// After the runs, replay each distinct failing run's exact conditions
     /// (cell, seed) K times: K of K failing means the conditions determine
     /// the failure; fewer means timing is involved.

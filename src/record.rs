@@ -291,6 +291,13 @@ pub struct CellRecord {
     pub reason: Option<String>,
     /// What the probes observed, one line per fact.
     pub probes: Vec<String>,
+    /// This cell is a sham: the mechanism (in words) it runs with a null
+    /// parameter (`faketime=+0` for "the libfaketime preload").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sham_of: Option<String>,
+    /// The sham cell this cell is compared with (its mechanism's sham).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sham: Option<String>,
 }
 
 /// One session, as stored in `sessions.jsonl` (written before the first run).

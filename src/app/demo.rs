@@ -52,6 +52,7 @@ pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
             kill_grace: Some("5s".into()),
             junit: None,
         },
+        shams: true,
         ..Intent::default()
     };
     let spec = session::resolve(intent, &Layers::none(), &ctx.executor)?;

@@ -17,7 +17,8 @@ const MAX_CONFIRMED: usize = 10;
 /// The session `run` asks for: the shared flags and `--matrix`, over the
 /// project's layers.
 pub(super) fn spec_of(ctx: &super::Ctx, args: &RunArgs) -> Result<SessionSpec> {
-    let intent = Intent::from_flags(&args.session, &args.matrix);
+    let mut intent = Intent::from_flags(&args.session, &args.matrix);
+    intent.shams = !args.no_sham;
     let dir = session::subject_dir(intent.dir.as_deref())?;
     session::resolve(intent, &Layers::of_project(&dir)?, &ctx.executor)
 }

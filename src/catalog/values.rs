@@ -25,6 +25,10 @@ pub const MIN_SHIFT_SECONDS: i64 = 60;
 
 /// Parses a faketime value.
 pub fn parse_clock_shift(text: &str) -> Result<ClockShift, String> {
+    if text == "+0" {
+        // The sham: the preload with no shift (the probe reads the real clock).
+        return Ok(ClockShift::Relative { seconds: 0 });
+    }
     if let Some(rest) = text.strip_prefix('@') {
         let at: jiff::civil::DateTime = rest
             .trim()
@@ -92,11 +96,11 @@ pub enum StressAmount {
 }
 
 impl StressAmount {
-    /// Threads for a host with `cpus` online CPUs (at least 1).
+    /// Threads for a host with `cpus` online CPUs (a factor gives at least 1).
     pub fn threads(self, cpus: usize) -> usize {
         match self {
             StressAmount::Factor(f) => ((cpus as f64) * f).ceil().max(1.0) as usize,
-            StressAmount::Threads(n) => n.max(1) as usize,
+            StressAmount::Threads(n) => n as usize,
         }
     }
 }
@@ -123,7 +127,8 @@ pub fn parse_stress(text: &str) -> Result<StressAmount, String> {
         Ok(StressAmount::Factor(f))
     } else {
         let n: u32 = text.parse().map_err(|_| bad())?;
-        if n == 0 || n > 1024 {
+        // 0 is the sham: the run is scheduled alone, with no busy thread.
+        if n > 1024 {
             return Err(bad());
         }
         Ok(StressAmount::Threads(n))
@@ -216,7 +221,9 @@ mod tests {
         assert_eq!(parse_stress("2x").unwrap().threads(2), 4);
         assert_eq!(parse_stress("0.5x").unwrap().threads(3), 2);
         assert_eq!(parse_stress("3").unwrap().threads(64), 3);
-        for bad in ["0", "x", "-1x", "lots"] {
+        // The sham: no busy thread.
+        assert_eq!(parse_stress("0").unwrap().threads(8), 0);
+        for bad in ["0x", "x", "-1x", "lots", "1025"] {
             assert!(parse_stress(bad).is_err(), "{bad}");
         }
     }

@@ -393,10 +393,12 @@ pub fn classify(
     use FlakeClass::*;
     let mut out = Classification::default();
     let base = report.cells.iter().find(|c| c.name == "baseline");
+    // A sham applies no declared condition: it can show no class (it only
+    // tells whether the mechanism alone moves the outcome).
     let others: Vec<&CellReport> = report
         .cells
         .iter()
-        .filter(|c| c.name != "baseline")
+        .filter(|c| c.name != "baseline" && c.sham_of.is_none())
         .collect();
     let of_kind = |pred: &dyn Fn(&Kind) -> bool| -> Vec<&CellReport> {
         others
@@ -640,6 +642,32 @@ pub fn classify(
                 UnseededRandomness,
                 "no baseline runs were measured".into(),
             ),
+        }
+    }
+
+    // A cell that differs from the baseline but not from its sham proves
+    // nothing about its parameter: what it would claim stays open.
+    let by_mechanism: Vec<&CellReport> = others
+        .iter()
+        .copied()
+        .filter(|c| c.sham.is_some() && differs(c) && !crate::report::sham::attributed(c))
+        .collect();
+    for cell in by_mechanism {
+        let sham = cell.sham.as_deref().unwrap_or("");
+        let (k, n) = report
+            .cells
+            .iter()
+            .find(|c| c.name == sham)
+            .map_or((0, 0), |s| (s.k, s.n));
+        let (moved, kept): (Vec<Finding>, Vec<Finding>) = std::mem::take(&mut out.claimed)
+            .into_iter()
+            .partition(|f| f.row.cell.as_deref() == Some(cell.name.as_str()));
+        out.claimed = kept;
+        for f in moved {
+            open(&mut out, f.class, format!(
+                "{} differs from the baseline but not from its sham `{sham}` ({k} of {n}): the mechanism alone may reproduce it",
+                cell.name
+            ));
         }
     }
 

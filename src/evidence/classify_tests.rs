@@ -36,6 +36,8 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
                 applied: c.3,
                 reason: (!c.3).then(|| format!("{}: the probe failed", c.0)),
                 probes: vec![],
+                sham_of: None,
+                sham: None,
             })
             .collect(),
         plan: plan::build(&names, n, 7),

@@ -11,6 +11,7 @@ pub mod env;
 pub mod faketime;
 pub mod isolate;
 pub mod probe;
+pub mod sham;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -332,15 +333,20 @@ pub fn prepare(
             Kind::CpuStress { amount } => {
                 let amount = values::parse_stress(amount)
                     .map_err(|m| Error::usage(m, "see `flakelab run --help`"))?;
+                let threads = amount.threads(host.cpus.len());
                 out.stress = Some(StressPlan {
-                    threads: amount.threads(host.cpus.len()),
+                    threads,
                     cpus: None,
                 });
-                out.probes.push(Probe {
-                    perturbation: label,
-                    argv: vec!["sleep".into(), "0.5".into()],
-                    expect: Expect::Busy { min_share: 0.0 },
-                });
+                // No busy thread (the sham): nothing to measure; the run is
+                // still scheduled alone.
+                if threads > 0 {
+                    out.probes.push(Probe {
+                        perturbation: label,
+                        argv: vec!["sleep".into(), "0.5".into()],
+                        expect: Expect::Busy { min_share: 0.0 },
+                    });
+                }
             }
         }
     }

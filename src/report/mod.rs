@@ -9,6 +9,7 @@ pub mod ladder;
 pub mod markdown;
 pub mod per_test;
 pub mod progress;
+pub mod sham;
 #[cfg(test)]
 mod snapshots_test;
 pub mod table;
@@ -74,6 +75,14 @@ pub struct CellReport {
     /// Timed-out runs against the baseline's (timeouts are not in N), when
     /// either timed out.
     pub timeouts_vs_baseline: Option<VsBaseline>,
+    /// This cell is a sham: the mechanism it runs with a null parameter.
+    pub sham_of: Option<String>,
+    /// The sham cell this cell is compared with, if its mechanism has one.
+    pub sham: Option<String>,
+    /// Comparison with that sham (Holm over every cell-and-sham pair): a
+    /// difference from the baseline is the parameter's only when this
+    /// differs too.
+    pub vs_sham: Option<VsBaseline>,
     /// Per-test rows, from the runs' JUnit reports (differing tests first).
     pub tests: Vec<per_test::TestRow>,
     /// The cell's failed runs grouped by failure signature (the first
@@ -382,6 +391,9 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 high: 1.0,
                 vs_baseline: None,
                 timeouts_vs_baseline: None,
+                sham_of: c.sham_of.clone(),
+                sham: c.sham.clone(),
+                vs_sham: None,
                 tests: Vec::new(),
                 signatures: Vec::new(),
                 runs_with_tests: 0,
@@ -504,6 +516,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
             c.tests = r;
         }
     }
+    sham::compare(&mut cells, session.confidence);
     let recorded = runs.len() as u64;
     let planned = session.plan.runs.len() as u64;
     Report {
@@ -578,6 +591,9 @@ pub fn versus_text(cell: &CellReport) -> String {
             format!("timeouts differ (p={})", short_p(t.adjusted_p))
         }
         (None, _) if cell.unmeasured() => cell.unmeasured_text(),
+        (Some(v), _) if v.differs && cell.sham.is_some() && !sham::attributed(cell) => {
+            format!("differs (p={}), not from its sham", short_p(v.adjusted_p))
+        }
         (vs, _) => versus_words(cell, vs.as_ref()),
     }
 }
@@ -632,6 +648,7 @@ pub fn notes(report: &Report) -> Vec<String> {
             ));
         }
     }
+    out.extend(sham::notes(report));
     for cell in &report.left_out {
         out.push(format!("left out of the matrix: {cell}"));
     }

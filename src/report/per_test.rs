@@ -62,6 +62,10 @@ pub struct TestRow {
     pub status: TestStatus,
     /// Against the same test at baseline.
     pub vs_baseline: Option<VsBaseline>,
+    /// The sham cell its cell is compared with, when the test ran there.
+    pub sham: Option<String>,
+    /// Against the same test in that sham cell.
+    pub vs_sham: Option<VsBaseline>,
     /// Failures grouped by signature, most frequent first.
     pub signatures: Vec<SignatureCount>,
     /// The first run (in plan order) where it failed.
@@ -180,6 +184,8 @@ pub fn rows(runs: &[&RunRecord], confidence: f64, counting_signature: bool) -> V
                 high: p.high,
                 status,
                 vs_baseline: None,
+                sham: None,
+                vs_sham: None,
                 signatures,
                 first_failure: t.first_failure,
                 stage: None,

@@ -34,6 +34,8 @@ fn session() -> SessionRecord {
                     "netns: the kernel refused a network namespace: No space left on device (ENOSPC)".into()
                 }),
                 probes: vec![],
+                sham_of: None,
+                sham: None,
             })
             .collect(),
         plan: plan::build(&names, 6, 7),

@@ -58,6 +58,8 @@ pub(super) async fn probe_cell(
         applied: true,
         reason: None,
         probes: Vec::new(),
+        sham_of: settings.shams.of.get(&cell.name).cloned(),
+        sham: settings.shams.by_cell.get(&cell.name).cloned(),
     };
     if let Some(reason) = &prepared.not_applicable {
         record.applied = false;

@@ -14,6 +14,7 @@ mod job;
 mod launch;
 pub mod resolve;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::catalog::recipe::Recipe;
@@ -54,6 +55,15 @@ pub struct Replay {
     /// A seed for the first replicate only (a confirmation starts with the
     /// seed that flipped its candidate; later replicates get fresh seeds).
     pub first_seed: Option<u64>,
+}
+
+/// The session's sham cells and which cell each compares with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shams {
+    /// Sham cell name → the mechanism it runs with a null parameter.
+    pub of: BTreeMap<String, String>,
+    /// Cell name → the name of its mechanism's sham cell.
+    pub by_cell: BTreeMap<String, String>,
 }
 
 /// One session, fully resolved and validated before its first run.
@@ -108,6 +118,8 @@ pub struct SessionSpec {
     pub replay: Replay,
     /// Starts the runs and probes.
     pub executor: Executor,
+    /// The sham controls among the cells.
+    pub shams: Shams,
     /// Every recipe known here (for a derived command's runner).
     recipes: Vec<Recipe>,
     /// `--runner` as given (a derived command keeps it).
@@ -154,6 +166,11 @@ impl SessionSpec {
                 keep[i - 1]
             });
         }
+        let kept = |n: &String| names.contains(&n.as_str());
+        self.shams.of.retain(|sham, _| kept(sham));
+        self.shams
+            .by_cell
+            .retain(|cell, sham| kept(cell) && kept(sham));
         Ok(self)
     }
 

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{JunitSource, Replay, SessionSpec, LOG_HEAD, LOG_TAIL};
+use super::{JunitSource, Replay, SessionSpec, Shams, LOG_HEAD, LOG_TAIL};
 use crate::catalog::recipe::{self, Detection, Recipe};
 use crate::catalog::{Catalog, Cell, Kind};
 use crate::config::{self, Origin, ProjectConfig, RunFlags, RunSettings, Setting};
@@ -41,6 +41,8 @@ pub struct Intent {
     pub flags: RunFlags,
     /// Runs per cell when no layer sets it.
     pub default_runs: Option<u32>,
+    /// Add a sham cell per mechanism the cells use (`run` without `--no-sham`).
+    pub shams: bool,
 }
 
 impl Intent {
@@ -66,6 +68,7 @@ impl Intent {
                 kill_grace: flags.kill_grace.clone(),
             },
             default_runs: None,
+            shams: false,
         }
     }
 }
@@ -178,11 +181,16 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
     if junit.is_none() && recipe.as_ref().is_some_and(|r| r.junit.is_some()) {
         junit = Some(JunitSource::Recipe);
     }
-    let wanted = cells(&catalog, &intent, &layered.matrix, &redaction)?;
+    let mut wanted = cells(&catalog, &intent, &layered.matrix, &redaction)?;
     let mut facts = HostFacts::detect();
     if let Some(r) = &recipe {
         facts.unsupported = r.unsupported.clone();
     }
+    let shams = if intent.shams {
+        add_shams(&catalog, &mut wanted, &facts, &redaction)?
+    } else {
+        Shams::default()
+    };
     let mut left_out = Vec::new();
     let mut cells = Vec::new();
     for c in wanted {
@@ -244,6 +252,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         part_of: None,
         replay: Replay::default(),
         executor: executor.clone(),
+        shams,
         recipes,
         runner_flag: intent.runner,
     })
@@ -284,6 +293,7 @@ pub fn recorded(
             kill_grace: None,
         },
         default_runs: None,
+        shams: false,
     };
     resolve(intent, &Layers::none(), executor)
 }
@@ -363,6 +373,57 @@ fn junit_source(
             Ok(Some(JunitSource::Path(path.clone())))
         }
     }
+}
+
+/// Adds one sham cell per mechanism the cells use (after them, in the
+/// order the mechanisms first appear) and links each cell to its sham. A
+/// cell that is itself its mechanism's null parameter gets no sham.
+fn add_shams(
+    catalog: &Catalog,
+    cells: &mut Vec<Cell>,
+    host: &HostFacts,
+    redaction: &Redaction,
+) -> Result<Shams> {
+    let mut shams = Shams::default();
+    let users: Vec<Cell> = cells
+        .iter()
+        .filter(|c| !c.perturbations.is_empty())
+        .cloned()
+        .collect();
+    for cell in &users {
+        let Some(sham) = cell
+            .perturbations
+            .iter()
+            .find_map(|k| perturb::sham::of(k, host))
+        else {
+            continue;
+        };
+        let sham_cell = catalog
+            .cell(&sham.spec)
+            .map_err(|m| {
+                Error::harness(
+                    format!("the sham `{}` is not a valid cell: {m}", sham.spec),
+                    "report this as a bug",
+                )
+            })?
+            .redacted(redaction);
+        if sham_cell.key() == cell.key() {
+            shams
+                .of
+                .insert(cell.name.clone(), sham.mechanism.to_string());
+            continue;
+        }
+        let name = match cells.iter().find(|c| c.key() == sham_cell.key()) {
+            Some(existing) => existing.name.clone(),
+            None => {
+                cells.push(sham_cell.clone());
+                sham_cell.name.clone()
+            }
+        };
+        shams.of.insert(name.clone(), sham.mechanism.to_string());
+        shams.by_cell.insert(cell.name.clone(), name);
+    }
+    Ok(shams)
 }
 
 fn cells(

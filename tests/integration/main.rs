@@ -17,6 +17,7 @@ mod runner_go;
 mod runner_node;
 mod sandbox;
 mod screen;
+mod sham;
 mod store;
 mod verify;
 
