@@ -337,6 +337,10 @@ pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &[
             adjusted_p: adj,
             differs,
         });
+        // The confirmation ran the cell against the baseline only: the
+        // screen's comparison with the sham does not speak for these runs.
+        row.sham = None;
+        row.vs_sham = None;
     }
     // Differing rows first again.
     for cell in report.cells.iter_mut() {

@@ -235,9 +235,34 @@ fn rung_examines(rung: u8) -> Vec<FlakeClass> {
     }
 }
 
+/// The finest verdict the cell has: its whole runs, its timeouts, or one
+/// of its tests (sham-controlled where the test also ran in a sham).
 fn differs(c: &CellReport) -> bool {
     c.vs_baseline.as_ref().is_some_and(|v| v.differs)
         || c.timeouts_vs_baseline.as_ref().is_some_and(|v| v.differs)
+        || differing_test(c).is_some()
+}
+
+/// A per-test row of `c` that differs from the baseline (and from its
+/// sham, when compared with one): the strongest first.
+fn differing_test(c: &CellReport) -> Option<&crate::report::per_test::TestRow> {
+    c.tests
+        .iter()
+        .filter(|t| t.vs_baseline.as_ref().is_some_and(|v| v.differs))
+        .filter(|t| t.vs_sham.as_ref().is_none_or(|v| v.differs))
+        .min_by(|a, b| {
+            let p = |t: &crate::report::per_test::TestRow| {
+                t.vs_baseline.as_ref().map_or(1.0, |v| v.adjusted_p)
+            };
+            p(a).total_cmp(&p(b))
+        })
+}
+
+/// Whether the cell could have shown a difference at the N it had: per
+/// test when it has per-test rows; by whole runs only when the baseline's
+/// runs did not already all fail (tests that always fail saturate them).
+fn could_show(c: &CellReport, base: Option<&CellReport>) -> bool {
+    !c.tests.is_empty() || base.is_some_and(|b| b.k < b.n)
 }
 
 fn measured(c: &CellReport) -> bool {
@@ -252,7 +277,11 @@ fn above_baseline(c: &CellReport, base: Option<&CellReport>) -> bool {
 /// A measured cell that was compared with the baseline, did not differ, and
 /// failed no more often than it: a row that argues against its classes.
 fn clean(c: &CellReport, base: Option<&CellReport>) -> bool {
-    measured(c) && c.vs_baseline.is_some() && !differs(c) && !above_baseline(c, base)
+    measured(c)
+        && c.vs_baseline.is_some()
+        && !differs(c)
+        && !above_baseline(c, base)
+        && could_show(c, base)
 }
 
 /// A compared cell that fails more often than the baseline without the
@@ -312,6 +341,39 @@ fn cell_row(report: &Report, cell: &CellReport, rung: Option<u8>) -> EvidenceRow
                 cell.timed_out,
                 b.timed_out,
                 short_p(t.adjusted_p)
+            ),
+        };
+    }
+    let whole = cell.vs_baseline.as_ref().is_some_and(|v| v.differs);
+    if let (false, Some(t)) = (whole, differing_test(cell)) {
+        let bt = base.and_then(|b| b.tests.iter().find(|r| r.id == t.id));
+        let adjusted = t.vs_baseline.as_ref().map(|v| v.adjusted_p);
+        return EvidenceRow {
+            cell: Some(cell.name.clone()),
+            rung,
+            count: Count { k: t.k, n: t.n },
+            baseline: bt.map(|b| Count { k: b.k, n: b.n }),
+            interval: crate::report::test_interval_text(t),
+            p: adjusted,
+            timeouts: false,
+            text: format!(
+                "`{}`{at}, test `{}`: {} vs baseline {}; differs, Holm-adjusted p={}{}",
+                cell.name,
+                t.id,
+                count_words(t.k, t.n, t.low, t.high, report.confidence),
+                bt.map_or("not reported".to_string(), |b| count_words(
+                    b.k,
+                    b.n,
+                    b.low,
+                    b.high,
+                    report.confidence
+                )),
+                adjusted.map_or("—".to_string(), short_p),
+                if t.vs_sham.is_some() {
+                    " (and from its sham)"
+                } else {
+                    ""
+                }
             ),
         };
     }
@@ -650,7 +712,12 @@ pub fn classify(
     let by_mechanism: Vec<&CellReport> = others
         .iter()
         .copied()
-        .filter(|c| c.sham.is_some() && differs(c) && !crate::report::sham::attributed(c))
+        .filter(|c| {
+            c.sham.is_some()
+                && differs(c)
+                && !crate::report::sham::attributed(c)
+                && differing_test(c).is_none()
+        })
         .collect();
     for cell in by_mechanism {
         let sham = cell.sham.as_deref().unwrap_or("");

@@ -193,6 +193,23 @@ pub fn render(e: &Evidence) -> String {
         }
     }
 
+    for (ids, what) in [
+        (
+            &e.always_failing,
+            "failed in every run of every cell, the baseline's too",
+        ),
+        (&e.always_skipped, "were skipped in every run of every cell"),
+    ] {
+        if !ids.is_empty() {
+            let list: Vec<String> = ids.iter().map(|t| format!("`{}`", cell_text(t))).collect();
+            let _ = writeln!(
+                out,
+                "\n{} test(s) {what} (listed once, not per cell; they can show no difference): {}",
+                ids.len(),
+                list.join(", ")
+            );
+        }
+    }
     if !e.tests.is_empty() {
         let _ = writeln!(out, "\n#### Per-test rows that differ or failed\n");
         let _ = writeln!(

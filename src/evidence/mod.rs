@@ -199,8 +199,14 @@ pub struct Evidence {
     pub recurring_signature: Option<RecurringSignature>,
     /// The cells against the baseline.
     pub cells: Vec<CellLine>,
-    /// Per-test rows that differ from the baseline or failed.
+    /// Per-test rows that differ from the baseline or failed (tests that
+    /// failed or were skipped in every run of every cell are listed once,
+    /// below, not per cell).
     pub tests: Vec<TestLine>,
+    /// Tests that failed in every run of every cell, the baseline's too.
+    pub always_failing: Vec<String>,
+    /// Tests that were skipped in every run of every cell.
+    pub always_skipped: Vec<String>,
     /// The first failing run of each cell that differs (or reproduced the
     /// signature), and the ladder's first reproduction.
     pub reproductions: Vec<Reproduction>,
@@ -352,9 +358,33 @@ fn cell_lines(report: &Report) -> Vec<CellLine> {
         .collect()
 }
 
-fn test_lines(report: &Report) -> Vec<TestLine> {
+/// Tests whose every row, in every cell, has `status` and none differs.
+fn everywhere(report: &Report, status: report::per_test::TestStatus) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for t in report.cells.iter().flat_map(|c| &c.tests) {
+        if ids.contains(&t.id) {
+            continue;
+        }
+        let rows: Vec<_> = report
+            .cells
+            .iter()
+            .filter(|c| c.applied)
+            .filter_map(|c| c.tests.iter().find(|r| r.id == t.id))
+            .collect();
+        let same = rows
+            .iter()
+            .all(|r| r.status == status && !r.vs_baseline.as_ref().is_some_and(|v| v.differs));
+        if same && rows.len() == report.cells.iter().filter(|c| c.applied).count() {
+            ids.push(t.id.clone());
+        }
+    }
+    ids
+}
+
+fn test_lines(report: &Report, apart: &[String]) -> Vec<TestLine> {
     report::shown_test_rows(report)
         .into_iter()
+        .filter(|(_, t)| !apart.contains(&t.id))
         .map(|(c, t)| TestLine {
             cell: c.name.clone(),
             test: t.id.clone(),
@@ -474,6 +504,8 @@ pub fn build_from(
         ),
         RunnerVersion::Unknown(why) => (None, why),
     };
+    let always_failing = everywhere(&report, report::per_test::TestStatus::AlwaysFails);
+    let always_skipped = everywhere(&report, report::per_test::TestStatus::AlwaysSkipped);
     let command: Vec<String> = session.command.clone();
     Evidence {
         schema: EVIDENCE_SCHEMA,
@@ -502,7 +534,12 @@ pub fn build_from(
         signature: session.signature.clone(),
         recurring_signature: recurring_signature(runs),
         cells: cell_lines(&report),
-        tests: test_lines(&report),
+        tests: test_lines(
+            &report,
+            &[always_failing.clone(), always_skipped.clone()].concat(),
+        ),
+        always_failing,
+        always_skipped,
         reproductions,
         ladder: ladder.map(ladder_line),
         classification,

@@ -283,3 +283,101 @@ fn with_real_libfaketime_a_preload_sensitive_subject_is_the_mechanisms_and_a_yea
     assert_eq!(shifted["vs_sham"]["differs"], true, "{shifted:#}");
     assert_eq!(cell(&report, "faketime=+0")["k"].as_u64(), Some(0));
 }
+
+/// A JUnit report of three tests that always fail and `zone`, failing or not.
+fn suite(zone_fails: bool) -> String {
+    let always: String = (1..=3)
+        .map(|i| {
+            format!(
+                "<testcase classname='t' name='broken{i}'><failure message='always'/></testcase>"
+            )
+        })
+        .collect();
+    let zone = if zone_fails {
+        "<testcase classname='t' name='zone'><failure message='offset'/></testcase>"
+    } else {
+        "<testcase classname='t' name='zone'/>"
+    };
+    format!("<testsuite name='s'>{always}{zone}<testcase classname='t' name='ok'/></testsuite>")
+}
+
+#[test]
+fn evidence_follows_per_test_verdicts_beside_tests_that_always_fail() {
+    for design in ["fixed", "screen"] {
+        let lab = Lab::new();
+        // Every run fails (three tests always do); only Kiritimati flips `zone`.
+        let script = format!(
+            "[[run]]\ncell = \"tz=Pacific/Kiritimati\"\nexit = 1\njunit = \"{}\"\n[[run]]\nexit = 1\njunit = \"{}\"\n",
+            suite(true),
+            suite(false)
+        );
+        let mut args = vec![
+            "--design",
+            design,
+            "-p",
+            "tz=Pacific/Kiritimati",
+            "-p",
+            "tz=Pacific/Pago_Pago",
+        ];
+        if design == "fixed" {
+            args.extend_from_slice(&["-n", "8"]);
+        }
+        args.extend_from_slice(&["--", "subject", "{junit}"]);
+        let (code, report) = fake_run(&lab, &script, &args);
+        assert_eq!(code, 1, "{design}: {report:#}");
+        let kiri = cell(&report, "tz=Pacific/Kiritimati");
+        assert_ne!(
+            kiri["vs_baseline"]["differs"], true,
+            "{design}: whole runs all fail everywhere"
+        );
+        let e = json(&lab.run(&["evidence", "--format", "json"]));
+        let c = &e["classification"];
+        let claim = c["claimed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["class"] == "clock_and_zone")
+            .unwrap_or_else(|| panic!("{design}: the zone flip is claimed: {c:#}"));
+        assert_eq!(
+            claim["row"]["cell"], "tz=Pacific/Kiritimati",
+            "{design}: {claim:#}"
+        );
+        assert!(
+            claim["row"]["text"].as_str().unwrap().contains("t::zone"),
+            "{claim:#}"
+        );
+        assert!(
+            !c["against"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["class"] == "clock_and_zone"),
+            "{design}: nothing argues against what is proven: {c:#}"
+        );
+        let always: Vec<&str> = e["always_failing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            always,
+            ["t::broken1", "t::broken2", "t::broken3"],
+            "{design}"
+        );
+        assert!(
+            !e["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["test"].as_str().unwrap().starts_with("t::broken")),
+            "{design}: listed once, not per cell: {:#}",
+            e["tests"]
+        );
+        let md = String::from_utf8_lossy(&lab.run(&["evidence"]).stdout).into_owned();
+        assert!(
+            md.contains("3 test(s) failed in every run of every cell"),
+            "{md}"
+        );
+    }
+}
