@@ -297,8 +297,8 @@ fn workers_that_collide_beside_clean_cpu_load_are_classified_a_host_resource_col
     if !pytest_plugins_available() {
         return;
     }
-    // Alone: the collision needs both workers to start within a second.
-    let lab = Lab::alone();
+    // The collision is the fixture's rendezvous (conftest.py), not timing.
+    let lab = Lab::new();
     copy_fixture(&lab, "pytest-project");
     let (code, report) = lab.run_json(&[
         "-n",
