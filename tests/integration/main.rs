@@ -224,6 +224,52 @@ pub fn wait_for_file(path: &Path) {
     }
 }
 
+/// A load-sensitive subject whose outcome does not depend on the host's
+/// speed (run it as `python3 -c WHOLE_CPU_DEADLINE`): a worker whose deadline
+/// assumes it has a CPU to itself, and so fails whenever busy threads run
+/// beside it. It does not time itself (a busy CI host would make any
+/// deadline miss at baseline too): it counts the threads of its flakelab
+/// ancestor that stay runnable (state R in `/proc/PID/task/TID/stat`) in
+/// every one of 20 looks 10 ms apart. flakelab's `cpu-stress` runs exactly
+/// such threads inside its own process for the run's whole duration; at
+/// baseline flakelab only waits for its child, and none of its threads
+/// stays runnable across the looks. (The looks also make the run long enough
+/// for flakelab to measure the host's CPU share, `cpu_busy`.)
+pub const WHOLE_CPU_DEADLINE: &str = r#"import os, sys, time
+
+def after_comm(pid, tid=None):
+    path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
+    with open(path) as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+def flakelab_ancestor():
+    pid = os.getppid()
+    while pid > 1:
+        with open(f"/proc/{pid}/comm") as f:
+            if f.read().strip() == "flakelab":
+                return pid
+        pid = int(after_comm(pid)[1])
+    sys.exit("no flakelab process above this one")
+
+def runnable(pid):
+    found = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            if after_comm(pid, tid)[0] == "R":
+                found.add(tid)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return found
+
+harness = flakelab_ancestor()
+busy = runnable(harness)
+for _ in range(19):
+    time.sleep(0.01)
+    busy &= runnable(harness)
+if busy:
+    sys.exit(f"deadline missed: {len(busy)} busy threads of flakelab ran beside the worker")
+"#;
+
 /// Whether a capability-dependent test may run: when `available` is false it
 /// is skipped with a printed reason, unless `FLAKELAB_TEST_REQUIRE_ALL=1`
 /// (set by `.ci/run`), where a missing capability fails the test.
