@@ -20,60 +20,19 @@ mod verify;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-
-/// Tests that measure timing take this lock exclusively, so that no other
-/// test of this binary loads the CPU while they run; every other test holds
-/// it shared.
-static TIMING: RwLock<()> = RwLock::new(());
-
-enum Hold {
-    Shared(#[expect(dead_code, reason = "held for its Drop")] RwLockReadGuard<'static, ()>),
-    Alone(#[expect(dead_code, reason = "held for its Drop")] RwLockWriteGuard<'static, ()>),
-    /// A second lab in a thread that already holds the lock: taking it again
-    /// would deadlock behind a waiting writer (std's RwLock prefers writers).
-    Nested,
-}
-
-thread_local! {
-    /// Labs alive in this thread.
-    static LABS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-fn hold(alone: bool) -> Hold {
-    let nested = LABS.with(|n| {
-        let held = n.get();
-        n.set(held + 1);
-        held > 0
-    });
-    if nested {
-        assert!(!alone, "Lab::alone() in a thread that already has a lab");
-        Hold::Nested
-    } else if alone {
-        Hold::Alone(TIMING.write().unwrap_or_else(|e| e.into_inner()))
-    } else {
-        Hold::Shared(TIMING.read().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        LABS.with(|n| n.set(n.get().saturating_sub(1)));
-    }
-}
-
 /// The flakelab binary under test.
 pub fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_flakelab"))
 }
 
 /// A scratch project: a temp directory used as the subject's working
-/// directory and store, and a scrubbed environment.
+/// directory and store, and a scrubbed environment. Labs run side by side:
+/// no test needs the host to itself (planted collisions meet through
+/// rendezvous files, load-sensitive subjects count busy threads).
 #[must_use]
 pub struct Lab {
     /// The lab's directory (removed on drop).
     pub dir: tempfile::TempDir,
-    _hold: Hold,
 }
 
 impl Default for Lab {
@@ -87,16 +46,6 @@ impl Lab {
     pub fn new() -> Lab {
         Lab {
             dir: tempfile::tempdir().expect("temp dir"),
-            _hold: hold(false),
-        }
-    }
-
-    /// A lab for a timing-sensitive test: no other test of this binary runs
-    /// while it lives.
-    pub fn alone() -> Lab {
-        Lab {
-            dir: tempfile::tempdir().expect("temp dir"),
-            _hold: hold(true),
         }
     }
 

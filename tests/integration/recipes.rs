@@ -75,17 +75,17 @@ fn pytest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
     let runs = lab.runs();
     let worker_run = runs.iter().find(|r| r["cell"] == "workers=2x").unwrap();
     assert_eq!(worker_run["workers"].as_u64(), Some(2));
-    let collided = runs
-        .iter()
-        .filter(|r| r["cell"] == "workers=2x")
-        .all(|r| {
-            r["tests"].as_array().unwrap().iter().any(|t| {
-                t["signature"]
-                    .as_str()
-                    .is_some_and(|s| s.contains("locked by another test process"))
-            })
-        });
-    assert!(collided, "every workers run failed on the shared database lock");
+    let collided = runs.iter().filter(|r| r["cell"] == "workers=2x").all(|r| {
+        r["tests"].as_array().unwrap().iter().any(|t| {
+            t["signature"]
+                .as_str()
+                .is_some_and(|s| s.contains("locked by another test process"))
+        })
+    });
+    assert!(
+        collided,
+        "every workers run failed on the shared database lock"
+    );
 
     // Every shuffle run passed its seed and printed it back; -q, which hides
     // the seed line, was dropped only there.

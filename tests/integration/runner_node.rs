@@ -167,10 +167,7 @@ fn every_workers_run_collided(runs: &[serde_json::Value]) {
             .filter_map(|t| t["signature"].as_str())
             .collect();
         assert_eq!(failed.len(), 1, "{r}");
-        assert!(
-            failed[0].contains("locked by another test process"),
-            "{r}"
-        );
+        assert!(failed[0].contains("locked by another test process"), "{r}");
     }
 }
 
