@@ -176,16 +176,21 @@ fn a_fixed_port_collides_only_between_processes_at_rung_3() {
     }
     let lab = Lab::new();
     copy_fixture(&lab, "ladder-project");
-    // A port free now; the subject holds it for 3 s per run.
+    // A port free now. The processes of a group meet through marker files in
+    // `shared` (the fixture's conftest.py finds its group in the store), so
+    // the one that got the port serves until the other has tried it.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
         .to_string();
+    let shared = tempfile::tempdir().unwrap();
     let out = lab
         .cmd()
         .env("LADDER_PORT", &port)
+        .env("LADDER_SHARED", shared.path())
+        .env("LADDER_STORE", lab.store())
         .args([
             "ladder",
             "--format",
@@ -215,6 +220,8 @@ fn a_fixed_port_collides_only_between_processes_at_rung_3() {
     );
     assert_eq!((s[2].0, s[2].1.as_str()), (3, "reproduced"), "{json}");
     assert!(s[2].3 >= 1, "{json}");
+    // Deterministic: every group collides.
+    assert_eq!(s[2].3, 2, "{json}");
     assert_eq!(rung(&json, 3)["processes"], 2);
     // The two processes of each run had their own report and log.
     let session = rung(&json, 3)["session"].as_str().unwrap().to_string();
@@ -244,9 +251,11 @@ fn a_fixed_port_collides_only_between_processes_at_rung_3() {
         2,
         "{groups:?}"
     );
-    // The collision is named by the failing test's own words.
+    // The collision is named by the failing test's own words: one process
+    // of each group lost the port.
     let failed: Vec<&serde_json::Value> = runs.iter().filter(|r| r["outcome"] == "fail").collect();
     assert!(!failed.is_empty());
+    assert_eq!(failed.len(), 2, "{failed:?}");
     assert!(
         failed.iter().all(|r| r["failure_signature"]
             .as_str()
@@ -294,9 +303,14 @@ fn lanes_collide_outside_their_working_copies_at_rung_5() {
     );
     let shared = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
+    let store = lab.store();
     let (out, json) = ladder(
         &lab,
-        &[("LADDER_SHARED", shared.path()), ("TMPDIR", tmp.path())],
+        &[
+            ("LADDER_SHARED", shared.path()),
+            ("LADDER_STORE", store.as_path()),
+            ("TMPDIR", tmp.path()),
+        ],
         &[
             "-n",
             "2",
@@ -325,6 +339,8 @@ fn lanes_collide_outside_their_working_copies_at_rung_5() {
         );
     }
     assert_eq!(s[4].1, "reproduced", "{json}");
+    // Deterministic: the lanes of every group collide.
+    assert_eq!((s[4].2, s[4].3), (2, 2), "{json}");
     // The lane ran at its configured workers.
     let lane_argv = rung(&json, 4)["argv"].to_string();
     assert!(lane_argv.contains("\"-n\",\"2\""), "{lane_argv}");
@@ -356,6 +372,7 @@ fn lanes_collide_outside_their_working_copies_at_rung_5() {
     let out = lab
         .cmd()
         .env("LADDER_SHARED", shared.path())
+        .env("LADDER_STORE", &store)
         .args(["replay", &first, "--times", "1", "--format", "json"])
         .output()
         .unwrap();

@@ -23,60 +23,19 @@ mod verify;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-
-/// Tests that measure timing take this lock exclusively, so that no other
-/// test of this binary loads the CPU while they run; every other test holds
-/// it shared.
-static TIMING: RwLock<()> = RwLock::new(());
-
-enum Hold {
-    Shared(#[expect(dead_code, reason = "held for its Drop")] RwLockReadGuard<'static, ()>),
-    Alone(#[expect(dead_code, reason = "held for its Drop")] RwLockWriteGuard<'static, ()>),
-    /// A second lab in a thread that already holds the lock: taking it again
-    /// would deadlock behind a waiting writer (std's RwLock prefers writers).
-    Nested,
-}
-
-thread_local! {
-    /// Labs alive in this thread.
-    static LABS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-fn hold(alone: bool) -> Hold {
-    let nested = LABS.with(|n| {
-        let held = n.get();
-        n.set(held + 1);
-        held > 0
-    });
-    if nested {
-        assert!(!alone, "Lab::alone() in a thread that already has a lab");
-        Hold::Nested
-    } else if alone {
-        Hold::Alone(TIMING.write().unwrap_or_else(|e| e.into_inner()))
-    } else {
-        Hold::Shared(TIMING.read().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        LABS.with(|n| n.set(n.get().saturating_sub(1)));
-    }
-}
-
 /// The flakelab binary under test.
 pub fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_flakelab"))
 }
 
 /// A scratch project: a temp directory used as the subject's working
-/// directory and store, and a scrubbed environment.
+/// directory and store, and a scrubbed environment. Labs run side by side:
+/// no test needs the host to itself (planted collisions meet through
+/// rendezvous files, load-sensitive subjects count busy threads).
 #[must_use]
 pub struct Lab {
     /// The lab's directory (removed on drop).
     pub dir: tempfile::TempDir,
-    _hold: Hold,
 }
 
 impl Default for Lab {
@@ -90,16 +49,6 @@ impl Lab {
     pub fn new() -> Lab {
         Lab {
             dir: tempfile::tempdir().expect("temp dir"),
-            _hold: hold(false),
-        }
-    }
-
-    /// A lab for a timing-sensitive test: no other test of this binary runs
-    /// while it lives.
-    pub fn alone() -> Lab {
-        Lab {
-            dir: tempfile::tempdir().expect("temp dir"),
-            _hold: hold(true),
         }
     }
 
@@ -226,6 +175,52 @@ pub fn wait_for_file(path: &Path) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// A load-sensitive subject whose outcome does not depend on the host's
+/// speed (run it as `python3 -c WHOLE_CPU_DEADLINE`): a worker whose deadline
+/// assumes it has a CPU to itself, and so fails whenever busy threads run
+/// beside it. It does not time itself (a busy CI host would make any
+/// deadline miss at baseline too): it counts the threads of its flakelab
+/// ancestor that stay runnable (state R in `/proc/PID/task/TID/stat`) in
+/// every one of 20 looks 10 ms apart. flakelab's `cpu-stress` runs exactly
+/// such threads inside its own process for the run's whole duration; at
+/// baseline flakelab only waits for its child, and none of its threads
+/// stays runnable across the looks. (The looks also make the run long enough
+/// for flakelab to measure the host's CPU share, `cpu_busy`.)
+pub const WHOLE_CPU_DEADLINE: &str = r#"import os, sys, time
+
+def after_comm(pid, tid=None):
+    path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
+    with open(path) as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+def flakelab_ancestor():
+    pid = os.getppid()
+    while pid > 1:
+        with open(f"/proc/{pid}/comm") as f:
+            if f.read().strip() == "flakelab":
+                return pid
+        pid = int(after_comm(pid)[1])
+    sys.exit("no flakelab process above this one")
+
+def runnable(pid):
+    found = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            if after_comm(pid, tid)[0] == "R":
+                found.add(tid)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return found
+
+harness = flakelab_ancestor()
+busy = runnable(harness)
+for _ in range(19):
+    time.sleep(0.01)
+    busy &= runnable(harness)
+if busy:
+    sys.exit(f"deadline missed: {len(busy)} busy threads of flakelab ran beside the worker")
+"#;
 
 /// Whether a capability-dependent test may run: when `available` is false it
 /// is skipped with a printed reason, unless `FLAKELAB_TEST_REQUIRE_ALL=1`

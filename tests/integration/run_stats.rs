@@ -269,12 +269,14 @@ fn report_re_renders_the_stored_session_identically() {
 fn a_cell_whose_runs_hang_differs_by_its_timeouts() {
     // Timeouts are not in N, so they get their own comparison: a
     // perturbation that makes every run hang must not read as "no difference".
+    // The timeout is also the baseline's deadline (a shell that tests one
+    // variable): 3 s, far beyond what even a loaded host needs for it.
     let lab = Lab::new();
     let (code, report) = lab.run_json(&[
         "-n",
         "5",
         "--timeout",
-        "300ms",
+        "3s",
         "--kill-grace",
         "200ms",
         "-p",

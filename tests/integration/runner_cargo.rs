@@ -20,9 +20,13 @@
 //!   command would silently win over the variable.)
 //!
 //! The order-dependent pair passes with one thread in name order (A before
-//! B) and with parallel threads (B waits for an A already running), and fails
-//! exactly when a shuffle puts B before A on one thread; the collision needs
-//! two tests at once. Each lab compiles its own copy of the fixture into the
+//! B) and with parallel threads (B waits for the A running beside it), and
+//! fails exactly when a shuffle puts B before A on one thread; the collision
+//! needs two tests at once. Neither is left to timing: the fixture reads how
+//! many tests run at once from what the runner was told (`--test-threads`,
+//! `RUST_TEST_THREADS`, `NEXTEST_TEST_THREADS`) and, when they do, makes the
+//! partners meet (the holder of the database lock lets go only once its
+//! partner has tried it), so every workers run collides. Each lab compiles its own copy of the fixture into the
 //! lab's temp dir (`target/` beside the copied sources; no dependencies, so
 //! it builds offline in about a second).
 
@@ -53,9 +57,7 @@ fn argv(run: &serde_json::Value) -> Vec<String> {
 
 #[test]
 fn cargo_test_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
-    // Alone: the collision needs both tests inside one 300 ms window, and the
-    // pair's parallel grace period is 500 ms.
-    let lab = Lab::alone();
+    let lab = Lab::new();
     copy_fixture(&lab);
     let mut args = vec![
         "-n",
@@ -115,9 +117,10 @@ fn cargo_test_shuffle_finds_the_order_dependent_pair_and_workers_the_collision()
     let base_run = runs.iter().find(|r| r["cell"] == "baseline").unwrap();
     assert!(!argv(base_run).iter().any(|a| a.contains("shuffle")));
 
-    // The collision: every workers=2x failure is the locked database.
+    // The collision: every workers=2x run fails, on the locked database.
     let workers = cell(&report, "workers=2x");
     assert!(workers["k"].as_u64().unwrap() >= 1, "{workers}");
+    assert_eq!(workers["k"], workers["n"], "{workers}");
     for r in runs.iter().filter(|r| r["cell"] == "workers=2x") {
         let cpus = std::thread::available_parallelism().unwrap().get();
         let threads = (2 * cpus).to_string();
@@ -179,8 +182,7 @@ fn cargo_nextest_workers_find_the_collision_per_test_through_a_junit_profile() {
     if !nextest_available() {
         return;
     }
-    // Alone: the collision needs both test processes inside one 300 ms window.
-    let lab = Lab::alone();
+    let lab = Lab::new();
     copy_fixture(&lab);
     // JUnit only through config: the fixture's `ci` profile writes
     // target/nextest/ci/junit.xml, read with --junit. The recipe cannot inject
@@ -239,6 +241,7 @@ fn cargo_nextest_workers_find_the_collision_per_test_through_a_junit_profile() {
     let workers = cell(&report, "workers=2x");
     assert_eq!(workers["applied"], true);
     assert!(workers["k"].as_u64().unwrap() >= 1, "{workers}");
+    assert_eq!(workers["k"], workers["n"], "{workers}");
     assert_eq!(workers["runs_with_tests"].as_u64(), Some(3), "{workers}");
     let tests = workers["tests"].as_array().unwrap();
     let k_of = |id: &str| {

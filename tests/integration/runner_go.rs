@@ -111,9 +111,9 @@ fn go_test_shuffle_finds_the_order_dependent_pair_and_workers_the_pool_collision
     if !go_available() {
         return;
     }
-    // Alone: the collision needs the subtests released together to overlap
-    // within their 300 ms hold.
-    let lab = Lab::alone();
+    // The pool collision is the fixture's rendezvous (pool_test.go): every
+    // subtest that can run at once tries the pool before any lets go.
+    let lab = Lab::new();
     let home = go_lab(&lab);
     let (_, report) = run_json(
         &lab,
@@ -247,8 +247,7 @@ fn gotestsum_junit_gives_per_test_outcomes_and_every_shuffle_seed() {
     if !go_available() || !gotestsum_available() {
         return;
     }
-    // Alone: the pool collision is timing-dependent (see above).
-    let lab = Lab::alone();
+    let lab = Lab::new();
     let home = go_lab(&lab);
     let (_, report) = run_json(
         &lab,

@@ -4,7 +4,9 @@
 //! order-dependent pair (module state set by one test, read by another, in
 //! one file) and a shared-resource collision (two test files create the same
 //! lock file exclusively; parallel workers collide, one file at a time never
-//! does).
+//! does). The collision is decided by a rendezvous in the fixture's
+//! `shared-db.js`, not by timing: under parallel workers, the file that got
+//! the lock holds it until its partner has tried and failed.
 //!
 //! Jest and Vitest are installed once per test binary run with npm (pinned
 //! versions from the fixture's package.json) into
@@ -112,7 +114,7 @@ fn npm_install(project: &str) -> Option<PathBuf> {
 }
 
 /// The lab with the project's files and dependencies, or None (skipped).
-fn npm_lab(project: &str, what: &str, alone: bool) -> Option<Lab> {
+fn npm_lab(project: &str, what: &str) -> Option<Lab> {
     if !node_available() {
         return None;
     }
@@ -120,7 +122,7 @@ fn npm_lab(project: &str, what: &str, alone: bool) -> Option<Lab> {
     if !capable(what, deps.is_some()) {
         return None;
     }
-    let lab = if alone { Lab::alone() } else { Lab::new() };
+    let lab = Lab::new();
     copy_fixture(&lab, project, deps.as_deref());
     Some(lab)
 }
@@ -149,17 +151,24 @@ fn replay(run: &serde_json::Value) -> Option<i32> {
     super::run_repro(run, &[]).status.code()
 }
 
-/// Some workers run failed on the shared lock file.
-fn collided(runs: &[serde_json::Value]) -> bool {
-    runs.iter()
-        .filter(|r| r["cell"] == "workers=2x" && r["outcome"] == "fail")
-        .any(|r| {
-            r["tests"].as_array().unwrap().iter().any(|t| {
-                t["signature"]
-                    .as_str()
-                    .is_some_and(|s| s.contains("locked by another test process"))
-            })
-        })
+/// Every workers run failed, each on exactly one test: the one of the two
+/// files that found the shared lock file taken (the fixture's rendezvous
+/// makes the two files meet, so this is not left to timing).
+fn every_workers_run_collided(runs: &[serde_json::Value]) {
+    let workers: Vec<&serde_json::Value> =
+        runs.iter().filter(|r| r["cell"] == "workers=2x").collect();
+    assert!(!workers.is_empty());
+    for r in workers {
+        assert_eq!(r["outcome"], "fail", "{r}");
+        let failed: Vec<&str> = r["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["signature"].as_str())
+            .collect();
+        assert_eq!(failed.len(), 1, "{r}");
+        assert!(failed[0].contains("locked by another test process"), "{r}");
+    }
 }
 
 /// Both errored runs of a 2-run baseline, and the first run's reason.
@@ -189,8 +198,7 @@ fn node_test_workers_find_the_collision_and_the_replay_fails_again() {
     if !node_available() {
         return;
     }
-    // Alone: the collision needs both files to start within 300 ms.
-    let lab = Lab::alone();
+    let lab = Lab::new();
     copy_fixture(&lab, "node-project", None);
     let (_, report) = lab.run_json(&[
         "-n",
@@ -223,7 +231,7 @@ fn node_test_workers_find_the_collision_and_the_replay_fails_again() {
     let workers = cell(&report, "workers=2x");
     assert!(workers["k"].as_u64().unwrap() >= 1, "{workers}");
     let runs = lab.runs();
-    assert!(collided(&runs), "a workers run failed on the shared lock");
+    every_workers_run_collided(&runs);
     for r in runs.iter().filter(|r| r["cell"] == "workers=2x") {
         let n = r["workers"].as_u64().unwrap();
         assert!(n >= 2, "{r}");
@@ -349,7 +357,7 @@ fn shuffle_and_workers(lab: &Lab, command: &[&str], want: &Expect) {
     let workers = cell(&report, "workers=2x");
     assert!(workers["k"].as_u64().unwrap() >= 1, "{workers}");
     let runs = lab.runs();
-    assert!(collided(&runs), "a workers run failed on the shared lock");
+    every_workers_run_collided(&runs);
     for r in runs.iter().filter(|r| r["cell"] == "workers=2x") {
         let n = r["workers"].as_u64().unwrap();
         assert!(n >= 2, "{r}");
@@ -392,7 +400,6 @@ fn jest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
     let Some(lab) = npm_lab(
         "jest-project",
         "jest 30.5.2 with jest-junit 17.0.0 (npm install)",
-        true,
     ) else {
         return;
     };
@@ -419,7 +426,6 @@ fn jest_empty_run_is_an_error() {
     let Some(lab) = npm_lab(
         "jest-project",
         "jest 30.5.2 with jest-junit 17.0.0 (npm install)",
-        false,
     ) else {
         return;
     };
@@ -431,7 +437,7 @@ fn jest_empty_run_is_an_error() {
 /// serial on any host (`--maxWorkers` on the command line wins).
 #[test]
 fn vitest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
-    let Some(lab) = npm_lab("vitest-project", "vitest 4.1.12 (npm install)", true) else {
+    let Some(lab) = npm_lab("vitest-project", "vitest 4.1.12 (npm install)") else {
         return;
     };
     shuffle_and_workers(
@@ -450,7 +456,7 @@ fn vitest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
 /// only the exit-0 empty run can be told apart.
 #[test]
 fn vitest_empty_run_is_an_error() {
-    let Some(lab) = npm_lab("vitest-project", "vitest 4.1.12 (npm install)", false) else {
+    let Some(lab) = npm_lab("vitest-project", "vitest 4.1.12 (npm install)") else {
         return;
     };
     // Vitest colours its summary even when piped.

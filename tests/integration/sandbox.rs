@@ -37,7 +37,11 @@ fn a_hanging_run_is_killed_at_its_timeout_with_its_setsid_grandchild() {
         assert_eq!(run["outcome"], "timeout");
         assert_eq!(run["end"]["how"], "timed_out");
         assert!(run["stragglers"].as_u64().unwrap() >= 1, "{run}");
-        assert!(run["duration_s"].as_f64().unwrap() < 30.0);
+        // Ended by a signal flakelab sent (TERM, or KILL after the grace),
+        // not by the subject's own 300 s sleep running out.
+        let signal = run["end"]["signal"].as_i64();
+        assert!(matches!(signal, Some(15 | 9)), "{run}");
+        assert!(run["exit_code"].is_null(), "{run}");
     }
     let left = processes_with_env(&format!("{name}={value}"));
     assert!(left.is_empty(), "processes left behind: {left:?}");
