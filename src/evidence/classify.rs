@@ -824,6 +824,9 @@ pub fn coverage(
             for c in &report.cells {
                 let examined = if c.name == "baseline" {
                     class == FlakeClass::UnseededRandomness
+                } else if c.sham_of.is_some() {
+                    // A sham applies no condition a class would react to.
+                    false
                 } else {
                     kinds(c).iter().any(|k| examines(k, start).contains(&class))
                 };

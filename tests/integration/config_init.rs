@@ -233,7 +233,8 @@ fn the_configured_matrix_runs_when_no_cell_is_given() {
     let mut want = vec!["baseline".to_string()];
     want.extend(zones.iter().cloned());
 
-    let mut args = vec!["--"];
+    // (no shams: the test is about which cells the layers give)
+    let mut args = vec!["--no-sham", "--"];
     args.extend(PASS);
     let report = report_from(&run_json_env(&lab, &[], &args), 0);
     assert_eq!(names(&report), want);

@@ -175,7 +175,17 @@ fn a_runners_usage_error_and_empty_run_are_errors_not_outcomes() {
         &lab,
         &s,
         &[
-            "run", "--format", "json", "-n", "2", "-p", "tz=UTC", "--", "pytest", "nope.py",
+            "run",
+            "--format",
+            "json",
+            "-n",
+            "2",
+            "--no-sham",
+            "-p",
+            "tz=UTC",
+            "--",
+            "pytest",
+            "nope.py",
         ],
     );
     assert_eq!(code(&out), 2, "{}", String::from_utf8_lossy(&out.stderr));

@@ -37,6 +37,7 @@ fn pytest_under_a_zone_singles_out_the_zone_dependent_test() {
     let lab = Lab::new();
     std::fs::write(lab.path().join("test_billing.py"), SUITE).unwrap();
     let (code, report) = lab.run_json(&[
+        "--no-sham",
         "-n",
         "8",
         "--seed",

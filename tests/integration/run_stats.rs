@@ -12,6 +12,7 @@ fn zone_dependent_command_fails_every_run_under_kiritimati_only() {
         "20",
         "--seed",
         "7",
+        "--no-sham",
         "-p",
         "tz=Pacific/Kiritimati",
         "--",

@@ -251,10 +251,13 @@ fn the_generated_suite_yields_exactly_its_planted_pairs() {
         report["design"]
     );
     let design = &report["design"];
-    assert_eq!(design["pairs_screened"], 1200);
-    // The screen ran 3 full runs in each of 3 cells; confirmation ran single
-    // tests and one module, far fewer executions than the screen.
-    assert_eq!(design["executions"][0], 3 * 3 * 600);
+    // 600 tests in each of three cells: the zone, the shuffle, and the
+    // zone's sham (the host's own zone; shuffle has no mechanism beside it).
+    assert_eq!(design["pairs_screened"], 1800);
+    // The screen ran 3 full runs in each of 4 cells (baseline, zone, sham,
+    // shuffle); confirmation ran single tests and one module, far fewer
+    // executions than the screen.
+    assert_eq!(design["executions"][0], 3 * 4 * 600);
     assert!(
         design["executions"][1].as_u64().unwrap() < 3 * 3 * 600 / 4,
         "{design}"
