@@ -43,8 +43,9 @@ pub fn render(report: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "| `{}` | {} of {} | {} | {} | {} | {} |",
+            "| `{}`{} | {} of {} | {} | {} | {} | {} |",
             c.name,
+            if c.sham_of.is_some() { " (sham)" } else { "" },
             c.k,
             c.n,
             rate,

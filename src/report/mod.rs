@@ -547,6 +547,14 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
     }
 }
 
+/// A cell's name as the tables show it: a sham says so.
+pub fn shown_name(cell: &CellReport) -> String {
+    match cell.sham_of {
+        Some(_) => format!("{} (sham)", cell.name),
+        None => cell.name.clone(),
+    }
+}
+
 impl CellReport {
     /// It ran (applied) but measured nothing: every run errored or timed out.
     pub fn unmeasured(&self) -> bool {

@@ -48,7 +48,7 @@ pub fn render(report: &Report) -> String {
         .iter()
         .map(|c| {
             [
-                c.name.clone(),
+                super::shown_name(c),
                 format!("{} of {}", c.k, c.n),
                 if c.n == 0 {
                     "—".into()
