@@ -214,6 +214,10 @@ fn a_subject_that_needs_a_route_off_the_host_is_classified_real_network() {
 
 #[test]
 fn a_deadline_that_assumes_a_whole_cpu_is_classified_load_sensitive() {
+    // The subject (WHOLE_CPU_DEADLINE) is a Python script.
+    if !capable("python3", sh_ok("python3 -c 'import os'")) {
+        return;
+    }
     let lab = Lab::new();
     // A worker whose deadline assumes a whole CPU: it fails exactly when busy
     // threads run beside it, which it sees in /proc rather than by timing
