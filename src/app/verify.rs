@@ -212,7 +212,7 @@ pub(super) async fn verify_cmd(ctx: &super::Ctx, args: VerifyArgs) -> Result<i32
         }
         LadderFormat::Table => render(&verdict),
     };
-    super::print_text(&text);
+    super::print_text(&settings.redaction.text(&text));
     let (control, fix) = (&verdict.negative_control, &verdict.fix);
     let applied = verdict.cells.iter().all(|c| c.applied);
     // A half fails on what was measured: runs failed after the fix, or

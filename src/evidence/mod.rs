@@ -460,7 +460,7 @@ pub fn build_from(
                         cell: format!("ladder rung {}", r.rung),
                         run: run.clone(),
                         line: redaction.line(line),
-                        note: None,
+                        note: crate::ladder::reproduction_note(l, r),
                     });
                 }
             }

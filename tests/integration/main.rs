@@ -10,6 +10,7 @@ mod junit_e2e;
 mod kernel;
 mod ladder;
 mod recipes;
+mod redaction;
 mod run_stats;
 mod runner_cargo;
 mod runner_go;
