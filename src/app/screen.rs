@@ -270,6 +270,11 @@ pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &[
             if let Some(v) = row.vs_baseline.as_mut() {
                 v.differs = false;
             }
+            // The screen's outcome shifts are screened too, never confirmed:
+            // shown, not a verdict.
+            if let Some(v) = row.shift_vs_baseline.as_mut() {
+                v.differs = false;
+            }
         }
     }
     let mut rates = Vec::new();

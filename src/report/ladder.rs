@@ -326,8 +326,8 @@ mod tests {
     fn a_clean_ladder_states_each_bound_never_stability() {
         let l = ladder(vec![rung(2, RungStatus::Clean, 0)], None);
         let text = render_table(&l);
-        assert!(text.contains("0 of 5 — p < 0.451"), "{text}");
-        assert!(text.contains("rung 2 p < 0.451"), "{text}");
+        assert!(text.contains("0 of 5 — rate < 0.451"), "{text}");
+        assert!(text.contains("rung 2 rate < 0.451"), "{text}");
         let json: serde_json::Value = serde_json::from_str(&render_json(&l)).unwrap();
         assert_eq!(json["schema"], "flakelab.ladder/1");
         assert_eq!(json["rungs"][0]["status"], "clean");

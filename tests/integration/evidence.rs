@@ -187,7 +187,7 @@ fn a_date_that_expires_is_told_from_the_zone_by_a_clean_zone_cell() {
     assert!(a["row"]["text"]
         .as_str()
         .unwrap()
-        .contains("0 of 6 — p < 0.393 at 95%"));
+        .contains("0 of 6 — rate < 0.393 at 95%"));
 }
 
 #[test]
@@ -410,7 +410,7 @@ fn a_clean_subject_claims_nothing_and_its_coverage_names_every_class() {
     assert!(md.contains("No class is claimed"), "{md}");
     assert!(md.contains("#### Coverage"), "{md}");
     assert!(
-        md.contains("`tz=Asia/Kathmandu` | 0 of 5 — p < 0.451 at 95%"),
+        md.contains("`tz=Asia/Kathmandu` | 0 of 5 — rate < 0.451 at 95%"),
         "{md}"
     );
     for label in [

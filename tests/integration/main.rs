@@ -5,6 +5,7 @@ mod catalog_cli;
 mod config_init;
 mod evidence;
 mod fake;
+mod honest;
 mod junit_corpus;
 mod junit_e2e;
 mod kernel;
