@@ -18,9 +18,10 @@
 //! - [`format_bound`]: the `rate < 0.139` text for a zero-failure bound,
 //!   and [`p_text`]: a p-value in words, never 0.
 //!
-//! The inverse question, "how many runs do I need to see a failure of rate
-//! `p` with confidence `c`?", is answered by [`crate::plan::runs_needed`]
-//! and deliberately not repeated here.
+//! The inverse questions, "how many runs do I need to see a failure of
+//! rate `p` with confidence `c`?" and "to tell a rate `p` from none?", are
+//! answered by the plan module (`runs_needed`, `runs_to_separate`, which
+//! use this one) and deliberately not repeated here: this module is a leaf.
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{Beta, ContinuousCDF};

@@ -12,6 +12,7 @@ pub mod progress;
 #[cfg(test)]
 mod snapshots_test;
 pub mod table;
+pub mod verify;
 
 use std::collections::BTreeMap;
 
