@@ -135,11 +135,8 @@ pub fn parse(text: &str, source: &Path) -> Result<ProjectConfig> {
     if config.run.jobs == Some(0) {
         return Err(bad("[run] jobs = 0 would run nothing".into()));
     }
-    let parsers: [(
-        &str,
-        &Option<String>,
-        fn(&str) -> std::result::Result<Duration, String>,
-    ); 2] = [
+    type Parse = fn(&str) -> std::result::Result<Duration, String>;
+    let parsers: [(&str, &Option<String>, Parse); 2] = [
         ("timeout", &config.run.timeout, parse_timeout),
         ("kill_grace", &config.run.kill_grace, parse_duration),
     ];

@@ -371,7 +371,10 @@ mod tests {
         }
     }
 
-    fn cells(halves: &[((u64, u64), (u64, u64))]) -> Vec<CellVerdict> {
+    /// `(k, n)` before and after, per cell.
+    type Halves = [((u64, u64), (u64, u64))];
+
+    fn cells(halves: &Halves) -> Vec<CellVerdict> {
         let mut out: Vec<CellVerdict> = halves
             .iter()
             .enumerate()
@@ -387,7 +390,7 @@ mod tests {
         out
     }
 
-    fn verdict(halves: &[((u64, u64), (u64, u64))]) -> (bool, bool, Half, Option<u64>) {
+    fn verdict(halves: &Halves) -> (bool, bool, Half, Option<u64>) {
         let c = cells(halves);
         let (control, fix) = super::halves(&c, 0.95);
         let (diff, settle) = difference(&c, &control, &fix, 0.95);
