@@ -5,38 +5,16 @@
 //! compared with the baseline's; the documented examples behave as the
 //! book says.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
+use super::fake::{code, commit, json, script};
 use crate::{cell, Lab};
 
-fn script(lab: &Lab, text: &str) -> PathBuf {
-    let path = lab.path().join("fake.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
+/// `flakelab ARGS` under the fake executor's script `text`.
 fn fake(lab: &Lab, text: &str, args: &[&str]) -> Output {
-    let s = script(lab, text);
-    let mut c: Command = lab.cmd();
-    c.arg("--fake-executor").arg(&s).args(args);
-    c.output().unwrap()
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
+    super::fake::fake(lab, &script(lab, text), args)
 }
 
 fn stdout(out: &Output) -> String {
@@ -45,37 +23,10 @@ fn stdout(out: &Output) -> String {
 
 /// A git repository in the lab with two commits; returns their ids.
 fn two_commits(lab: &Lab) -> (String, String) {
-    let git = |args: &[&str]| {
-        let out = Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "commit.gpgsign=false",
-            ])
-            .args(args)
-            .current_dir(lab.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    };
-    git(&["init", "-q"]);
-    std::fs::write(lab.path().join(".gitignore"), ".flakelab/\nfake.toml\n").unwrap();
-    let mut ids = Vec::new();
-    for text in ["broken", "fixed"] {
-        std::fs::write(lab.path().join("code.txt"), text).unwrap();
-        git(&["add", "-A"]);
-        git(&["commit", "-qm", text]);
-        ids.push(git(&["rev-parse", "HEAD"]));
-    }
-    (ids[0].clone(), ids[1].clone())
+    (
+        commit(lab, "code.txt", "broken"),
+        commit(lab, "code.txt", "fixed"),
+    )
 }
 
 #[test]

@@ -6,21 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::Lab;
-
-/// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(files(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
-}
+use crate::{files, Lab};
 
 /// The secrets, and the parts of each that would survive a signature's
 /// normalisation (digits become `<n>`) if it were masked too late.
@@ -66,7 +52,6 @@ fn values_the_subject_prints_reach_no_file_of_the_store_and_no_output() {
             .output()
             .unwrap()
     };
-    let mut outputs = Vec::new();
     let run = flakelab(&[
         "run", "-n", "4", "--seed", "7", "--runner", "none", "-p", &cell, "--", "sh", "-c", &script,
     ]);
@@ -77,28 +62,8 @@ fn values_the_subject_prints_reach_no_file_of_the_store_and_no_output() {
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)
     );
-    outputs.push(("run", run));
-    for format in ["table", "json", "markdown"] {
-        outputs.push(("report", flakelab(&["report", "--format", format])));
-    }
-    for format in ["markdown", "json"] {
-        outputs.push(("evidence", flakelab(&["evidence", "--format", format])));
-    }
-    let mut texts: Vec<(String, String)> = Vec::new();
-    for (i, (what, out)) in outputs.iter().enumerate() {
-        assert!(
-            out.status.code().is_some_and(|c| c <= 1),
-            "{what} {i}: {out:?}"
-        );
-        texts.push((
-            format!("{what} {i} stdout"),
-            String::from_utf8_lossy(&out.stdout).into(),
-        ));
-        texts.push((
-            format!("{what} {i} stderr"),
-            String::from_utf8_lossy(&out.stderr).into(),
-        ));
-    }
+    let outputs = super::with_every_reader(run, flakelab);
+    let texts = super::everything_written(&outputs, &lab.store());
     let written = files(&lab.store());
     let logs: Vec<&PathBuf> = written
         .iter()
@@ -110,13 +75,6 @@ fn values_the_subject_prints_reach_no_file_of_the_store_and_no_output() {
         .collect();
     // Every run printed and wrote a report: the files are kept, masked.
     assert_eq!((logs.len(), reports.len()), (8, 8), "{written:?}");
-    for path in &written {
-        let bytes = std::fs::read(path).unwrap();
-        texts.push((
-            path.display().to_string(),
-            String::from_utf8_lossy(&bytes).into(),
-        ));
-    }
     for (name, text) in &texts {
         for (secret, part) in SECRETS {
             assert!(
