@@ -22,7 +22,8 @@ pub const REDACTED_XML: &str = "&lt;redacted&gt;";
 
 /// Values shorter than this are not masked in free text (a credential of
 /// one to three characters would mask ordinary words and digits
-/// everywhere); they are still redacted by name.
+/// everywhere), nor are switches (`true`, `false`, …); they are still
+/// redacted by name.
 pub const MIN_VALUE_CHARS: usize = 4;
 
 /// Which variable names hold credentials: the built-in words plus the
@@ -74,7 +75,7 @@ impl Redaction {
             let value = value.as_ref();
             let lines = value.lines().map(str::trim).filter(|l| *l != value);
             for v in std::iter::once(value).chain(lines) {
-                if v.chars().count() >= MIN_VALUE_CHARS && v != REDACTED {
+                if maskable(v) {
                     self.values.push(v.to_string());
                 }
             }
@@ -262,6 +263,16 @@ impl Redaction {
     }
 }
 
+/// Whether a value is masked in free text: not too short, and not a
+/// switch (`AUTH_ENABLED=true` holds no credential, and masking `true`
+/// would mask it in every log).
+fn maskable(v: &str) -> bool {
+    const SWITCHES: &[&str] = &["true", "false", "null", "none", "enabled", "disabled"];
+    v.chars().count() >= MIN_VALUE_CHARS
+        && v != REDACTED
+        && !SWITCHES.iter().any(|w| v.eq_ignore_ascii_case(w))
+}
+
 /// `hay` with every `needle` replaced by `with`; `None` when there is none.
 fn replace_bytes(hay: &[u8], needle: &[u8], with: &[u8]) -> Option<Vec<u8>> {
     if needle.is_empty() || hay.len() < needle.len() {
@@ -401,6 +412,10 @@ mod tests {
         );
         // Too short to mask in free text: `abc` stays, ordinary words too.
         assert_eq!(r.text("abc"), "abc");
+        // A switch is no credential: `true` stays true in every log.
+        let switch =
+            Redaction::default().with_values([("AUTH_ENABLED", "true"), ("SKIP_AUTH", "False")]);
+        assert!(!switch.masks_values());
         // Each line of a value of several lines is masked on its own.
         assert_eq!(r.text("key: line-one-xyz"), "key: <redacted>");
         let log = b"\xff binary tok-4711\n".to_vec();
