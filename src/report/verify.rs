@@ -146,7 +146,7 @@ pub fn halves(verdicts: &[CellVerdict], confidence: f64) -> (Half, Half) {
         Half {
             holds: true,
             sentence: format!(
-                "holds: after the fix {} at {}% confidence",
+                "holds: after the fix nothing reproduced ({}, bounds at {}% confidence)",
                 verdicts
                     .iter()
                     .map(|v| format!("{}: {}", v.cell, words(&v.after)))
@@ -195,7 +195,7 @@ pub fn compare_halves(cells: &mut [CellVerdict], confidence: f64) {
 }
 
 /// A cell's two halves in words: `4 of 4 before, 0 of 4 after, Fisher
-/// p=0.029 (Holm-adjusted p=0.029)`.
+/// p=0.029, Holm-adjusted p=0.029`.
 fn halves_words(c: &CellVerdict) -> String {
     let mut s = format!(
         "{}: {} of {} before, {} of {} after",
@@ -203,7 +203,7 @@ fn halves_words(c: &CellVerdict) -> String {
     );
     if let Some(v) = &c.before_vs_after {
         s.push_str(&format!(
-            ", Fisher {} (Holm-adjusted {})",
+            ", Fisher {}, Holm-adjusted {}",
             stats::p_text(v.fisher_p),
             stats::p_text(v.adjusted_p)
         ));
