@@ -541,6 +541,9 @@ pub struct DemoArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Runs at once (2 or more lets the suite's shared-directory test collide).
+    #[arg(short = 'j', long = "jobs", default_value_t = 1, value_name = "P", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: u32,
     /// Keep the demo directory (its store and logs) and print its path.
     #[arg(long)]
     pub keep: bool,

@@ -135,16 +135,14 @@ pub fn parse(text: &str, source: &Path) -> Result<ProjectConfig> {
     if config.run.jobs == Some(0) {
         return Err(bad("[run] jobs = 0 would run nothing".into()));
     }
-    for (key, value) in [
-        ("timeout", &config.run.timeout),
-        ("kill_grace", &config.run.kill_grace),
-    ] {
+    type Parse = fn(&str) -> std::result::Result<Duration, String>;
+    let parsers: [(&str, &Option<String>, Parse); 2] = [
+        ("timeout", &config.run.timeout, parse_timeout),
+        ("kill_grace", &config.run.kill_grace, parse_duration),
+    ];
+    for (key, value, parse) in parsers {
         if let Some(text) = value {
-            humantime::parse_duration(text).map_err(|e| {
-                bad(format!(
-                    "[run] {key} = \"{text}\" is not a duration ({e}); write e.g. \"30s\" or \"5m\""
-                ))
-            })?;
+            parse(text).map_err(|e| bad(format!("[run] {key} = \"{text}\": {e}")))?;
         }
     }
     if config.run.junit.as_deref() == Some("") {
@@ -435,9 +433,43 @@ fn at_least_one<T: Copy + PartialEq + From<u8>>(
     }
 }
 
+/// The forms a duration takes, for messages.
+pub const DURATION_FORMS: &str =
+    "write a number and a unit, such as `30s`, `5m`, `90s` or `1h 30m` (units: ms, s, m, h, d)";
+
+/// Parses a duration (`30s`, `5m`, `1h 30m`); the error says what was
+/// wrong in words and the forms accepted, never a byte offset.
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    use humantime::DurationError as E;
+    humantime::parse_duration(text).map_err(|e| {
+        let what = match e {
+            E::UnknownUnit { unit, value, .. } if unit.is_empty() => {
+                format!("the duration `{value}` has no unit")
+            }
+            E::UnknownUnit { unit, .. } => format!("`{unit}` is not a unit of time"),
+            E::NumberOverflow => "the number is too large".to_string(),
+            E::Empty => "it is empty".to_string(),
+            E::InvalidCharacter(_) | E::NumberExpected(_) => "it is not a duration".to_string(),
+        };
+        format!("{what}; {DURATION_FORMS}")
+    })
+}
+
+/// A per-run timeout: a duration, never zero (a zero timeout would stop
+/// every run as it starts and measure nothing).
+pub fn parse_timeout(text: &str) -> std::result::Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d.is_zero() {
+        return Err(
+            "a timeout of zero would stop every run as it starts; leave the timeout out for no limit, or give one the slowest passing run stays under, such as `10m`"
+                .to_string(),
+        );
+    }
+    Ok(d)
+}
+
 fn duration(text: &str) -> std::result::Result<Duration, String> {
-    humantime::parse_duration(text)
-        .map_err(|e| format!("{e}; write a duration such as `30s`, `5m` or `1h 30m`"))
+    parse_duration(text)
 }
 
 fn text(t: &str) -> std::result::Result<String, String> {
@@ -527,7 +559,7 @@ pub fn resolve_run_with(
         run.and_then(|r| r.timeout.clone()),
         text,
     )?
-    .map(|s| convert(&TIMEOUT, s, String::clone, |t| duration(t)))
+    .map(|s| convert(&TIMEOUT, s, String::clone, |t| parse_timeout(t)))
     .transpose()?;
 
     let kill_grace = pick(
@@ -861,6 +893,39 @@ mod tests {
             assert!(e.contains(says), "{name}={value}: {e}");
             assert!(e.contains(&format!("hint: set {name} to e.g.")), "{e}");
         }
+    }
+
+    #[test]
+    fn a_bad_timeout_names_the_flag_and_the_forms_and_zero_is_refused() {
+        let with = |timeout: &str| {
+            let flags = RunFlags {
+                timeout: Some(timeout.to_string()),
+                ..RunFlags::default()
+            };
+            resolve_run(&flags, &env_of(&[]), None)
+        };
+        let e = with("abc").unwrap_err().to_string();
+        assert!(e.contains("invalid --timeout `abc`"), "{e}");
+        assert!(!e.contains(" at 0"), "a byte offset says nothing: {e}");
+        assert!(
+            e.contains("`30s`") && e.contains("units: ms, s, m, h, d"),
+            "{e}"
+        );
+        let e = with("5 parsecs").unwrap_err().to_string();
+        assert!(e.contains("`parsecs` is not a unit of time"), "{e}");
+        for zero in ["0s", "0ms", "0m"] {
+            let e = with(zero).unwrap_err();
+            assert_eq!(e.exit_code(), crate::error::EXIT_USAGE);
+            let e = e.to_string();
+            assert!(e.contains("a timeout of zero"), "{e}");
+            assert!(e.contains("leave the timeout out for no limit"), "{e}");
+        }
+        assert_eq!(
+            with("1ms").unwrap().timeout.value,
+            Some(Duration::from_millis(1))
+        );
+        let e = parsed("[run]\ntimeout = \"0s\"\n").unwrap_err().to_string();
+        assert!(e.contains("[run] timeout") && e.contains("zero"), "{e}");
     }
 
     #[test]

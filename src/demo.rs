@@ -27,7 +27,7 @@ flakelab demo: what each cell flips in the bundled suite
   no-network       net::exchange_rates_route    (needs a route out; net::loopback_echo keeps passing)
   cpu-stress-2x    load::worker_meets_deadline  (a deadline sized for an idle machine)
   locale-posix     nothing: no planted locale bug, so it reads 0 of N with its bound
-  shared::exclusive_cache_lock collides only when two runs share the directory: try `-j 2`";
+  shared::exclusive_cache_lock collides only when two runs share the directory: try `flakelab demo -j 2`";
 
 /// File in the demo project holding the licence expiry date (`YYYY-MM-DD`).
 pub const LICENCE_FILE: &str = "licence.txt";

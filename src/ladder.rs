@@ -182,6 +182,39 @@ pub fn exit_code(ladder: &LadderRecord) -> i32 {
     .exit_code()
 }
 
+/// What the repro line of a rung's first reproduction cannot say by
+/// itself: at a rung of several processes started together, the line starts
+/// one process alone, and the failure was seen only beside the others.
+/// `None` at a rung of one process.
+pub fn reproduction_note(ladder: &LadderRecord, rung: &RungResult) -> Option<String> {
+    if rung.processes < 2 {
+        return None;
+    }
+    let alone: Vec<String> = ladder
+        .rungs
+        .iter()
+        .filter(|r| r.rung < rung.rung && r.processes == 1)
+        .filter(|r| r.status == RungStatus::Clean)
+        .map(|r| r.rung.to_string())
+        .collect();
+    let lower = if alone.is_empty() {
+        "no rung of one process was measured before it, so whether it also fails alone is not known"
+            .to_string()
+    } else {
+        format!(
+            "run alone it did not reproduce (rung{} {})",
+            if alone.len() == 1 { "" } else { "s" },
+            alone.join(", ")
+        )
+    };
+    Some(format!(
+        "reproduced beside other processes: this run was one of {p} processes started together at rung {r} ({topology}); the line above starts one process alone, and {lower}; to see it again, start {p} copies at once or re-run `flakelab ladder --from {r} --to {r}`",
+        p = rung.processes,
+        r = rung.rung,
+        topology = rung.topology,
+    ))
+}
+
 /// A rung that did not run, with why.
 pub fn not_run(
     rung: &crate::catalog::topology::Rung,

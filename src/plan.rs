@@ -80,6 +80,49 @@ pub fn runs_needed(rate: f64, confidence: f64) -> u64 {
     ((1.0 - confidence).ln() / (1.0 - rate).ln()).ceil() as u64
 }
 
+/// Runs past which [`runs_to_separate`] gives up.
+pub const MAX_SEPARATING_RUNS: u64 = 100_000;
+
+/// The runs per side that would show a difference between a side failing
+/// at `rate` and a side that never fails: the smallest N for which
+/// Fisher's two-sided test on `round(rate × N)` of N against 0 of N is
+/// below `alpha`, and at least [`runs_needed`]`(rate, 1 − alpha)` (the
+/// clean side must also bound its rate below `rate`, as `flakelab plan`
+/// counts). `None` when no N up to [`MAX_SEPARATING_RUNS`] does, or `rate`
+/// is 0.
+pub fn runs_to_separate(rate: f64, alpha: f64) -> Option<u64> {
+    if !(rate > 0.0 && rate <= 1.0 && alpha > 0.0 && alpha < 1.0) {
+        return None;
+    }
+    let shown = |n: u64| {
+        let k = ((rate * n as f64).round() as u64).min(n);
+        k > 0 && crate::stats::fisher_exact(k, n - k, 0, n) < alpha
+    };
+    // Double until it is shown, then halve the bracket down to its first N.
+    let mut high = 1;
+    while !shown(high) {
+        high *= 2;
+        if high > MAX_SEPARATING_RUNS {
+            return None;
+        }
+    }
+    let mut low = high / 2;
+    while high - low > 1 {
+        let mid = (low + high) / 2;
+        if shown(mid) {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    let plan = if rate < 1.0 {
+        runs_needed(rate, 1.0 - alpha)
+    } else {
+        1
+    };
+    Some(high.max(plan))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +160,33 @@ mod tests {
         assert_eq!(runs_needed(0.01, 0.95), 299);
         assert_eq!(runs_needed(0.05, 0.95), 59);
         assert_eq!(runs_needed(0.10, 0.99), 44);
+    }
+
+    #[test]
+    fn runs_to_separate_are_the_first_n_fisher_shows() {
+        // 4 of 4 against 0 of 4: p = 2 / C(8, 4) = 0.029; 3 of 3: 0.1.
+        assert_eq!(runs_to_separate(1.0, 0.05), Some(4));
+        // Half the runs failing: 5 of 9 (4.5 rounded up) against 0 of 9 is
+        // p = 2 × C(9, 5) / C(18, 5) = 0.029; 4 of 8 is 0.077.
+        assert_eq!(runs_to_separate(0.5, 0.05), Some(9));
+        for (rate, n) in [
+            (1.0, 4),
+            (0.5, 9),
+            (0.2, runs_to_separate(0.2, 0.05).unwrap()),
+        ] {
+            let k = (rate * n as f64).round() as u64;
+            assert!(
+                crate::stats::fisher_exact(k, n - k, 0, n) < 0.05,
+                "{rate} {n}"
+            );
+        }
+        // One run in five failing: 5 of 23 against 0 of 23 (p = 0.049),
+        // past the 14 runs `flakelab plan --rate 0.2` asks for.
+        assert_eq!(runs_to_separate(0.2, 0.05), Some(23));
+        // A rare failure needs at least what `flakelab plan` says.
+        assert!(runs_to_separate(0.01, 0.05).unwrap() >= runs_needed(0.01, 0.95));
+        assert_eq!(runs_to_separate(0.0, 0.05), None);
+        assert_eq!(runs_to_separate(1e-9, 0.05), None);
     }
 
     proptest! {

@@ -12,11 +12,16 @@
 //!   runs and more do not overflow.
 //! - [`holm`]: Holm–Bonferroni step-down adjustment across all cells of a
 //!   session.
-//! - [`format_bound`]: the `p < 0.139` text for a zero-failure bound.
+//! - [`shift_test`]: whether two outcome distributions (a test's passed,
+//!   failed, errored, skipped, … counts in two cells) differ: the exact
+//!   2×C test, or the G-test for large tables.
+//! - [`format_bound`]: the `rate < 0.139` text for a zero-failure bound,
+//!   and [`p_text`]: a p-value in words, never 0.
 //!
-//! The inverse question, "how many runs do I need to see a failure of rate
-//! `p` with confidence `c`?", is answered by [`crate::plan::runs_needed`]
-//! and deliberately not repeated here.
+//! The inverse questions, "how many runs do I need to see a failure of
+//! rate `p` with confidence `c`?" and "to tell a rate `p` from none?", are
+//! answered by the plan module (`runs_needed`, `runs_to_separate`, which
+//! use this one) and deliberately not repeated here: this module is a leaf.
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{Beta, ContinuousCDF};
@@ -111,8 +116,8 @@ fn beta_quantile(p: f64, a: f64, b: f64) -> f64 {
 /// with a relative tolerance of `1e-7` as R's `fisher.test` uses (so tables
 /// tied with the observed one up to rounding count). Probabilities are
 /// computed in log space (via `ln_gamma`), so margins of tens of thousands
-/// do not overflow. Returns 1.0 for degenerate margins (an empty row or
-/// column).
+/// do not overflow; a p-value too small for f64 is [`P_FLOOR`]. Returns
+/// 1.0 for degenerate margins (an empty row or column).
 pub fn fisher_exact(a: u64, b: u64, c: u64, d: u64) -> f64 {
     let row_cell = a + b;
     let row_base = c + d;
@@ -141,7 +146,192 @@ pub fn fisher_exact(a: u64, b: u64, c: u64, d: u64) -> f64 {
             tail += w;
         }
     }
-    (tail / total).clamp(0.0, 1.0)
+    (tail / total).clamp(P_FLOOR, 1.0)
+}
+
+/// The smallest p-value flakelab writes. A smaller one (f64 holds it as 0,
+/// or not at all: complete separation of 10,000 runs a side is about
+/// 1e-6000) is written as this and printed as `p < 1e-300`, so no p-value
+/// of 0 is ever written or printed.
+pub const P_FLOOR: f64 = 1e-300;
+
+/// Tables of the same margins the exact 2×C test enumerates at most;
+/// beyond that, [`shift_test`] uses the G-test.
+pub const EXACT_TABLES: u64 = 2_000_000;
+
+/// How [`shift_test`] computed its p-value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShiftMethod {
+    /// Fisher–Freeman–Halton: every table of the same margins enumerated.
+    Exact,
+    /// The likelihood-ratio G-test against chi-square with C − 1 degrees
+    /// of freedom (more than [`EXACT_TABLES`] tables).
+    GTest,
+}
+
+/// Whether two distributions over the same categories differ: the
+/// two-sided exact test of the 2×C table `[a, b]` (Fisher–Freeman–Halton,
+/// the extension of Fisher's exact test beyond two columns), p-value of at
+/// least [`P_FLOOR`].
+///
+/// With the row and column totals fixed, a table's probability is
+/// `prod_j C(col_j, a_j) / C(N, row_a)`; the p-value sums the
+/// probabilities of every table no more probable than the observed one
+/// (with the relative tolerance `1e-7` of [`fisher_exact`]). Categories
+/// empty in both rows are dropped, so with two categories left this is
+/// exactly [`fisher_exact`]. When more than [`EXACT_TABLES`] tables share
+/// the margins (large counts spread over many categories) the G-test
+/// stands in, which is accurate there.
+pub fn shift_test(a: &[u64], b: &[u64]) -> (f64, ShiftMethod) {
+    assert_eq!(a.len(), b.len(), "shift_test: rows of unequal length");
+    let cols: Vec<(u64, u64)> = a
+        .iter()
+        .zip(b)
+        .map(|(&x, &y)| (x, y))
+        .filter(|&(x, y)| x + y > 0)
+        .collect();
+    let (ra, rb): (u64, u64) = cols.iter().fold((0, 0), |(s, t), &(x, y)| (s + x, t + y));
+    if cols.len() < 2 || ra == 0 || rb == 0 {
+        return (1.0, ShiftMethod::Exact);
+    }
+    let totals: Vec<u64> = cols.iter().map(|&(x, y)| x + y).collect();
+    if tables_with_margins(&totals, ra) > EXACT_TABLES {
+        return (g_test(&cols).max(P_FLOOR), ShiftMethod::GTest);
+    }
+    // ln C(t_j, x) for every x of every column.
+    let logs: Vec<Vec<f64>> = totals
+        .iter()
+        .map(|&t| (0..=t).map(|x| ln_choose(t, x)).collect())
+        .collect();
+    let observed: f64 = cols
+        .iter()
+        .zip(&logs)
+        .map(|(&(x, _), l)| l[x as usize])
+        .sum();
+    let threshold = observed + (1.0 + 1e-7f64).ln();
+    // Streaming log-sum-exp over every table: both sums relative to `max`.
+    let mut acc = Sums {
+        max: f64::NEG_INFINITY,
+        total: 0.0,
+        tail: 0.0,
+    };
+    let mut room: Vec<u64> = totals.clone();
+    // room[j] = what columns j.. can still take.
+    for j in (0..room.len().saturating_sub(1)).rev() {
+        room[j] += room[j + 1];
+    }
+    enumerate(&totals, &logs, &room, 0, ra, 0.0, threshold, &mut acc);
+    (
+        (acc.tail / acc.total).clamp(P_FLOOR, 1.0),
+        ShiftMethod::Exact,
+    )
+}
+
+struct Sums {
+    max: f64,
+    total: f64,
+    tail: f64,
+}
+
+impl Sums {
+    fn add(&mut self, l: f64, in_tail: bool) {
+        if l > self.max {
+            let scale = (self.max - l).exp();
+            self.total *= scale;
+            self.tail *= scale;
+            self.max = l;
+        }
+        let w = (l - self.max).exp();
+        self.total += w;
+        if in_tail {
+            self.tail += w;
+        }
+    }
+}
+
+/// Every first row `x` with `x_j <= totals[j]` summing to `left` over the
+/// columns from `j` on.
+#[expect(clippy::too_many_arguments, reason = "one recursive walk")]
+fn enumerate(
+    totals: &[u64],
+    logs: &[Vec<f64>],
+    room: &[u64],
+    j: usize,
+    left: u64,
+    so_far: f64,
+    threshold: f64,
+    acc: &mut Sums,
+) {
+    if j + 1 == totals.len() {
+        if left <= totals[j] {
+            let l = so_far + logs[j][left as usize];
+            acc.add(l, l <= threshold);
+        }
+        return;
+    }
+    let after = room[j + 1];
+    let low = left.saturating_sub(after);
+    let high = left.min(totals[j]);
+    for x in low..=high {
+        enumerate(
+            totals,
+            logs,
+            room,
+            j + 1,
+            left - x,
+            so_far + logs[j][x as usize],
+            threshold,
+            acc,
+        );
+    }
+}
+
+/// How many first rows summing to `row` fit under the column totals,
+/// counted up to just past [`EXACT_TABLES`].
+fn tables_with_margins(totals: &[u64], row: u64) -> u64 {
+    let cap = EXACT_TABLES + 1;
+    let row = row as usize;
+    let mut ways = vec![0u64; row + 1];
+    ways[0] = 1;
+    for &t in totals {
+        // next[s] = sum of ways[s - x] for x in 0..=t: a sliding window.
+        let mut next = vec![0u64; row + 1];
+        let mut window = 0u64;
+        for s in 0..=row {
+            window = window.saturating_add(ways[s]);
+            if s > t as usize {
+                window = window.saturating_sub(ways[s - t as usize - 1]);
+            }
+            next[s] = window.min(cap);
+        }
+        ways = next;
+    }
+    ways[row].min(cap)
+}
+
+/// The G-test of the 2×C table `cols` (each `(a_j, b_j)`): `G = 2 sum O
+/// ln(O / E)` against chi-square with C − 1 degrees of freedom.
+fn g_test(cols: &[(u64, u64)]) -> f64 {
+    use statrs::distribution::ChiSquared;
+    let (ra, rb) = cols
+        .iter()
+        .fold((0.0, 0.0), |(s, t), &(x, y)| (s + x as f64, t + y as f64));
+    let n = ra + rb;
+    let mut g = 0.0;
+    for &(x, y) in cols {
+        let t = (x + y) as f64;
+        for (o, row) in [(x as f64, ra), (y as f64, rb)] {
+            if o > 0.0 {
+                g += o * (o / (row * t / n)).ln();
+            }
+        }
+    }
+    let df = (cols.len() - 1) as f64;
+    ChiSquared::new(df)
+        .map(|c| c.sf(2.0 * g))
+        .unwrap_or(1.0)
+        .clamp(0.0, 1.0)
 }
 
 /// `ln C(n, k)` for `k <= n`.
@@ -177,13 +367,26 @@ pub fn holm(pvalues: &[f64]) -> Vec<f64> {
 }
 
 /// Formats an upper bound on a failure rate (typically the `high` of a
-/// zero-failure [`Proportion`]) as `"p < 0.139"`, rounded to 3 significant
-/// digits.
+/// zero-failure [`Proportion`]) as `"rate < 0.139"`, rounded to 3
+/// significant digits: a bound on a rate is written as a rate, never like a
+/// p-value.
 ///
-/// Bounds below `1e-4` use scientific notation (`"p < 1.23e-5"`); a bound of
-/// 0 prints as `"p < 0"`, and non-finite input prints as-is.
+/// Bounds below `1e-4` use scientific notation (`"rate < 1.23e-5"`); a
+/// bound of 0 prints as `"rate < 0"`, and non-finite input prints as-is.
 pub fn format_bound(high: f64) -> String {
-    format!("p < {}", three_significant(high))
+    format!("rate < {}", three_significant(high))
+}
+
+/// A p-value in words: `p=0.032`, `p=1.5e-11`, and `p < 1e-300` at
+/// [`P_FLOOR`] or below (never `p=0`).
+pub fn p_text(p: f64) -> String {
+    if p <= P_FLOOR {
+        "p < 1e-300".to_string()
+    } else if p >= 0.001 {
+        format!("p={p:.3}")
+    } else {
+        format!("p={p:.1e}")
+    }
 }
 
 /// `x` with 3 significant digits.
@@ -275,7 +478,7 @@ mod tests {
         let p = proportion(0, 20, 0.95);
         assert_eq!((p.k, p.n, p.rate, p.low), (0, 20, 0.0, 0.0));
         assert_close!(p.high, 0.139_108_340_668_265_16, 1e-12);
-        assert_eq!(format_bound(p.high), "p < 0.139");
+        assert_eq!(format_bound(p.high), "rate < 0.139");
         // 1 - 0.01^(1/300) at 99%.
         assert_close!(
             proportion(0, 300, 0.99).high,
@@ -359,7 +562,7 @@ mod tests {
         let p = fisher_exact(5000, 5000, 5000, 5000);
         assert_close!(p, 1.0, 1e-9);
         let p = fisher_exact(10_000, 0, 0, 10_000);
-        assert!(p.is_finite() && (0.0..1e-300).contains(&p), "{p}");
+        assert_eq!(p, P_FLOOR, "too small for f64: floored");
     }
 
     #[test]
@@ -387,13 +590,78 @@ mod tests {
 
     #[test]
     fn format_bound_uses_three_significant_digits() {
-        assert_eq!(format_bound(0.139_108_340_668_265_16), "p < 0.139");
-        assert_eq!(format_bound(0.005_558_924_279_849_9), "p < 0.00556");
-        assert_eq!(format_bound(0.099_96), "p < 0.100");
-        assert_eq!(format_bound(1.0), "p < 1.00");
-        assert_eq!(format_bound(0.000_299_5), "p < 0.000300");
-        assert_eq!(format_bound(2.995_732e-5), "p < 3.00e-5");
-        assert_eq!(format_bound(0.0), "p < 0");
+        assert_eq!(format_bound(0.139_108_340_668_265_16), "rate < 0.139");
+        assert_eq!(format_bound(0.005_558_924_279_849_9), "rate < 0.00556");
+        assert_eq!(format_bound(0.099_96), "rate < 0.100");
+        assert_eq!(format_bound(1.0), "rate < 1.00");
+        assert_eq!(format_bound(0.000_299_5), "rate < 0.000300");
+        assert_eq!(format_bound(2.995_732e-5), "rate < 3.00e-5");
+        assert_eq!(format_bound(0.0), "rate < 0");
+    }
+
+    #[test]
+    fn p_values_are_never_printed_as_zero() {
+        assert_eq!(p_text(0.0321), "p=0.032");
+        assert_eq!(p_text(1.45e-11), "p=1.5e-11");
+        assert_eq!(p_text(P_FLOOR), "p < 1e-300");
+        assert_eq!(p_text(0.0), "p < 1e-300");
+        assert_eq!(fisher_exact(10_000, 0, 0, 10_000), P_FLOOR);
+        assert_eq!(p_text(fisher_exact(10_000, 0, 0, 10_000)), "p < 1e-300");
+        let (p, _) = shift_test(&[10_000, 0, 0], &[0, 5_000, 5_000]);
+        assert_eq!(p, P_FLOOR);
+    }
+
+    #[test]
+    fn the_shift_test_with_two_categories_is_fishers() {
+        for (a, b, c, d) in [
+            (3, 1, 1, 3),
+            (7, 13, 1, 19),
+            (12, 88, 3, 197),
+            (20, 0, 0, 20),
+            (0, 5, 0, 5),
+        ] {
+            let (p, method) = shift_test(&[a, b, 0], &[c, d, 0]);
+            assert_eq!(method, ShiftMethod::Exact);
+            assert_close!(p, fisher_exact(a, b, c, d), 1e-12);
+        }
+    }
+
+    // Reference p-values: a brute-force enumeration of every table of the
+    // margins in exact rational arithmetic (Python `fractions`, the same
+    // definition as R's `fisher.test` on an r×c table).
+    #[test]
+    fn the_shift_test_on_three_categories() {
+        // Always failed at baseline, always skipped in the cell (3 runs each):
+        // 2 / C(6, 3) = 0.1, like a 3-of-3 flip.
+        let (p, _) = shift_test(&[0, 3, 0], &[0, 0, 3]);
+        assert_close!(p, 0.1, 1e-12);
+        // 10 passed at baseline; 5 passed, 3 errored, 2 skipped in the cell:
+        // p = 21/646.
+        let (p, _) = shift_test(&[10, 0, 0], &[5, 3, 2]);
+        assert_close!(p, 21.0 / 646.0, 1e-12);
+        // [[1, 2, 3], [3, 2, 1]]: p = 59/77.
+        let (p, _) = shift_test(&[1, 2, 3], &[3, 2, 1]);
+        assert_close!(p, 59.0 / 77.0, 1e-9);
+        // [[40, 5, 5], [30, 12, 8]]: p = 0.0787923053905471.
+        let (p, _) = shift_test(&[40, 5, 5], &[30, 12, 8]);
+        assert_close!(p, 0.078_792_305_390_547_14, 1e-9);
+        // Nothing to compare.
+        assert_eq!(shift_test(&[4, 0], &[6, 0]).0, 1.0);
+        assert_eq!(shift_test(&[0, 0], &[6, 1]).0, 1.0);
+    }
+
+    #[test]
+    fn large_spread_tables_use_the_g_test_and_agree_with_the_exact_one_nearby() {
+        // Six categories of a thousand runs a side: some 1e10 tables.
+        // G = 15.21 on 5 degrees of freedom: p = 0.0095.
+        let (p, method) = shift_test(&[900, 50, 30, 20, 10, 10], &[850, 80, 40, 30, 20, 10]);
+        assert_eq!(method, ShiftMethod::GTest);
+        assert!(p > 0.009 && p < 0.010, "{p}");
+        // Just under the limit the exact test runs and is close to the G-test.
+        let (exact, method) = shift_test(&[40, 5, 5], &[30, 12, 8]);
+        assert_eq!(method, ShiftMethod::Exact);
+        let g = g_test(&[(40, 30), (5, 12), (5, 8)]);
+        assert!((exact - g).abs() < 0.05, "{exact} vs {g}");
     }
 
     proptest! {
@@ -429,6 +697,22 @@ mod tests {
             // Swapping rows, or columns, gives the same test.
             prop_assert!((p - fisher_exact(c, d, a, b)).abs() <= 1e-12);
             prop_assert!((p - fisher_exact(b, a, d, c)).abs() <= 1e-12);
+        }
+
+        #[test]
+        fn the_shift_test_is_a_probability_and_symmetric(
+            a in proptest::collection::vec(0u64..12, 4),
+            b in proptest::collection::vec(0u64..12, 4),
+        ) {
+            let (p, method) = shift_test(&a, &b);
+            prop_assert_eq!(method, ShiftMethod::Exact);
+            prop_assert!((P_FLOOR..=1.0).contains(&p), "{}", p);
+            // Swapping the rows, or reordering the categories, gives the same test.
+            prop_assert!((p - shift_test(&b, &a).0).abs() <= 1e-9);
+            let (ra, rb): (Vec<u64>, Vec<u64>) = (a.iter().rev().copied().collect(), b.iter().rev().copied().collect());
+            prop_assert!((p - shift_test(&ra, &rb).0).abs() <= 1e-9);
+            // Two categories: Fisher's exact test.
+            prop_assert!((shift_test(&a[..2], &b[..2]).0 - fisher_exact(a[0], a[1], b[0], b[1])).abs() <= 1e-9);
         }
 
         #[test]

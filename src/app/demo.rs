@@ -48,7 +48,7 @@ pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
             timeout: Some("60s".into()),
             confidence: Some(0.95),
             matrix: Some(vec!["standard".into()]),
-            jobs: Some(1),
+            jobs: Some(args.jobs as usize),
             kill_grace: Some("5s".into()),
             junit: None,
         },
@@ -69,4 +69,24 @@ pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
         EXIT_INTERRUPTED | EXIT_USAGE => code,
         _ => EXIT_OK,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    /// Every command the legend suggests is a whole `flakelab` command that
+    /// the argument parser takes as written.
+    #[test]
+    fn every_command_the_legend_suggests_is_accepted() {
+        let snippets: Vec<&str> = crate::demo::LEGEND.split('`').skip(1).step_by(2).collect();
+        assert!(!snippets.is_empty(), "the legend suggests nothing");
+        for s in snippets {
+            let words = shell_words::split(s).unwrap();
+            assert_eq!(words[0], "flakelab", "`{s}` is not a whole command");
+            if let Err(e) = crate::cli::Cli::try_parse_from(&words) {
+                panic!("the legend suggests `{s}`, which flakelab refuses: {e}");
+            }
+        }
+    }
 }

@@ -34,7 +34,7 @@ pub(super) fn plan_cmd(args: &cli::PlanArgs) -> Result<i32> {
     println!(
         "(0 failures in {n} runs bounds the rate below {} at that confidence)",
         crate::stats::format_bound(crate::stats::proportion(0, n, args.confidence).high)
-            .trim_start_matches("p < ")
+            .trim_start_matches("rate < ")
     );
     Ok(EXIT_OK)
 }

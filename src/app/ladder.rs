@@ -192,12 +192,13 @@ pub(super) async fn ladder_cmd(ctx: &super::Ctx, args: LadderArgs) -> Result<i32
             confirmation,
         });
     }
+    crate::session::scrub::ladder(&base.redaction, &mut record);
     base.store.append_ladder(&record)?;
     let text = match args.format {
         LadderFormat::Table => crate::report::ladder::render_table(&record),
         LadderFormat::Json => crate::report::ladder::render_json(&record),
     };
-    super::print_text(&text);
+    super::print_text(&base.redaction.text(&text));
     Ok(ladder::exit_code(&record))
 }
 

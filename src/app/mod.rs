@@ -93,7 +93,7 @@ fn run_and_report(spec: &crate::session::SessionSpec, format: Format) -> Result<
             return Ok(Verdict::Interrupted.exit_code());
         };
         let (report, _) = report_cmd::shown(&spec.store, &done.session)?;
-        print_report(&report, format);
+        print_report(&report, format, &spec.redaction);
         Ok(Verdict::of(Findings {
             interrupted: done.interrupted || *stop.borrow() != Stop::Run,
             ..report.findings()
@@ -102,13 +102,15 @@ fn run_and_report(spec: &crate::session::SessionSpec, format: Format) -> Result<
     })
 }
 
-fn print_report(report: &Report, format: Format) {
+/// Prints a report, with `redaction`'s credential values masked (the
+/// records it is built from are masked already; this is the net).
+fn print_report(report: &Report, format: Format, redaction: &crate::redact::Redaction) {
     let text = match format {
         Format::Table => report::table::render(report),
         Format::Json => report::json::render(report),
         Format::Markdown => report::markdown::render(report),
     };
-    print_text(&text);
+    print_text(&redaction.text(&text));
 }
 
 /// Writes a rendered output to stdout.

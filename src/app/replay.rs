@@ -59,6 +59,20 @@ pub(super) fn replay_cmd(ctx: &super::Ctx, args: &cli::ReplayArgs) -> Result<i32
             "use --times 1 or more",
         ));
     }
+    if recorded
+        .command
+        .iter()
+        .chain(&run.argv)
+        .any(|w| w.contains(crate::redact::REDACTED))
+    {
+        return Err(Error::usage(
+            format!(
+                "the command of run {} held a credential value, which was masked when recorded",
+                run.id
+            ),
+            "re-run it with `flakelab run`, giving the command again",
+        ));
+    }
     let mut at = run.clone();
     if let Some(t) = &run.topology {
         eprintln!(

@@ -59,19 +59,20 @@ fn no_session(what: &str, wanted: Option<&str>, root: &Path) -> Error {
 }
 
 pub(super) fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
-    let (store, _) = existing_store(&args.store)?;
+    let (store, dir) = existing_store(&args.store)?;
     let session = store
         .session(args.session.as_deref())?
         .ok_or_else(|| no_session("session", args.session.as_deref(), store.root()))?;
     let (report, _) = shown(&store, &session)?;
-    super::print_report(&report, args.format);
+    let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
+    super::print_report(&report, args.format, &redaction);
     Ok(report.exit_code())
 }
 
 /// `flakelab evidence`: the evidence block of a session, or of a ladder.
 pub(super) fn evidence_cmd(ctx: &super::Ctx, args: &cli::EvidenceArgs) -> Result<i32> {
     let (store, dir) = existing_store(&args.store)?;
-    let redaction = Redaction::new(&crate::config::redact_names(&dir)?);
+    let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
     let (ladders, _) = store.load_ladders()?;
     let by_ladder = args
         .session
@@ -98,7 +99,7 @@ pub(super) fn evidence_cmd(ctx: &super::Ctx, args: &cli::EvidenceArgs) -> Result
         cli::EvidenceFormat::Markdown => crate::evidence::markdown::render(&evidence),
         cli::EvidenceFormat::Json => crate::evidence::render_json(&evidence),
     };
-    super::print_text(&text);
+    super::print_text(&redaction.text(&text));
     Ok(EXIT_OK)
 }
 

@@ -48,7 +48,7 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
         confirm_failures(&spec, &done, times, &stop).await?;
     }
     let (report, _) = super::report_cmd::shown(&spec.store, &done.session)?;
-    super::print_report(&report, args.format);
+    super::print_report(&report, args.format, &spec.redaction);
     let interrupted = done.interrupted || *stop.borrow() != Stop::Run;
     Ok(Verdict::of(Findings {
         interrupted,

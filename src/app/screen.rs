@@ -62,7 +62,7 @@ pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
     };
     let report = report::build(&done.session, &done.runs, done.load);
     if done.interrupted {
-        super::print_report(&report, args.format);
+        super::print_report(&report, args.format, &settings.redaction);
         return Ok(Verdict::Interrupted.exit_code());
     }
     let candidates = report::screen_candidates(&report, &done.runs);
@@ -102,9 +102,11 @@ pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
         rule,
         confirmations: confirmed,
     };
+    let mut record = record;
+    crate::session::scrub::screen(&settings.redaction, &mut record);
     settings.store.append_screen(&record)?;
     let (report, _) = super::report_cmd::shown(&settings.store, &done.session)?;
-    super::print_report(&report, args.format);
+    super::print_report(&report, args.format, &settings.redaction);
     Ok(Verdict::of(Findings {
         interrupted,
         ..report.findings()
@@ -266,6 +268,11 @@ pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &[
             row.stage = Some("screen");
             row.runs = Some(row.n);
             if let Some(v) = row.vs_baseline.as_mut() {
+                v.differs = false;
+            }
+            // The screen's outcome shifts are screened too, never confirmed:
+            // shown, not a verdict.
+            if let Some(v) = row.shift_vs_baseline.as_mut() {
                 v.differs = false;
             }
         }

@@ -1,69 +1,18 @@
 //! `flakelab verify`: the same cells on two git revisions, interleaved in
 //! one session, each revision in its own temporary worktree. The fix is
-//! proven when the failure reproduces before it (the negative control) and
-//! is gone after it (0 of N, with its bound).
-
-use serde::Serialize;
+//! verified when the failure reproduces before it (the negative control),
+//! is gone after it (0 of N, with its bound), and the two halves differ at
+//! the stated confidence (Fisher's exact test on both halves' counts, Holm
+//! across the cells). Short of that, the verdict says how many runs would
+//! settle it.
 
 use crate::cli::{LadderFormat, VerifyArgs};
 use crate::error::{Error, Result};
 use crate::ladder::{self, Criterion};
-use crate::record::RungCount;
+use crate::report::verify::{self as verdict, CellVerdict, Revision, VerifyReport, VERIFY_SCHEMA};
 use crate::session::{self, resolve::Layers, Intent};
-use crate::stats;
 use crate::verdict::{Findings, Verdict};
 use crate::workspace::WorkingCopies;
-
-/// Schema tag of `verify --format json`.
-const VERIFY_SCHEMA: &str = "flakelab.verify/1";
-
-/// One revision of the comparison.
-#[derive(Debug, Serialize)]
-struct Revision {
-    rev: String,
-    commit: String,
-}
-
-/// One cell on both revisions.
-#[derive(Debug, Serialize)]
-struct CellVerdict {
-    cell: String,
-    applied: bool,
-    before: RungCount,
-    after: RungCount,
-}
-
-/// One half of the verdict.
-#[derive(Debug, Serialize)]
-struct Half {
-    holds: bool,
-    sentence: String,
-}
-
-/// The whole verdict, as printed and as JSON.
-#[derive(Debug, Serialize)]
-struct VerifyReport {
-    schema: &'static str,
-    session: String,
-    criterion: String,
-    confidence: f64,
-    before: Revision,
-    after: Revision,
-    cells: Vec<CellVerdict>,
-    negative_control: Half,
-    fix: Half,
-    interrupted: bool,
-}
-
-fn words(c: &RungCount) -> String {
-    if c.n == 0 {
-        "nothing measured".into()
-    } else if c.k == 0 {
-        format!("0 of {} — {}", c.n, stats::format_bound(c.high))
-    } else {
-        format!("{} of {}", c.k, c.n)
-    }
-}
 
 /// Runs per cell on each revision when no layer sets them.
 const DEFAULT_RUNS: u32 = 10;
@@ -124,68 +73,16 @@ pub(super) async fn verify_cmd(ctx: &super::Ctx, args: VerifyArgs) -> Result<i32
                 applied,
                 before: count(&format!("before:{name}")),
                 after: count(&format!("after:{name}")),
+                before_vs_after: None,
             }
         })
         .collect();
-    let reproduced: Vec<&CellVerdict> = verdicts.iter().filter(|v| v.before.k > 0).collect();
-    let negative_control = if reproduced.is_empty() {
-        Half {
-            holds: false,
-            sentence: format!(
-                "does NOT hold: before the fix nothing reproduced ({}), so the after runs cannot show the fix changed anything; raise -n or choose the cell that fails",
-                verdicts
-                    .iter()
-                    .map(|v| format!("{}: {}", v.cell, words(&v.before)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
-    } else {
-        Half {
-            holds: true,
-            sentence: format!(
-                "holds: before the fix it reproduced ({})",
-                reproduced
-                    .iter()
-                    .map(|v| format!("{}: {}", v.cell, words(&v.before)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
-    };
-    let still: Vec<&CellVerdict> = verdicts.iter().filter(|v| v.after.k > 0).collect();
-    let unmeasured = verdicts.iter().any(|v| v.after.n == 0);
-    let fix = if !still.is_empty() {
-        Half {
-            holds: false,
-            sentence: format!(
-                "does NOT hold: after the fix it still reproduces ({})",
-                still
-                    .iter()
-                    .map(|v| format!("{}: {}", v.cell, words(&v.after)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
-    } else if unmeasured {
-        Half {
-            holds: false,
-            sentence: "cannot be shown: a cell measured nothing after the fix".into(),
-        }
-    } else {
-        Half {
-            holds: true,
-            sentence: format!(
-                "holds: after the fix {} at {}% confidence",
-                verdicts
-                    .iter()
-                    .map(|v| format!("{}: {}", v.cell, words(&v.after)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                (confidence * 100.0).round()
-            ),
-        }
-    };
+    let mut verdicts = verdicts;
+    verdict::compare_halves(&mut verdicts, confidence);
+    let (negative_control, fix) = verdict::halves(&verdicts, confidence);
+    let (difference, runs_to_settle) =
+        verdict::difference(&verdicts, &negative_control, &fix, confidence);
+    let verified = negative_control.holds && fix.holds && difference.holds;
     let verdict = VerifyReport {
         schema: VERIFY_SCHEMA,
         session: done.session.id.clone(),
@@ -202,6 +99,9 @@ pub(super) async fn verify_cmd(ctx: &super::Ctx, args: VerifyArgs) -> Result<i32
         cells: verdicts,
         negative_control,
         fix,
+        difference,
+        runs_to_settle,
+        verified,
         interrupted: done.interrupted,
     };
     let text = match args.format {
@@ -210,78 +110,22 @@ pub(super) async fn verify_cmd(ctx: &super::Ctx, args: VerifyArgs) -> Result<i32
             t.push('\n');
             t
         }
-        LadderFormat::Table => render(&verdict),
+        LadderFormat::Table => verdict::render(&verdict),
     };
-    super::print_text(&text);
-    let (control, fix) = (&verdict.negative_control, &verdict.fix);
+    super::print_text(&settings.redaction.text(&text));
+    let control = &verdict.negative_control;
     let applied = verdict.cells.iter().all(|c| c.applied);
     // A half fails on what was measured: runs failed after the fix, or
     // nothing reproduced before it though every cell ran and was measured.
     let differs = verdict.cells.iter().any(|c| c.after.k > 0)
         || (!control.holds && applied && verdict.cells.iter().all(|c| c.before.n > 0));
+    // A fix not shown at the confidence is never clean: too little was
+    // measured to settle it (exit 2, with the runs that would).
     Ok(Verdict::of(Findings {
         interrupted: verdict.interrupted,
         differs,
         not_applied: !applied,
-        measured: control.holds && fix.holds,
+        measured: verdict.verified,
     })
     .exit_code())
-}
-
-fn render(v: &VerifyReport) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "verify · session {} · {}% confidence · reproducing means {}",
-        v.session,
-        (v.confidence * 100.0).round(),
-        v.criterion
-    );
-    let _ = writeln!(out, "before: {} ({})", v.before.rev, v.before.commit);
-    let _ = writeln!(out, "after:  {} ({})\n", v.after.rev, v.after.commit);
-    let rows: Vec<[String; 3]> = std::iter::once([
-        "cell".to_string(),
-        "before the fix".to_string(),
-        "after the fix".to_string(),
-    ])
-    .chain(v.cells.iter().map(|c| {
-        [
-            if c.applied {
-                c.cell.clone()
-            } else {
-                format!("{} (NOT APPLIED)", c.cell)
-            },
-            words(&c.before),
-            words(&c.after),
-        ]
-    }))
-    .collect();
-    let w: Vec<usize> = (0..3)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    for r in &rows {
-        let _ = writeln!(
-            out,
-            "{:<w0$}  {:<w1$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            w0 = w[0],
-            w1 = w[1]
-        );
-    }
-    let _ = writeln!(out, "\nnegative control {}", v.negative_control.sentence);
-    let _ = writeln!(out, "fix {}", v.fix.sentence);
-    let _ = writeln!(
-        out,
-        "\n{}",
-        match (v.negative_control.holds, v.fix.holds) {
-            (true, true) => "The fix is verified: red before, green after.",
-            (false, true) => "Not verified: the negative control failed (nothing was red before).",
-            (true, false) => "Not verified: the fix half failed (still red after).",
-            (false, false) => "Not verified: neither half holds.",
-        }
-    );
-    out
 }

@@ -50,9 +50,15 @@ pub fn parse_clock_shift(text: &str) -> Result<ClockShift, String> {
         body.find(|c: char| !c.is_ascii_digit())
             .unwrap_or(body.len()),
     );
+    let forms = "write a signed whole number and a unit (s, m, h, d or y), such as +365d, -30d, +90m, +2h, +1y or +600s, or an absolute start @2027-06-30 12:00:00";
+    if digits.is_empty() {
+        return Err(format!(
+            "faketime `{text}`: no number after the sign; {forms}"
+        ));
+    }
     let n: i64 = digits
         .parse()
-        .map_err(|_| format!("faketime `{text}`: `{digits}` is not a whole number"))?;
+        .map_err(|_| format!("faketime `{text}`: `{digits}` is too large a number; {forms}"))?;
     let per = match unit {
         "" | "s" => 1,
         "m" => 60,
@@ -214,6 +220,19 @@ mod tests {
         for bad in ["365d", "+d", "+5w", "+30s", "@tomorrow", ""] {
             assert!(parse_clock_shift(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_shift_without_a_number_says_what_is_missing_and_the_forms() {
+        let err = parse_clock_shift("+abc").unwrap_err();
+        assert!(!err.contains("``"), "{err}");
+        assert!(err.contains("no number after the sign"), "{err}");
+        assert!(
+            err.contains("+365d") && err.contains("@2027-06-30"),
+            "{err}"
+        );
+        let err = parse_clock_shift("+99999999999999999999d").unwrap_err();
+        assert!(err.contains("too large"), "{err}");
     }
 
     #[test]

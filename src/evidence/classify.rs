@@ -248,7 +248,7 @@ fn differs(c: &CellReport) -> bool {
 fn differing_test(c: &CellReport) -> Option<&crate::report::per_test::TestRow> {
     c.tests
         .iter()
-        .filter(|t| t.vs_baseline.as_ref().is_some_and(|v| v.differs))
+        .filter(|t| t.differs())
         .filter(|t| t.vs_sham.as_ref().is_none_or(|v| v.differs))
         .min_by(|a, b| {
             let p = |t: &crate::report::per_test::TestRow| {

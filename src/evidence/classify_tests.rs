@@ -171,7 +171,8 @@ fn a_zone_cell_that_differs_claims_clock_and_zone_with_its_row() {
     assert!(row.p.unwrap() < 0.05);
     assert!(row.text.contains("8 of 8"), "{}", row.text);
     assert!(
-        row.text.contains("vs baseline 0 of 8 — p < 0.312 at 95%"),
+        row.text
+            .contains("vs baseline 0 of 8 — rate < 0.312 at 95%"),
         "{}",
         row.text
     );
@@ -247,7 +248,9 @@ fn no_network_that_differs_claims_it_and_a_clean_one_argues_against_with_its_bou
     assert!(c.claimed.is_empty());
     let f = c.against.iter().find(|f| f.class == RealNetwork).unwrap();
     assert!(
-        f.row.text.contains("`netns`: 0 of 20 — p < 0.139 at 95%"),
+        f.row
+            .text
+            .contains("`netns`: 0 of 20 — rate < 0.139 at 95%"),
         "{}",
         f.row.text
     );
@@ -417,7 +420,7 @@ fn a_ladder_reproduced_at_rung_3_is_a_collision_and_its_clean_rung_2_argues_agai
         let a = c.against.iter().find(|a| a.class == class).unwrap();
         assert_eq!(a.row.rung, Some(2));
         assert!(
-            a.row.text.contains("0 of 10 — p < 0.259 at 95%"),
+            a.row.text.contains("0 of 10 — rate < 0.259 at 95%"),
             "{}",
             a.row.text
         );

@@ -391,7 +391,7 @@ fn test_lines(report: &Report, apart: &[String]) -> Vec<TestLine> {
             count: report::test_count_text(t),
             interval: report::test_interval_text(t),
             versus: report::test_versus_text(c, t),
-            differs: t.vs_baseline.as_ref().is_some_and(|v| v.differs),
+            differs: t.differs(),
             signature: t.signatures.first().map(|s| s.signature.clone()),
         })
         .collect()
@@ -490,7 +490,7 @@ pub fn build_from(
                         cell: format!("ladder rung {}", r.rung),
                         run: run.clone(),
                         line: redaction.line(line),
-                        note: None,
+                        note: crate::ladder::reproduction_note(l, r),
                     });
                 }
             }

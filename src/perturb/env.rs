@@ -68,13 +68,26 @@ fn near_zone(zone: &str, zoneinfo: &Path) -> Option<String> {
                 }
             } else {
                 let lower = rel.to_ascii_lowercase();
-                if lower == wanted || lower.rsplit('/').next() == Some(last.as_str()) {
+                let named = lower == wanted || lower.rsplit('/').next() == Some(last.as_str());
+                // Only a zone is a suggestion: the database directory also
+                // holds tables (`zone1970.tab`), and the name asked for is
+                // no suggestion of itself.
+                if named && rel != zone && is_tzif(&path) {
                     return Some(rel);
                 }
             }
         }
     }
     None
+}
+
+/// Whether `path` starts like a TZif zone file.
+fn is_tzif(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| &magic == b"TZif")
 }
 
 /// Normalises a locale name the way glibc compares codesets:
@@ -144,6 +157,26 @@ mod tests {
         assert!(check_zone("../../etc/passwd", &dir).is_err());
         assert!(check_zone("/etc/passwd", &dir).is_err());
         assert!(check_zone("Asia", &dir).is_err());
+    }
+
+    #[test]
+    fn a_file_of_the_database_that_is_no_zone_is_not_suggested_back() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("zone1970.tab"), "# tz zone descriptions\n").unwrap();
+        std::fs::create_dir(dir.path().join("Asia")).unwrap();
+        let utc = std::fs::read(zoneinfo_dir().join("UTC")).unwrap();
+        std::fs::write(dir.path().join("Asia/Kathmandu"), &utc).unwrap();
+        std::fs::write(dir.path().join("Asia/notes.tab"), "x\n").unwrap();
+        let err = check_zone("zone1970.tab", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a TZif zone"), "{err}");
+        assert!(!err.contains("did you mean"), "{err}");
+        // A table under another directory is no suggestion either; a zone is.
+        let err = check_zone("notes.tab", dir.path()).unwrap_err().to_string();
+        assert!(!err.contains("did you mean"), "{err}");
+        let err = check_zone("kathmandu", dir.path()).unwrap_err().to_string();
+        assert!(err.contains("did you mean `Asia/Kathmandu`"), "{err}");
     }
 
     #[test]

@@ -133,8 +133,9 @@ impl Prepared {
     pub fn repro_note(&self) -> Option<String> {
         self.stress.as_ref().map(|s| {
             format!(
-                "the repro line does not recreate the CPU stress ({} busy threads beside the run); use `flakelab replay RUN`",
-                s.threads
+                "the repro line does not recreate the CPU stress ({} busy thread{} beside the run); use `flakelab replay RUN`",
+                s.threads,
+                if s.threads == 1 { "" } else { "s" }
             )
         })
     }
@@ -415,6 +416,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("both set TZ"), "{err}");
+    }
+
+    #[test]
+    fn the_stress_note_counts_its_threads_in_words() {
+        let catalog = Catalog::load(None).unwrap();
+        let note = |spec: &str| {
+            prepare(
+                &catalog.cell(spec).unwrap(),
+                &HostFacts::detect(),
+                None,
+                &Default::default(),
+            )
+            .unwrap()
+            .repro_note()
+            .unwrap()
+        };
+        assert!(
+            note("cpu-stress=1").contains("(1 busy thread beside"),
+            "{}",
+            note("cpu-stress=1")
+        );
+        assert!(note("cpu-stress=3").contains("(3 busy threads beside"));
     }
 
     #[test]

@@ -123,6 +123,9 @@ pub fn render_table(ladder: &LadderRecord) -> String {
             );
             if let Some((id, repro)) = &r.first_reproduction {
                 let _ = writeln!(out, "first reproducing run {id}:\n  {repro}");
+                if let Some(note) = crate::ladder::reproduction_note(ladder, r) {
+                    let _ = writeln!(out, "  note: {note}");
+                }
             }
             if let Some(c) = &r.confirmation {
                 let what = match c.verdict.as_str() {
@@ -287,11 +290,44 @@ mod tests {
     }
 
     #[test]
+    fn a_finding_at_a_parallel_rung_says_it_reproduced_beside_other_processes() {
+        let mut parallel = rung(3, RungStatus::Reproduced, 2);
+        parallel.processes = 4;
+        let l = ladder(
+            vec![
+                rung(1, RungStatus::Clean, 0),
+                rung(2, RungStatus::Clean, 0),
+                parallel.clone(),
+            ],
+            Some(3),
+        );
+        let text = render_table(&l);
+        assert!(text.contains("reproduced beside other processes"), "{text}");
+        assert!(
+            text.contains("one of 4 processes started together at rung 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("run alone it did not reproduce (rungs 1, 2)"),
+            "{text}"
+        );
+        // Climbed from rung 3: nothing says how it does alone.
+        let text = render_table(&ladder(vec![parallel], Some(3)));
+        assert!(
+            text.contains("whether it also fails alone is not known"),
+            "{text}"
+        );
+        // One process: the line is the whole run, no note.
+        let l = ladder(vec![rung(2, RungStatus::Reproduced, 3)], Some(2));
+        assert!(!render_table(&l).contains("beside other processes"));
+    }
+
+    #[test]
     fn a_clean_ladder_states_each_bound_never_stability() {
         let l = ladder(vec![rung(2, RungStatus::Clean, 0)], None);
         let text = render_table(&l);
-        assert!(text.contains("0 of 5 — p < 0.451"), "{text}");
-        assert!(text.contains("rung 2 p < 0.451"), "{text}");
+        assert!(text.contains("0 of 5 — rate < 0.451"), "{text}");
+        assert!(text.contains("rung 2 rate < 0.451"), "{text}");
         let json: serde_json::Value = serde_json::from_str(&render_json(&l)).unwrap();
         assert_eq!(json["schema"], "flakelab.ladder/1");
         assert_eq!(json["rungs"][0]["status"], "clean");

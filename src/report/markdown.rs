@@ -21,7 +21,10 @@ pub fn render(report: &Report) -> String {
         runs_text(report)
     );
     if let Some(sig) = &report.signature {
-        let _ = writeln!(out, "Counting only failures matching `{sig}`.\n");
+        let _ = writeln!(
+            out,
+            "Counting runs that reproduced the signature `{sig}` (in their output or a failing test's message).\n"
+        );
     }
     if let Some(run) = &report.replay_of {
         let _ = writeln!(
@@ -57,7 +60,11 @@ pub fn render(report: &Report) -> String {
     let (total, clean, skipped) = test_counts(report);
     let rows = shown_test_rows(report);
     if total > 0 {
-        let _ = writeln!(out, "\nPer-test outcomes (JUnit), {total} tests:\n");
+        let _ = writeln!(
+            out,
+            "\nPer-test outcomes (JUnit), {total} tests: {}.\n",
+            super::counting_text(report)
+        );
         if !rows.is_empty() {
             let _ = writeln!(
                 out,
@@ -84,7 +91,10 @@ pub fn render(report: &Report) -> String {
                     t.id,
                     test_count_text(t),
                     test_interval_text(t),
-                    test_versus_text(c, t),
+                    match super::test_shift_text(t) {
+                        Some(shift) => format!("{}; {shift}", test_versus_text(c, t)),
+                        None => test_versus_text(c, t),
+                    },
                     sig
                 );
             }

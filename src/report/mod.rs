@@ -13,6 +13,7 @@ pub mod sham;
 #[cfg(test)]
 mod snapshots_test;
 pub mod table;
+pub mod verify;
 
 use std::collections::BTreeMap;
 
@@ -98,6 +99,9 @@ pub struct CellReport {
     pub stragglers: u64,
     /// The repro line of the first counted failure, in plan order.
     pub first_failure: Option<FirstFailure>,
+    /// With a signature: failed runs that did not reproduce it.
+    #[serde(skip)]
+    pub unmatched_failures: u64,
 }
 
 /// The first counted failure of a cell.
@@ -299,9 +303,7 @@ impl Report {
         let differs = self.cells.iter().any(|c| {
             c.vs_baseline.as_ref().is_some_and(|v| v.differs)
                 || c.timeouts_vs_baseline.as_ref().is_some_and(|v| v.differs)
-                || c.tests
-                    .iter()
-                    .any(|t| t.vs_baseline.as_ref().is_some_and(|v| v.differs))
+                || c.tests.iter().any(per_test::TestRow::differs)
         });
         // With a signature, or in a replay, any counted failure is the finding.
         let reproduced = (self.signature.is_some() || self.replay_of.is_some())
@@ -368,6 +370,7 @@ pub fn screen_candidates(report: &Report, runs: &[RunRecord]) -> Vec<crate::scre
 /// Builds the report of `session` from its `runs`.
 pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Report {
     let counting_signature = session.signature.is_some();
+    let mut data_runs: Vec<per_test::DataRuns> = Vec::new();
     let mut cells: Vec<CellReport> = session
         .cells
         .iter()
@@ -401,14 +404,31 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 probes: c.probes.clone(),
                 stragglers: 0,
                 first_failure: None,
+                unmatched_failures: 0,
             };
             for r in mine {
                 cell.stragglers += u64::from(r.stragglers);
+                // With a signature, a run reproduced it when its output or a
+                // test's first attempt matched (as the ladder counts), so
+                // every reproduction a test row counts is in its cell's k.
+                let reproduced = r.signature_match == Some(true)
+                    || r.tests.iter().any(|t| t.signature_match == Some(true));
                 match r.outcome {
-                    Outcome::Pass => cell.passed += 1,
-                    Outcome::Fail => {
-                        cell.failed += 1;
-                        let counted = !counting_signature || r.signature_match == Some(true);
+                    Outcome::Pass | Outcome::Fail => {
+                        let failed = r.outcome == Outcome::Fail;
+                        if failed {
+                            cell.failed += 1;
+                        } else {
+                            cell.passed += 1;
+                        }
+                        let counted = if counting_signature {
+                            reproduced
+                        } else {
+                            failed
+                        };
+                        if failed && !counted {
+                            cell.unmatched_failures += 1;
+                        }
                         if counted {
                             cell.k += 1;
                             if cell.first_failure.is_none() {
@@ -444,6 +464,12 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
             cell.runs_without_tests =
                 counted.iter().filter(|r| r.tests_missing.is_some()).count() as u64;
             cell.tests = per_test::rows(&counted, session.confidence, counting_signature);
+            let mine: Vec<&RunRecord> = runs.iter().filter(|r| r.cell == c.name).collect();
+            let (outcomes, data) = per_test::outcomes(&mine);
+            for t in &mut cell.tests {
+                t.outcomes = outcomes.get(&t.id).copied().unwrap_or_default();
+            }
+            data_runs.push(data);
             cell.signatures = per_test::group_signatures(
                 counted
                     .iter()
@@ -512,6 +538,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
             .map(|c| std::mem::take(&mut c.tests))
             .collect();
         per_test::compare(&mut rows, base, session.confidence);
+        per_test::compare_outcomes(&mut rows, &data_runs, base, session.confidence);
         for (c, r) in cells.iter_mut().zip(rows) {
             c.tests = r;
         }
@@ -596,7 +623,7 @@ fn interval_words(n: u64, k: u64, low: f64, high: f64) -> String {
 pub fn versus_text(cell: &CellReport) -> String {
     match (&cell.vs_baseline, &cell.timeouts_vs_baseline) {
         (None, Some(t)) | (Some(VsBaseline { differs: false, .. }), Some(t)) if t.differs => {
-            format!("timeouts differ (p={})", short_p(t.adjusted_p))
+            format!("timeouts differ ({})", stats::p_text(t.adjusted_p))
         }
         (None, _) if cell.unmeasured() => cell.unmeasured_text(),
         (Some(v), _) if v.differs && cell.sham.is_some() && !sham::attributed(cell) => {
@@ -611,8 +638,8 @@ fn versus_words(cell: &CellReport, vs: Option<&VsBaseline>) -> String {
     match vs {
         None if cell.name == "baseline" => "(reference)".into(),
         None => "not compared".into(),
-        Some(v) if v.differs => format!("differs (p={})", short_p(v.adjusted_p)),
-        Some(v) => format!("no difference shown (p={})", short_p(v.adjusted_p)),
+        Some(v) if v.differs => format!("differs ({})", stats::p_text(v.adjusted_p)),
+        Some(v) => format!("no difference shown ({})", stats::p_text(v.adjusted_p)),
     }
 }
 
@@ -689,11 +716,11 @@ pub fn notes(report: &Report) -> Vec<String> {
         }
         if let Some(v) = c.timeouts_vs_baseline.as_ref().filter(|v| v.differs) {
             out.push(format!(
-                "{}: its runs time out more often than the baseline's: {} of {} against the baseline (p={})",
+                "{}: its runs time out more often than the baseline's: {} of {} against the baseline ({})",
                 c.name,
                 c.timed_out,
                 c.n + c.timed_out,
-                short_p(v.adjusted_p)
+                stats::p_text(v.adjusted_p)
             ));
         }
         if c.runs_without_tests > 0 {
@@ -710,11 +737,10 @@ pub fn notes(report: &Report) -> Vec<String> {
                 c.name, c.stragglers
             ));
         }
-        if report.signature.is_some() && c.failed > c.k {
+        if report.signature.is_some() && c.unmatched_failures > 0 {
             out.push(format!(
                 "{}: {} failure(s) did not match the signature and are counted as not reproducing it",
-                c.name,
-                c.failed - c.k
+                c.name, c.unmatched_failures
             ));
         }
     }
@@ -747,7 +773,7 @@ pub fn shown_test_rows(report: &Report) -> Vec<(&CellReport, &per_test::TestRow)
     let mut out = Vec::new();
     for c in &report.cells {
         for t in &c.tests {
-            let differs = t.vs_baseline.as_ref().is_some_and(|v| v.differs);
+            let differs = t.differs();
             let failed = t.k > 0 || t.other_failures > 0;
             let changed = c.name != "baseline"
                 && matches!(
@@ -802,9 +828,36 @@ pub fn test_interval_text(t: &per_test::TestRow) -> String {
     interval_words(t.n, t.k, t.low, t.high)
 }
 
-/// The versus-baseline text of a test row.
+/// The versus-baseline text of a test row: its failures' comparison, or,
+/// when only its outcome distribution differs (failed → skipped, passed →
+/// errored), that.
 pub fn test_versus_text(cell: &CellReport, t: &per_test::TestRow) -> String {
-    versus_words(cell, t.vs_baseline.as_ref())
+    let failures_differ = t.vs_baseline.as_ref().is_some_and(|v| v.differs);
+    match &t.shift_vs_baseline {
+        Some(s) if s.differs && !failures_differ => {
+            format!("outcomes differ ({})", stats::p_text(s.adjusted_p))
+        }
+        _ => versus_words(cell, t.vs_baseline.as_ref()),
+    }
+}
+
+/// The outcome shift of a test row in words, when its distribution
+/// differs from the baseline's and says more than its failure count does
+/// (`baseline failed 3 → here skipped 3`, `passed 6 → errored 6`).
+pub fn test_shift_text(t: &per_test::TestRow) -> Option<String> {
+    let failures_differ = t.vs_baseline.as_ref().is_some_and(|v| v.differs);
+    let beyond = |o: &per_test::Outcomes| o.errored + o.skipped + o.timed_out + o.absent > 0;
+    t.shift_vs_baseline
+        .as_ref()
+        .filter(|s| s.differs && (!failures_differ || beyond(&s.from) || beyond(&s.to)))
+        .map(|s| {
+            format!(
+                "outcomes: baseline {} → here {} ({})",
+                s.from.words(),
+                s.to.words(),
+                stats::p_text(s.adjusted_p)
+            )
+        })
 }
 
 /// The header's run count: executed runs, and the placeholders of cells
@@ -818,6 +871,17 @@ pub fn runs_text(report: &Report) -> String {
     s
 }
 
+/// What the cell rows and the per-test rows count, in words: the same
+/// thing, runs; with a signature, runs that reproduced it.
+pub fn counting_text(report: &Report) -> String {
+    match &report.signature {
+        Some(sig) => format!(
+            "cell rows count runs that reproduced /{sig}/ in their output or a failing test's message; test rows count runs in which that test's first attempt failed with a matching message, each also counted in its cell's row"
+        ),
+        None => "cell rows count runs that failed, of N that passed or failed; test rows count runs in which the test's first attempt failed or errored, of N in which it passed, failed or errored (a first attempt that passed on a rerun counts for its test)".to_string(),
+    }
+}
+
 /// The failure column's heading.
 pub fn failure_heading(report: &Report) -> &'static str {
     if report.signature.is_some() {
@@ -827,9 +891,13 @@ pub fn failure_heading(report: &Report) -> &'static str {
     }
 }
 
-/// Formats a p-value compactly (`0.032`, `1.5e-11`).
+/// Formats a p-value compactly (`0.032`, `1.5e-11`), for `p=…` texts;
+/// at [`stats::P_FLOOR`] or below, `<1e-300` (never 0). Prefer
+/// [`stats::p_text`], which writes the whole `p=0.032` / `p < 1e-300`.
 pub fn short_p(p: f64) -> String {
-    if p >= 0.001 {
+    if p <= stats::P_FLOOR {
+        "<1e-300".to_string()
+    } else if p >= 0.001 {
         format!("{p:.3}")
     } else {
         format!("{p:.1e}")

@@ -1,6 +1,9 @@
 //! Per-test rows of a report: each test's k of N in each cell from the runs'
 //! JUnit data, its interval, and Fisher against the same test at baseline,
-//! Holm-adjusted across every (test, cell) pair compared. Pure.
+//! Holm-adjusted across every (test, cell) pair compared; and its whole
+//! outcome distribution (passed, failed, errored, skipped, timed out,
+//! absent) against the baseline's, by the exact 2×C test, Holm-adjusted
+//! across the pairs compared that way. Pure.
 
 use std::collections::BTreeMap;
 
@@ -8,7 +11,90 @@ use serde::Serialize;
 
 use super::VsBaseline;
 use crate::record::{Outcome, RunRecord, TestOutcome};
-use crate::stats;
+use crate::stats::{self, ShiftMethod};
+
+/// A test's outcomes over the runs of one cell that carried per-test data
+/// (runs that passed, failed or timed out with a report).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Outcomes {
+    /// Runs in which its first attempt passed.
+    pub passed: u64,
+    /// Runs in which its first attempt failed an assertion.
+    pub failed: u64,
+    /// Runs in which its first attempt errored.
+    pub errored: u64,
+    /// Runs in which it was skipped.
+    pub skipped: u64,
+    /// Runs that timed out before it reported (their partial report does
+    /// not list it).
+    pub timed_out: u64,
+    /// Runs that finished with a report that does not list it.
+    pub absent: u64,
+}
+
+impl Outcomes {
+    /// The counts in a fixed order: passed, failed, errored, skipped,
+    /// timed out, absent.
+    pub fn counts(&self) -> [u64; 6] {
+        [
+            self.passed,
+            self.failed,
+            self.errored,
+            self.skipped,
+            self.timed_out,
+            self.absent,
+        ]
+    }
+
+    /// Runs counted.
+    pub fn total(&self) -> u64 {
+        self.counts().iter().sum()
+    }
+
+    /// `failed 3`, `passed 5, errored 3, skipped 2`: the non-zero counts.
+    pub fn words(&self) -> String {
+        let names = [
+            "passed",
+            "failed",
+            "errored",
+            "skipped",
+            "timed out",
+            "absent",
+        ];
+        let parts: Vec<String> = names
+            .iter()
+            .zip(self.counts())
+            .filter(|(_, n)| *n > 0)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        if parts.is_empty() {
+            "no run".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// A test's outcome distribution in a cell against the same test's at
+/// baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Shift {
+    /// At baseline.
+    pub from: Outcomes,
+    /// In this cell.
+    pub to: Outcomes,
+    /// The exact 2×C test's two-sided p-value (the G-test's, for large
+    /// tables: see `method`); Fisher's exact test when only two outcomes
+    /// occur.
+    pub fisher_p: f64,
+    /// Holm-adjusted across every (test, cell) pair whose distributions
+    /// were compared.
+    pub adjusted_p: f64,
+    /// Whether the adjusted p-value is below 1 − confidence.
+    pub differs: bool,
+    /// How `fisher_p` was computed.
+    pub method: ShiftMethod,
+}
 
 /// What a test's row in a cell amounts to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -66,6 +152,14 @@ pub struct TestRow {
     pub sham: Option<String>,
     /// Against the same test in that sham cell.
     pub vs_sham: Option<VsBaseline>,
+    /// Its whole outcome distribution against the baseline's: a test that
+    /// always failed there and is skipped here, or passed there and errors
+    /// here, differs like a failure does. `None` for the baseline, and when
+    /// either side has no run with per-test data.
+    pub shift_vs_baseline: Option<Shift>,
+    /// Its outcomes in this cell (shown through `shift_vs_baseline`).
+    #[serde(skip)]
+    pub outcomes: Outcomes,
     /// Failures grouped by signature, most frequent first.
     pub signatures: Vec<SignatureCount>,
     /// The first run (in plan order) where it failed.
@@ -87,6 +181,116 @@ pub struct TestRow {
     /// `--design screen`: every look the confirmation took.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub looks: Vec<crate::screen::Look>,
+}
+
+impl TestRow {
+    /// Whether the row differs from the baseline: its failures, or its
+    /// outcome distribution.
+    pub fn differs(&self) -> bool {
+        self.vs_baseline.as_ref().is_some_and(|v| v.differs)
+            || self.shift_vs_baseline.as_ref().is_some_and(|s| s.differs)
+    }
+
+    /// A row for a test the baseline reported and this cell never did.
+    fn never_ran(id: &str, family: &str, outcomes: Outcomes) -> TestRow {
+        TestRow {
+            id: id.to_string(),
+            family: family.to_string(),
+            n: 0,
+            k: 0,
+            skipped: 0,
+            absent: outcomes.absent,
+            other_failures: 0,
+            passed_on_rerun: 0,
+            rate: 0.0,
+            low: 0.0,
+            high: 1.0,
+            status: TestStatus::NeverRan,
+            vs_baseline: None,
+            sham: None,
+            vs_sham: None,
+            shift_vs_baseline: None,
+            outcomes,
+            signatures: Vec::new(),
+            first_failure: None,
+            stage: None,
+            runs: None,
+            boundary: None,
+            verdict: None,
+            looks: Vec::new(),
+        }
+    }
+}
+
+/// The runs of one cell that carried per-test data, for the outcome
+/// distributions: how many finished, how many timed out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DataRuns {
+    /// Runs that passed or failed with per-test data.
+    pub finished: u64,
+    /// Runs that timed out with a (partial) report.
+    pub timed_out: u64,
+}
+
+impl DataRuns {
+    /// The outcomes of a test none of these runs reported.
+    fn unreported(self) -> Outcomes {
+        Outcomes {
+            absent: self.finished,
+            timed_out: self.timed_out,
+            ..Outcomes::default()
+        }
+    }
+
+    fn total(self) -> u64 {
+        self.finished + self.timed_out
+    }
+}
+
+/// Each test's outcome distribution over a cell's runs with per-test data
+/// (runs that passed, failed or timed out), and how many such runs there
+/// were.
+pub fn outcomes(runs: &[&RunRecord]) -> (BTreeMap<String, Outcomes>, DataRuns) {
+    let with_data: Vec<&&RunRecord> = runs
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Pass | Outcome::Fail | Outcome::Timeout))
+        .filter(|r| !r.tests.is_empty())
+        .collect();
+    let mut data = DataRuns::default();
+    let mut out: BTreeMap<String, Outcomes> = BTreeMap::new();
+    for run in &with_data {
+        for t in &run.tests {
+            let o = out.entry(t.id.clone()).or_default();
+            match t.outcome {
+                TestOutcome::Pass => o.passed += 1,
+                TestOutcome::Fail => o.failed += 1,
+                TestOutcome::Error => o.errored += 1,
+                TestOutcome::Skip => o.skipped += 1,
+            }
+        }
+        if run.outcome == Outcome::Timeout {
+            data.timed_out += 1;
+        } else {
+            data.finished += 1;
+        }
+    }
+    // A run whose report does not list a test: absent from it, or, when
+    // the run timed out, stopped before the test reported.
+    for o in out.values_mut() {
+        let reported = o.passed + o.failed + o.errored + o.skipped;
+        o.absent = data.total() - reported;
+    }
+    for run in with_data.iter().filter(|r| r.outcome == Outcome::Timeout) {
+        let listed: std::collections::BTreeSet<&str> =
+            run.tests.iter().map(|t| t.id.as_str()).collect();
+        for (id, o) in out.iter_mut() {
+            if !listed.contains(id.as_str()) {
+                o.absent -= 1;
+                o.timed_out += 1;
+            }
+        }
+    }
+    (out, data)
 }
 
 #[derive(Default)]
@@ -186,6 +390,8 @@ pub fn rows(runs: &[&RunRecord], confidence: f64, counting_signature: bool) -> V
                 vs_baseline: None,
                 sham: None,
                 vs_sham: None,
+                shift_vs_baseline: None,
+                outcomes: Outcomes::default(),
                 signatures,
                 first_failure: t.first_failure,
                 stage: None,
@@ -196,6 +402,73 @@ pub fn rows(runs: &[&RunRecord], confidence: f64, counting_signature: bool) -> V
             }
         })
         .collect()
+}
+
+/// Compares each test's outcome distribution in each cell with the
+/// baseline's (`data`: each cell's runs with per-test data; each row's
+/// `outcomes` already set). A test the baseline reported and a cell never
+/// did gets a `never_ran` row there; a test only a cell reported is absent
+/// from every baseline run. The exact 2×C test per pair (both sides with
+/// runs), Holm across all those pairs: its own family, beside the failure
+/// comparison's.
+pub fn compare_outcomes(
+    cells: &mut [Vec<TestRow>],
+    data: &[DataRuns],
+    baseline: usize,
+    confidence: f64,
+) {
+    let base_data = data[baseline];
+    if base_data.total() == 0 {
+        return;
+    }
+    let base: BTreeMap<String, (Outcomes, String)> = cells[baseline]
+        .iter()
+        .map(|r| (r.id.clone(), (r.outcomes, r.family.clone())))
+        .collect();
+    for (ci, rows) in cells.iter_mut().enumerate() {
+        if ci == baseline || data[ci].total() == 0 {
+            continue;
+        }
+        let seen: std::collections::BTreeSet<String> = rows.iter().map(|r| r.id.clone()).collect();
+        for (id, (o, family)) in &base {
+            if !seen.contains(id) && o.total() > o.absent {
+                rows.push(TestRow::never_ran(id, family, data[ci].unreported()));
+            }
+        }
+    }
+    let mut pairs = Vec::new();
+    let mut raw = Vec::new();
+    let mut methods = Vec::new();
+    for (ci, rows) in cells.iter().enumerate() {
+        if ci == baseline || data[ci].total() == 0 {
+            continue;
+        }
+        for (ri, row) in rows.iter().enumerate() {
+            let from = base
+                .get(&row.id)
+                .map_or(base_data.unreported(), |(o, _)| *o);
+            let (p, method) = stats::shift_test(&from.counts(), &row.outcomes.counts());
+            pairs.push((ci, ri, from));
+            raw.push(p);
+            methods.push(method);
+        }
+    }
+    let adjusted = stats::holm(&raw);
+    let alpha = 1.0 - confidence;
+    for (((&(ci, ri, from), &p), &adj), &method) in
+        pairs.iter().zip(&raw).zip(&adjusted).zip(&methods)
+    {
+        let row = &mut cells[ci][ri];
+        row.shift_vs_baseline = Some(Shift {
+            from,
+            to: row.outcomes,
+            fisher_p: p,
+            adjusted_p: adj,
+            differs: adj < alpha,
+            method,
+        });
+    }
+    sort(cells);
 }
 
 /// A test that the baseline never reported is compared as if absent there:
@@ -231,12 +504,17 @@ pub fn compare(cells: &mut [Vec<TestRow>], baseline: usize, confidence: f64) {
             differs: adj < alpha,
         });
     }
+    sort(cells);
+}
+
+/// Each cell's rows, differing tests first.
+fn sort(cells: &mut [Vec<TestRow>]) {
     for rows in cells.iter_mut() {
         rows.sort_by(|a, b| {
             let key = |r: &TestRow| {
-                let differs = r.vs_baseline.as_ref().is_some_and(|v| v.differs);
                 let p = r.vs_baseline.as_ref().map_or(1.0, |v| v.adjusted_p);
-                (!differs, r.k == 0, p)
+                let shift = r.shift_vs_baseline.as_ref().map_or(1.0, |v| v.adjusted_p);
+                (!r.differs(), r.k == 0, p.min(shift))
             };
             let (ka, kb) = (key(a), key(b));
             ka.0.cmp(&kb.0)
@@ -346,5 +624,114 @@ mod tests {
         assert!(cells[1][0].vs_baseline.as_ref().unwrap().differs);
         assert!(!cells[1][1].vs_baseline.as_ref().unwrap().differs);
         assert!(cells[0][0].vs_baseline.is_none());
+    }
+
+    /// Rows with their outcomes, compared both ways, as the report does.
+    fn compared(base: &[RunRecord], cell: &[RunRecord]) -> Vec<Vec<TestRow>> {
+        let mut cells = Vec::new();
+        let mut data = Vec::new();
+        for runs in [base, cell] {
+            let refs: Vec<&RunRecord> = runs.iter().collect();
+            let mut r = rows(&refs, 0.95, false);
+            let (o, d) = outcomes(&refs);
+            for t in &mut r {
+                t.outcomes = o[&t.id];
+            }
+            cells.push(r);
+            data.push(d);
+        }
+        compare(&mut cells, 0, 0.95);
+        compare_outcomes(&mut cells, &data, 0, 0.95);
+        cells
+    }
+
+    fn row<'a>(rows: &'a [TestRow], id: &str) -> &'a TestRow {
+        rows.iter().find(|r| r.id == id).unwrap()
+    }
+
+    #[test]
+    fn always_failed_then_always_skipped_differs_like_a_failure() {
+        use TestOutcome::*;
+        let base: Vec<RunRecord> = (0..6)
+            .map(|i| run(&format!("b{i}"), &[("x", Fail, None), ("y", Pass, None)]))
+            .collect();
+        let cell: Vec<RunRecord> = (0..6)
+            .map(|i| run(&format!("c{i}"), &[("x", Skip, None), ("y", Pass, None)]))
+            .collect();
+        let cells = compared(&base, &cell);
+        let x = row(&cells[1], "x");
+        assert_eq!(x.status, TestStatus::AlwaysSkipped);
+        assert!(
+            x.vs_baseline.is_none(),
+            "n = 0: the failure count cannot compare it"
+        );
+        let shift = x.shift_vs_baseline.as_ref().unwrap();
+        assert_eq!((shift.from.failed, shift.to.skipped), (6, 6));
+        // 2 / C(12, 6), Holm over the two pairs.
+        assert!((shift.fisher_p - 2.0 / 924.0).abs() < 1e-12, "{shift:?}");
+        assert!(shift.differs && x.differs());
+        assert!(!row(&cells[1], "y").differs());
+        assert_eq!(cells[1][0].id, "x", "the differing test comes first");
+        assert!(
+            cells[0][0].shift_vs_baseline.is_none(),
+            "the baseline is the reference"
+        );
+    }
+
+    #[test]
+    fn passes_then_errors_differs_and_shows_as_errors() {
+        use TestOutcome::*;
+        let base: Vec<RunRecord> = (0..6)
+            .map(|i| run(&format!("b{i}"), &[("x", Pass, None)]))
+            .collect();
+        let cell: Vec<RunRecord> = (0..6)
+            .map(|i| run(&format!("c{i}"), &[("x", Error, None)]))
+            .collect();
+        let cells = compared(&base, &cell);
+        let shift = cells[1][0].shift_vs_baseline.as_ref().unwrap();
+        assert_eq!(
+            (shift.from.passed, shift.to.errored, shift.to.failed),
+            (6, 6, 0)
+        );
+        assert!(shift.differs);
+        // Failed at baseline, errored here: the failure count is the same,
+        // the outcomes are not.
+        let base: Vec<RunRecord> = (0..6)
+            .map(|i| run(&format!("b{i}"), &[("x", Fail, None)]))
+            .collect();
+        let cells = compared(&base, &cell);
+        assert!(!cells[1][0].vs_baseline.as_ref().unwrap().differs);
+        assert!(cells[1][0].shift_vs_baseline.as_ref().unwrap().differs);
+    }
+
+    #[test]
+    fn a_test_that_vanishes_from_a_cell_gets_a_never_ran_row_that_differs() {
+        use TestOutcome::*;
+        let base: Vec<RunRecord> = (0..6)
+            .map(|i| run(&format!("b{i}"), &[("x", Pass, None), ("y", Pass, None)]))
+            .collect();
+        let cell: Vec<RunRecord> = (0..6)
+            .map(|i| run(&format!("c{i}"), &[("y", Pass, None)]))
+            .collect();
+        let cells = compared(&base, &cell);
+        let x = row(&cells[1], "x");
+        assert_eq!(x.status, TestStatus::NeverRan);
+        assert_eq!(x.absent, 6);
+        let shift = x.shift_vs_baseline.as_ref().unwrap();
+        assert_eq!((shift.from.passed, shift.to.absent), (6, 6));
+        assert!(shift.differs);
+    }
+
+    #[test]
+    fn a_timed_out_run_with_a_partial_report_counts_its_missing_tests_as_timed_out() {
+        use TestOutcome::*;
+        let mut partial = run("t0", &[("x", Pass, None)]);
+        partial.outcome = Outcome::Timeout;
+        let runs = [run("r0", &[("x", Pass, None), ("y", Fail, None)]), partial];
+        let refs: Vec<&RunRecord> = runs.iter().collect();
+        let (o, data) = outcomes(&refs);
+        assert_eq!((data.finished, data.timed_out), (1, 1));
+        assert_eq!(o["x"].passed, 2);
+        assert_eq!((o["y"].failed, o["y"].timed_out, o["y"].absent), (1, 1, 0));
     }
 }

@@ -25,7 +25,10 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "runner: {runner} (recipe)");
     }
     if let Some(sig) = &report.signature {
-        let _ = writeln!(out, "counting only failures matching: {sig}");
+        let _ = writeln!(
+            out,
+            "counting runs that reproduced the signature (in their output or a failing test's message): {sig}"
+        );
     }
     if let Some(run) = &report.replay_of {
         let _ = writeln!(
@@ -144,6 +147,7 @@ fn render_tests(report: &Report, out: &mut String) {
     }
     let rows = shown_test_rows(report);
     let _ = writeln!(out, "\nper-test outcomes (JUnit), {total} tests:");
+    let _ = writeln!(out, "  counting: {}", super::counting_text(report));
     let what = failure_heading(report);
     let header = [
         "cell".to_string(),
@@ -182,6 +186,9 @@ fn render_tests(report: &Report, out: &mut String) {
     }
     for (row, (_, t)) in body.iter().zip(&rows) {
         let _ = writeln!(out, "{}", line(row));
+        if let Some(shift) = super::test_shift_text(t) {
+            let _ = writeln!(out, "      {shift}");
+        }
         for sig in t.signatures.iter().take(3) {
             let _ = writeln!(out, "      {}× {}", sig.count, sig.signature);
         }

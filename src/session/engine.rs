@@ -92,7 +92,7 @@ pub async fn run_session_looking(
             return Ok(None);
         }
     }
-    let session = SessionRecord {
+    let mut session = SessionRecord {
         schema: SESSION_SCHEMA.into(),
         id: session_id.clone(),
         started_at: started_at.clone(),
@@ -126,6 +126,7 @@ pub async fn run_session_looking(
         rung: settings.rung.clone(),
         part_of: settings.part_of.clone(),
     };
+    super::scrub::session(&settings.redaction, &mut session);
     settings.store.append_session(&session)?;
 
     let interrupted = match on_block.as_mut() {

@@ -9,8 +9,39 @@ use crate::record::{Outcome, ProcessEnd, RunRecord};
 
 use super::SessionSpec;
 
-/// Fills a planned record from how its child ended.
+/// Fills a planned record from how its child ended, with the session's
+/// credential values masked in the record, in its log (rewritten now that
+/// the run has ended) and in its harness-owned report.
 pub(super) fn finish_record(
+    record: &mut RunRecord,
+    started_at: jiff::Timestamp,
+    result: ChildResult,
+    settings: &SessionSpec,
+    prepared: &Prepared,
+) {
+    classify(record, started_at, result, settings, prepared);
+    super::scrub::run(&settings.redaction, record);
+}
+
+/// The masked text of a run's log (empty when it printed nothing). A log
+/// that cannot be masked is removed rather than kept with a credential in it.
+fn masked_log(record: &mut RunRecord, settings: &SessionSpec) -> Vec<u8> {
+    let Some(log) = record.log.as_ref().map(|l| settings.store.root().join(l)) else {
+        return Vec::new();
+    };
+    match super::scrub::log_file(&settings.redaction, &log) {
+        Ok(bytes) => bytes,
+        Err(why) => {
+            if settings.redaction.masks_values() && std::fs::remove_file(&log).is_ok() {
+                record.log = None;
+                record.warnings.push(format!("{why}; the log was removed"));
+            }
+            Vec::new()
+        }
+    }
+}
+
+fn classify(
     record: &mut RunRecord,
     started_at: jiff::Timestamp,
     result: ChildResult,
@@ -47,12 +78,20 @@ pub(super) fn finish_record(
         _ => {}
     }
     record.end = result.end;
+    // Masked before anything is read from it: a signature normalised from
+    // a credential would no longer match its value.
+    let text = if record.log.is_some()
+        && (settings.redaction.masks_values()
+            || matches!(record.outcome, Outcome::Pass | Outcome::Fail))
+    {
+        masked_log(record, settings)
+    } else {
+        Vec::new()
+    };
     if !matches!(record.outcome, Outcome::Pass | Outcome::Fail) {
         read_tests(record, settings);
         return;
     }
-    let log = record.log.as_ref().map(|l| settings.store.root().join(l));
-    let text = log.and_then(|p| std::fs::read(p).ok()).unwrap_or_default();
     let text = String::from_utf8_lossy(&text);
     let wrapped = record.argv.get(1).is_some_and(|a| a == "__exec");
     if wrapped && record.exit_code == Some(perturb::isolate::SETUP_EXIT) {
@@ -98,7 +137,11 @@ pub(super) fn finish_record(
         return;
     }
     if let Some(sig) = &settings.signature {
-        record.signature_match = Some(sig.is_match(&text));
+        // The run reproduced the signature when its output or a failing
+        // test's message did: the per-test rows count within these runs.
+        record.signature_match = Some(
+            sig.is_match(&text) || record.tests.iter().any(|t| t.signature_match == Some(true)),
+        );
     }
     record.failure_signature = record
         .tests
@@ -118,7 +161,21 @@ fn read_tests(record: &mut RunRecord, settings: &SessionSpec) {
     ) {
         return;
     }
-    match crate::junit::parse_file(&path) {
+    let in_store = path.starts_with(settings.store.root());
+    let masked = match super::scrub::junit_file(&settings.redaction, &path, in_store) {
+        Ok(masked) => masked,
+        Err(why) => {
+            // A report that keeps a credential is not left in the store.
+            let _ = std::fs::remove_file(&path);
+            record.tests_missing = Some(why);
+            return;
+        }
+    };
+    let parsed = match masked {
+        Some(bytes) => crate::junit::parse(bytes.as_slice()),
+        None => crate::junit::parse_file(&path),
+    };
+    match parsed {
         Ok(parsed) => {
             let sig = settings.signature.clone();
             let matches = move |text: &str| sig.as_ref().is_some_and(|r| r.is_match(text));

@@ -75,7 +75,7 @@ pub(super) fn plan_process(
     let mut repro_note = prepared.repro_note();
     if topology.is_some() {
         let together = format!(
-            "one of {} processes started together (group {}){}",
+            "one of {} processes started together (group {}): the line starts it alone, without the processes it ran beside{}",
             settings.copies,
             spec.index,
             if settings.copy_dirs.is_empty() {
@@ -126,6 +126,7 @@ pub(super) fn plan_process(
     };
     if !applied {
         record.reason = cells[spec.cell].reason.clone();
+        super::scrub::run(&settings.redaction, &mut record);
         settings.store.append_run(&record)?;
         return Ok(None);
     }

@@ -13,6 +13,7 @@ mod finish;
 mod job;
 mod launch;
 pub mod resolve;
+pub mod scrub;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -182,6 +182,18 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         junit = Some(JunitSource::Recipe);
     }
     let mut wanted = cells(&catalog, &intent, &layered.matrix, &redaction)?;
+    // The values to mask wherever they appear: the credentials the subject
+    // inherits from flakelab's environment and those the cells set.
+    let redaction = redaction.with_own_environment().with_values(
+        wanted
+            .iter()
+            .flat_map(|c| &c.perturbations)
+            .filter_map(|k| match k {
+                Kind::Env { set, .. } => Some(set),
+                _ => None,
+            })
+            .flatten(),
+    );
     let mut facts = HostFacts::detect();
     if let Some(r) = &recipe {
         facts.unsupported = r.unsupported.clone();

@@ -3,8 +3,6 @@
 //! subject whose evidence claims nothing and says what it looked at; and
 //! secrets that never leave through a record or an output.
 
-use std::path::Path;
-
 use serde_json::Value;
 
 use super::{capable, copy_fixture, sh_ok, Lab};
@@ -187,7 +185,7 @@ fn a_date_that_expires_is_told_from_the_zone_by_a_clean_zone_cell() {
     assert!(a["row"]["text"]
         .as_str()
         .unwrap()
-        .contains("0 of 6 — p < 0.393 at 95%"));
+        .contains("0 of 6 — rate < 0.393 at 95%"));
 }
 
 #[test]
@@ -413,7 +411,7 @@ fn a_clean_subject_claims_nothing_and_its_coverage_names_every_class() {
     assert!(md.contains("No class is claimed"), "{md}");
     assert!(md.contains("#### Coverage"), "{md}");
     assert!(
-        md.contains("`tz=Asia/Kathmandu` | 0 of 5 — p < 0.451 at 95%"),
+        md.contains("`tz=Asia/Kathmandu` | 0 of 5 — rate < 0.451 at 95%"),
         "{md}"
     );
     for label in [
@@ -429,20 +427,6 @@ fn a_clean_subject_claims_nothing_and_its_coverage_names_every_class() {
     ] {
         assert!(md.contains(&format!("| {label}")), "{label} missing:\n{md}");
     }
-}
-
-/// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(files(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 #[test]
@@ -470,7 +454,6 @@ fn planted_secrets_never_reach_a_record_a_repro_line_or_an_output() {
             .output()
             .unwrap()
     };
-    let mut outputs = Vec::new();
     // The subject uses the values (a failing cell has a repro line to show)
     // but never prints them.
     let run = flakelab(&[
@@ -496,37 +479,8 @@ fn planted_secrets_never_reach_a_record_a_repro_line_or_an_output() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    outputs.push(run);
-    for format in ["table", "json", "markdown"] {
-        outputs.push(flakelab(&["report", "--format", format]));
-    }
-    for format in ["markdown", "json"] {
-        outputs.push(flakelab(&["evidence", "--format", format]));
-    }
-    let mut texts: Vec<(String, String)> = Vec::new();
-    for (i, out) in outputs.iter().enumerate() {
-        assert!(
-            out.status.code().is_some_and(|c| c <= 1),
-            "output {i}: {out:?}"
-        );
-        texts.push((
-            format!("stdout {i}"),
-            String::from_utf8_lossy(&out.stdout).into(),
-        ));
-        texts.push((
-            format!("stderr {i}"),
-            String::from_utf8_lossy(&out.stderr).into(),
-        ));
-    }
-    let written = files(&lab.store());
-    assert!(written.iter().any(|p| p.ends_with("runs.jsonl")));
-    for path in written {
-        let bytes = std::fs::read(&path).unwrap();
-        texts.push((
-            path.display().to_string(),
-            String::from_utf8_lossy(&bytes).into(),
-        ));
-    }
+    let outputs = super::with_every_reader(run, flakelab);
+    let texts = super::everything_written(&outputs, &lab.store());
     for (name, text) in &texts {
         for secret in secrets {
             assert!(

@@ -12,20 +12,20 @@ use serde_json::Value;
 use crate::Lab;
 
 /// Writes the script into the lab; returns its path.
-fn script(lab: &Lab, text: &str) -> PathBuf {
+pub(super) fn script(lab: &Lab, text: &str) -> PathBuf {
     let path = lab.path().join("fake.toml");
     std::fs::write(&path, text).unwrap();
     path
 }
 
 /// `flakelab ARGS --fake-executor SCRIPT`.
-fn fake(lab: &Lab, script: &std::path::Path, args: &[&str]) -> Output {
+pub(super) fn fake(lab: &Lab, script: &std::path::Path, args: &[&str]) -> Output {
     let mut c: Command = lab.cmd();
     c.arg("--fake-executor").arg(script).args(args);
     c.output().unwrap()
 }
 
-fn json(out: &Output) -> Value {
+pub(super) fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "no JSON ({e}): {}\nstderr: {}",
@@ -35,7 +35,7 @@ fn json(out: &Output) -> Value {
     })
 }
 
-fn code(out: &Output) -> i32 {
+pub(super) fn code(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
 }
 
@@ -428,7 +428,7 @@ fn a_run_timeout_from_flakelab_toml_reaches_screen_confirmations() {
 }
 
 /// A git repository in the lab with one commit of `file`; returns its id.
-fn commit(lab: &Lab, file: &str, text: &str) -> String {
+pub(super) fn commit(lab: &Lab, file: &str, text: &str) -> String {
     let git = |args: &[&str]| {
         let out = Command::new("git")
             .args([

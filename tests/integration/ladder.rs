@@ -166,7 +166,7 @@ fn an_order_dependent_pair_reproduces_with_its_neighbours_not_alone() {
         text.contains("Reproduced at rung 2 (neighbours): tests interfere when scheduled together"),
         "{text}"
     );
-    assert!(text.contains("0 of 3 — p < 0.632"), "{text}");
+    assert!(text.contains("0 of 3 — rate < 0.632"), "{text}");
 }
 
 #[test]

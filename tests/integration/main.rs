@@ -5,12 +5,14 @@ mod catalog_cli;
 mod config_init;
 mod evidence;
 mod fake;
+mod honest;
 mod junit_corpus;
 mod junit_e2e;
 mod kernel;
 mod ladder;
 mod measured;
 mod recipes;
+mod redaction;
 mod run_stats;
 mod runner_cargo;
 mod runner_go;
@@ -98,6 +100,64 @@ impl Lab {
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     }
+}
+
+/// Every file under `dir`, recursively.
+pub fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// `run`'s output, then those of every command that reads its session back:
+/// `report` in each format and `evidence` in each, run by `flakelab`.
+pub fn with_every_reader(run: Output, flakelab: impl Fn(&[&str]) -> Output) -> Vec<Output> {
+    let mut outputs = vec![run];
+    for format in ["table", "json", "markdown"] {
+        outputs.push(flakelab(&["report", "--format", format]));
+    }
+    for format in ["markdown", "json"] {
+        outputs.push(flakelab(&["evidence", "--format", format]));
+    }
+    outputs
+}
+
+/// Everything flakelab left for a reader, named: the stdout and stderr of
+/// each of `outputs` (each of which must have exited 0 or 1), and every
+/// file of the `store`.
+pub fn everything_written(outputs: &[Output], store: &Path) -> Vec<(String, String)> {
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for (i, out) in outputs.iter().enumerate() {
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "output {i}: {out:?}"
+        );
+        texts.push((
+            format!("stdout {i}"),
+            String::from_utf8_lossy(&out.stdout).into(),
+        ));
+        texts.push((
+            format!("stderr {i}"),
+            String::from_utf8_lossy(&out.stderr).into(),
+        ));
+    }
+    let written = files(store);
+    assert!(written.iter().any(|p| p.ends_with("runs.jsonl")));
+    for path in written {
+        let bytes = std::fs::read(&path).unwrap();
+        texts.push((
+            path.display().to_string(),
+            String::from_utf8_lossy(&bytes).into(),
+        ));
+    }
+    texts
 }
 
 /// Removes inherited variables that would perturb a subject.

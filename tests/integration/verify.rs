@@ -16,7 +16,7 @@ fn verify(lab: &Lab, before: &str, after: &str) -> (Option<i32>, serde_json::Val
         "--after",
         after,
         "-n",
-        "3",
+        "4",
         "-p",
         "tz=Pacific/Kiritimati",
         "--test",
@@ -48,21 +48,24 @@ fn a_fix_is_verified_only_when_red_before_and_green_after() {
          sed -i 's/timedelta(hours=12)/timedelta(hours=14)/' tests/test_zone.py && \
          git commit -qam fix && git tag fixed && git revert --no-edit HEAD >/dev/null",
     );
-    // broken → fix: both halves hold.
+    // broken → fix: both halves hold, and 4 of 4 against 0 of 4 is the
+    // fewest runs whose difference Fisher shows at 95% (p = 0.029).
     let (code, json) = verify(&lab, "fixed~1", "fixed");
     assert_eq!(code, Some(0), "{json}");
     assert_eq!(json["schema"], "flakelab.verify/1");
     assert_eq!(json["negative_control"]["holds"], true, "{json}");
     assert_eq!(json["fix"]["holds"], true, "{json}");
+    assert_eq!(json["verified"], true, "{json}");
     let cell = &json["cells"][0];
     assert_eq!(
         (cell["before"]["k"].as_u64(), cell["before"]["n"].as_u64()),
-        (Some(3), Some(3))
+        (Some(4), Some(4))
     );
     assert_eq!(
         (cell["after"]["k"].as_u64(), cell["after"]["n"].as_u64()),
-        (Some(0), Some(3))
+        (Some(0), Some(4))
     );
+    assert_eq!(cell["before_vs_after"]["differs"], true, "{json}");
     // broken → the fix reverted: the fix half fails, and says so.
     let (code, json) = verify(&lab, "fixed~1", "HEAD");
     assert_eq!(code, Some(1), "{json}");

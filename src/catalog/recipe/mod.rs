@@ -727,6 +727,28 @@ impl Recipe {
 mod tests {
     use super::*;
 
+    /// Every string a user reads from a recipe (its summary, why a kind is
+    /// unsupported, …) names no file flakelab does not ship: the
+    /// `shared/reference/` notes are the maintainers', not the user's.
+    /// Only `sources` and `checked` cite them, as provenance.
+    #[test]
+    fn no_user_facing_text_cites_a_file_flakelab_does_not_ship() {
+        for r in load(None).unwrap() {
+            let mut v = serde_json::to_value(&r).unwrap();
+            let o = v.as_object_mut().unwrap();
+            o.remove("sources");
+            o.remove("checked");
+            let text = v.to_string();
+            for cited in ["shared/", "reference/", ".md"] {
+                assert!(
+                    !text.contains(cited),
+                    "recipe {} tells the user about `{cited}`: {text}",
+                    r.name
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_version_command_takes_the_runners_words_from_the_command() {
         let mut r = recipe(&[&["python3", "-m", "pytest"]]);
