@@ -298,6 +298,10 @@ pub struct CellRecord {
     /// The sham cell this cell is compared with (its mechanism's sham).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sham: Option<String>,
+    /// What the cell changes beyond its declared conditions (libfaketime
+    /// options a recipe asked for), one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One session, as stored in `sessions.jsonl` (written before the first run).

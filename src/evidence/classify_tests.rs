@@ -38,6 +38,7 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
                 probes: vec![],
                 sham_of: None,
                 sham: None,
+                notes: vec![],
             })
             .collect(),
         plan: plan::build(&names, n, 7),

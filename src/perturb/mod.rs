@@ -109,6 +109,9 @@ pub struct Prepared {
     pub shuffle: bool,
     /// The runner's workers (from the recipe).
     pub workers: Option<usize>,
+    /// What the cell does beyond its declared conditions, said on the cell
+    /// (libfaketime options a recipe asked for).
+    pub notes: Vec<String>,
     /// Which perturbation set each variable, to refuse conflicting ones.
     owners: BTreeMap<String, String>,
 }
@@ -242,8 +245,22 @@ pub fn prepare(
                 match faketime::locate(host.faketime_override.as_deref()) {
                     Ok(lib) => {
                         let preload = host.ld_preload.as_deref();
-                        for (k, v) in faketime::child_env(&lib, &shift.faketime_value(), preload) {
+                        let needs = recipe.and_then(|r| r.faketime.as_ref().map(|f| (r, f)));
+                        let options = needs.into_iter().flat_map(|(_, f)| &f.env);
+                        for (k, v) in
+                            faketime::child_env(&lib, &shift.faketime_value(), preload, options)
+                        {
                             out.claim(&label, &k, Some(&v))?;
+                        }
+                        if let Some((r, f)) = needs {
+                            let set: Vec<String> =
+                                f.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                            out.notes.push(format!(
+                                "{label}: the {} recipe sets {} for its runtime ({}); this changes how the subject's time flows beyond the shift",
+                                r.name,
+                                set.join(" "),
+                                f.why.trim()
+                            ));
                         }
                         clock = Some((label, shift));
                     }
@@ -435,6 +452,41 @@ mod tests {
             .hint
             .contains("apt-get install faketime"));
         assert!(prepared.probes.is_empty());
+    }
+
+    #[test]
+    fn faketime_sets_only_the_shift_unless_the_recipe_needs_more_and_then_says_so() {
+        let catalog = Catalog::load(None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("libfaketime.so.1");
+        std::fs::write(&lib, b"").unwrap();
+        let mut host = HostFacts::detect();
+        host.faketime_override = Some(lib.clone());
+        host.ld_preload = Some("/opt/asan.so".into());
+        let cell = catalog.cell("faketime=+365d").unwrap();
+        let plain = prepare(&cell, &host, None, &Default::default()).unwrap();
+        let names: Vec<&str> = plain.set.keys().map(String::as_str).collect();
+        assert_eq!(names, ["FAKETIME", "LD_PRELOAD"]);
+        assert_eq!(
+            plain.set["LD_PRELOAD"],
+            format!("/opt/asan.so:{}", lib.display())
+        );
+        assert!(plain.notes.is_empty());
+        let mut jvm = crate::catalog::recipe::load(None)
+            .unwrap()
+            .into_iter()
+            .find(|r| r.name == "pytest")
+            .unwrap();
+        jvm.faketime = Some(crate::catalog::recipe::FaketimeNeeds {
+            env: BTreeMap::from([("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into())]),
+            why: "the JVM hangs on a faked monotonic clock".into(),
+        });
+        let needs = prepare(&cell, &host, Some(&jvm), &Default::default()).unwrap();
+        assert_eq!(needs.set["FAKETIME_DONT_FAKE_MONOTONIC"], "1");
+        assert_eq!(
+            needs.notes,
+            ["faketime=+365d: the pytest recipe sets FAKETIME_DONT_FAKE_MONOTONIC=1 for its runtime (the JVM hangs on a faked monotonic clock); this changes how the subject's time flows beyond the shift"]
+        );
     }
 
     #[test]

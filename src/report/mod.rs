@@ -94,6 +94,9 @@ pub struct CellReport {
     pub runs_without_tests: u64,
     /// What the probes observed.
     pub probes: Vec<String>,
+    /// What the cell changed beyond its declared conditions (libfaketime
+    /// options a recipe asked for).
+    pub notes: Vec<String>,
     /// Processes the runs of this cell left behind.
     pub stragglers: u64,
     /// The repro line of the first counted failure, in plan order.
@@ -399,6 +402,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 runs_with_tests: 0,
                 runs_without_tests: 0,
                 probes: c.probes.clone(),
+                notes: c.notes.clone(),
                 stragglers: 0,
                 first_failure: None,
             };
@@ -673,6 +677,7 @@ pub fn notes(report: &Report) -> Vec<String> {
         ));
     }
     for c in &report.cells {
+        out.extend(c.notes.iter().cloned());
         let mut excluded = Vec::new();
         if c.timed_out > 0 {
             excluded.push(format!("{} timed out", c.timed_out));

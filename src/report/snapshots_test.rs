@@ -36,6 +36,7 @@ fn session() -> SessionRecord {
                 probes: vec![],
                 sham_of: None,
                 sham: None,
+                notes: vec![],
             })
             .collect(),
         plan: plan::build(&names, 6, 7),

@@ -60,6 +60,7 @@ pub(super) async fn probe_cell(
         probes: Vec::new(),
         sham_of: settings.shams.of.get(&cell.name).cloned(),
         sham: settings.shams.by_cell.get(&cell.name).cloned(),
+        notes: prepared.notes.clone(),
     };
     if let Some(reason) = &prepared.not_applicable {
         record.applied = false;

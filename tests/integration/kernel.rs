@@ -4,7 +4,7 @@
 
 use super::{capable, cell, sh_ok, Lab};
 
-fn faketime_available() -> bool {
+pub(super) fn faketime_available() -> bool {
     capable(
         "libfaketime",
         std::path::Path::new("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1").exists()
@@ -288,6 +288,38 @@ fn cpu_pin_and_rlimit_are_visible_to_the_child() {
         );
     }
     repro_lines_reproduce(&lab);
+}
+
+#[test]
+fn the_exec_helper_hands_the_subject_the_baselines_signal_state() {
+    // The helper is a Rust program, whose runtime ignores SIGPIPE; an
+    // ignored signal survives exec, and `yes | head` then behaves otherwise
+    // than at the baseline. The subject fails when SIGPIPE is ignored in it.
+    let lab = Lab::new();
+    let (code, report) = lab.run_json(&[
+        "-n",
+        "2",
+        "-p",
+        "cpu-pin=1",
+        "-p",
+        "rlimit=nofile:256",
+        "--",
+        "sh",
+        "-c",
+        "ign=$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status); test $(( 0x$ign & 0x1000 )) -eq 0",
+    ]);
+    assert_eq!(code, 0, "{report}");
+    for c in report["cells"].as_array().unwrap() {
+        assert_eq!(
+            (c["k"].as_u64(), c["n"].as_u64()),
+            (Some(0), Some(2)),
+            "{c}"
+        );
+    }
+    assert!(
+        lab.runs().iter().any(|r| r["argv"][1] == "__exec"),
+        "the helper ran"
+    );
 }
 
 #[test]

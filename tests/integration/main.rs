@@ -2,6 +2,7 @@
 //! One test binary; this file declares the modules and the [`Lab`] helper.
 
 mod catalog_cli;
+mod clock;
 mod config_init;
 mod evidence;
 mod fake;
