@@ -100,6 +100,9 @@ pub struct Prepared {
     pub isolation: Isolation,
     /// Busy threads beside each run.
     pub stress: Option<StressPlan>,
+    /// The `cpu-stress` perturbation as recorded, for the verdict on each
+    /// run's measured stress.
+    pub stress_label: Option<String>,
     /// Why the subject's runtime cannot honour this cell, if it cannot.
     pub not_applicable: Option<String>,
     /// A capability this host lacks for the cell (e.g. libfaketime), as the
@@ -354,14 +357,16 @@ pub fn prepare(
                 out.stress = Some(StressPlan {
                     threads,
                     cpus: None,
+                    allowed: host.cpus.len(),
                 });
                 // No busy thread (the sham): nothing to measure; the run is
                 // still scheduled alone.
                 if threads > 0 {
+                    out.stress_label = Some(label.clone());
                     out.probes.push(Probe {
                         perturbation: label,
                         argv: vec!["sleep".into(), "0.5".into()],
-                        expect: Expect::Busy { min_share: 0.0 },
+                        expect: Expect::Stress,
                     });
                 }
             }
@@ -370,17 +375,6 @@ pub fn prepare(
     // Stress competes with a pinned child only on the child's CPUs.
     if let (Some(stress), Some(cpus)) = (&mut out.stress, &out.isolation.cpus) {
         stress.cpus = Some(cpus.clone());
-    }
-    if let Some(stress) = &out.stress {
-        let usable = stress.cpus.as_ref().map_or(host.cpus.len(), Vec::len);
-        let expected = stress.threads.min(usable) as f64 / host.cpus.len().max(1) as f64;
-        for p in &mut out.probes {
-            if let Expect::Busy { min_share } = &mut p.expect {
-                // Half the share the threads should take: far above an idle
-                // host, far below what working stress measures.
-                *min_share = expected / 2.0;
-            }
-        }
     }
     if let Some((label, shift)) = clock {
         let expect = match shift {

@@ -97,10 +97,102 @@ pub struct CellReport {
     /// What the cell changed beyond its declared conditions (libfaketime
     /// options a recipe asked for).
     pub notes: Vec<String>,
+    /// Why runs of this applied cell were not applied (the first such run's
+    /// reason), when some were: a stressed run whose stressors did not get
+    /// their share, a shuffle whose seed the runner did not print, ….
+    pub not_applied_reason: Option<String>,
+    /// The CPU time the cell's runs and their stress threads got.
+    pub cpu: Option<CellCpu>,
     /// Processes the runs of this cell left behind.
     pub stragglers: u64,
     /// The repro line of the first counted failure, in plan order.
     pub first_failure: Option<FirstFailure>,
+}
+
+/// The CPU time a cell's runs got, from per-process and per-thread
+/// accounting (each run's `cpu` record).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellCpu {
+    /// Runs with a measurement.
+    pub runs: u64,
+    /// Median CPU seconds of a run's processes, over the runs that ran
+    /// alone (None when none did).
+    pub subject_s_median: Option<f64>,
+    /// The stress threads, in cells with `cpu-stress`.
+    pub stress: Option<CellStress>,
+}
+
+/// What a cell's stress threads got, over its runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellStress {
+    /// Threads beside each run.
+    pub threads: usize,
+    /// CPUs they were given.
+    pub cpus: usize,
+    /// Each stressor's share of one CPU (0–1): the median over the runs.
+    pub share_median: f64,
+    /// The lowest run's.
+    pub share_min: f64,
+    /// The stressors' part of the CPU time the run used (0–1): the median
+    /// over the runs whose subject was measured.
+    pub part_median: Option<f64>,
+    /// The lowest run's.
+    pub part_min: Option<f64>,
+    /// The part a run needed to count as applied.
+    pub part_needed: f64,
+    /// Runs shorter than the shortest window judged (measured only).
+    pub unjudged: u64,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+fn cell_cpu(runs: &[&RunRecord]) -> Option<CellCpu> {
+    let measured: Vec<&crate::record::RunCpu> =
+        runs.iter().filter_map(|r| r.cpu.as_ref()).collect();
+    if measured.is_empty() {
+        return None;
+    }
+    let stressed: Vec<_> = measured
+        .iter()
+        .filter_map(|c| c.stress.as_ref().map(|s| (c, s)))
+        .collect();
+    let stress = stressed.first().map(|(_, first)| {
+        let shares: Vec<f64> = stressed
+            .iter()
+            .filter_map(|(c, _)| c.stress_share())
+            .collect();
+        let parts: Vec<f64> = stressed
+            .iter()
+            .filter_map(|(c, _)| c.stress_part())
+            .collect();
+        let low = |v: &[f64]| v.iter().copied().reduce(f64::min);
+        CellStress {
+            threads: first.threads,
+            cpus: first.cpus,
+            share_median: median(shares.clone()).unwrap_or(0.0),
+            share_min: low(&shares).unwrap_or(0.0),
+            part_median: median(parts.clone()),
+            part_min: low(&parts),
+            part_needed: crate::perturb::probe::stress_part_needed(first.threads, first.cpus),
+            unjudged: stressed
+                .iter()
+                .filter(|(c, _)| c.window_s < crate::perturb::probe::STRESS_MIN_WINDOW_S)
+                .count() as u64,
+        }
+    });
+    Some(CellCpu {
+        runs: measured.len() as u64,
+        subject_s_median: median(measured.iter().filter_map(|c| c.subject_s).collect()),
+        stress,
+    })
 }
 
 /// The first counted failure of a cell.
@@ -403,6 +495,8 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 runs_without_tests: 0,
                 probes: c.probes.clone(),
                 notes: c.notes.clone(),
+                not_applied_reason: None,
+                cpu: None,
                 stragglers: 0,
                 first_failure: None,
             };
@@ -427,9 +521,19 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                     }
                     Outcome::Timeout => cell.timed_out += 1,
                     Outcome::Error => cell.errored += 1,
-                    Outcome::NotApplied => cell.not_applied += 1,
+                    Outcome::NotApplied => {
+                        cell.not_applied += 1;
+                        if c.applied && cell.not_applied_reason.is_none() {
+                            cell.not_applied_reason = r.reason.clone();
+                        }
+                    }
                 }
             }
+            let ran: Vec<&RunRecord> = runs
+                .iter()
+                .filter(|r| r.cell == c.name && r.end != crate::record::ProcessEnd::NotStarted)
+                .collect();
+            cell.cpu = cell_cpu(&ran);
             cell.n = cell.passed + cell.failed;
             if cell.applied && cell.not_applied > 0 && cell.n + cell.timed_out + cell.errored == 0 {
                 // Every run found the cell not applied (a missing plugin, a
@@ -620,16 +724,56 @@ fn versus_words(cell: &CellReport, vs: Option<&VsBaseline>) -> String {
     }
 }
 
-/// The applied column in words.
-pub fn applied_text(cell: &CellReport) -> String {
-    if cell.applied {
-        "applied".into()
-    } else {
-        format!(
+/// The applied column in words: whether the probes proved the cell, then
+/// whether its runs did, then what its stress threads got.
+pub fn applied_text(cell: &CellReport, baseline: Option<&CellReport>) -> String {
+    if !cell.applied {
+        return format!(
             "NOT APPLIED: {}",
             cell.reason.as_deref().unwrap_or("no reason recorded")
-        )
+        );
     }
+    let mut text = match &cell.not_applied_reason {
+        Some(why) if cell.n + cell.timed_out + cell.errored == 0 => {
+            format!("NOT APPLIED in its {} run(s): {why}", cell.not_applied)
+        }
+        Some(why) => format!(
+            "applied in {} of {} runs; not applied in {}: {why}",
+            cell.n + cell.timed_out + cell.errored,
+            cell.n + cell.timed_out + cell.errored + cell.not_applied,
+            cell.not_applied
+        ),
+        None => "applied".to_string(),
+    };
+    if let Some(stress) = cell.cpu.as_ref().and_then(|c| c.stress.as_ref()) {
+        text.push_str(&format!("; {}", stress_text(cell, stress, baseline)));
+    }
+    text
+}
+
+/// What a cell's stressors and its subject got, in words.
+fn stress_text(cell: &CellReport, s: &CellStress, baseline: Option<&CellReport>) -> String {
+    use crate::perturb::probe::percent;
+    let runs = cell.cpu.as_ref().map_or(0, |c| c.runs);
+    let mut text = format!("stressors got {} of a CPU each", percent(s.share_median));
+    if let Some(part) = s.part_median {
+        text.push_str(&format!(", {} of the run's CPU time", percent(part)));
+    }
+    text.push_str(&format!(" (median of {runs} run(s)"));
+    if s.unjudged > 0 {
+        text.push_str(&format!(", {} too short to judge", s.unjudged));
+    }
+    text.push(')');
+    if let Some(subject) = cell.cpu.as_ref().and_then(|c| c.subject_s_median) {
+        text.push_str(&format!("; subject {subject:.2} s CPU per run"));
+        if let Some(base) = baseline
+            .and_then(|b| b.cpu.as_ref())
+            .and_then(|c| c.subject_s_median)
+        {
+            text.push_str(&format!(" (baseline {base:.2} s)"));
+        }
+    }
+    text
 }
 
 /// Notes under the table: excluded runs, stragglers, partial sessions.

@@ -12,14 +12,14 @@ use serde_json::Value;
 use crate::Lab;
 
 /// Writes the script into the lab; returns its path.
-fn script(lab: &Lab, text: &str) -> PathBuf {
+pub(super) fn script(lab: &Lab, text: &str) -> PathBuf {
     let path = lab.path().join("fake.toml");
     std::fs::write(&path, text).unwrap();
     path
 }
 
 /// `flakelab ARGS --fake-executor SCRIPT`.
-fn fake(lab: &Lab, script: &std::path::Path, args: &[&str]) -> Output {
+pub(super) fn fake(lab: &Lab, script: &std::path::Path, args: &[&str]) -> Output {
     let mut c: Command = lab.cmd();
     c.arg("--fake-executor").arg(script).args(args);
     c.output().unwrap()
@@ -35,7 +35,7 @@ fn json(out: &Output) -> Value {
     })
 }
 
-fn code(out: &Output) -> i32 {
+pub(super) fn code(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
 }
 
@@ -53,7 +53,7 @@ fn kn(cell: &Value) -> (u64, u64) {
 }
 
 /// A run of `flakelab run --format json -n N ARGS -- subject` under `text`.
-fn run(lab: &Lab, text: &str, args: &[&str]) -> (i32, Value) {
+pub(super) fn run(lab: &Lab, text: &str, args: &[&str]) -> (i32, Value) {
     let s = script(lab, text);
     let mut all = vec!["run", "--format", "json", "--seed", "5"];
     all.extend_from_slice(args);

@@ -20,6 +20,7 @@ mod sandbox;
 mod screen;
 mod sham;
 mod store;
+mod stress;
 mod verify;
 
 use std::path::{Path, PathBuf};
