@@ -97,9 +97,11 @@ pub struct CellReport {
     /// What the cell changed beyond its declared conditions (libfaketime
     /// options a recipe asked for).
     pub notes: Vec<String>,
-    /// Why runs of this applied cell were not applied (the first such run's
-    /// reason), when some were: a stressed run whose stressors did not get
-    /// their share, a shuffle whose seed the runner did not print, ….
+    /// Why some runs of this applied cell were not applied (the first such
+    /// run's reason) while others were: a stressed run whose stressors did
+    /// not get their share, a seed the runner did not print back. When
+    /// every run was not applied, the cell is not applied and this reason is
+    /// its `reason`.
     pub not_applied_reason: Option<String>,
     /// The CPU time the cell's runs and their stress threads got.
     pub cpu: Option<CellCpu>,
@@ -163,6 +165,8 @@ fn cell_cpu(runs: &[&RunRecord]) -> Option<CellCpu> {
     let stressed: Vec<_> = measured
         .iter()
         .filter_map(|c| c.stress.as_ref().map(|s| (c, s)))
+        // The sham of the stress (`cpu-stress=0`) runs no thread.
+        .filter(|(_, s)| s.threads > 0)
         .collect();
     let stress = stressed.first().map(|(_, first)| {
         let shares: Vec<f64> = stressed
@@ -539,10 +543,11 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 // Every run found the cell not applied (a missing plugin, a
                 // helper that could not set it up): so is the cell.
                 cell.applied = false;
-                cell.reason = runs
-                    .iter()
-                    .find(|r| r.cell == c.name && r.outcome == Outcome::NotApplied)
-                    .and_then(|r| r.reason.clone());
+                cell.reason = cell.not_applied_reason.take().or_else(|| {
+                    runs.iter()
+                        .find(|r| r.cell == c.name && r.outcome == Outcome::NotApplied)
+                        .and_then(|r| r.reason.clone())
+                });
             }
             let counted: Vec<&RunRecord> = runs
                 .iter()
@@ -734,9 +739,6 @@ pub fn applied_text(cell: &CellReport, baseline: Option<&CellReport>) -> String 
         );
     }
     let mut text = match &cell.not_applied_reason {
-        Some(why) if cell.n + cell.timed_out + cell.errored == 0 => {
-            format!("NOT APPLIED in its {} run(s): {why}", cell.not_applied)
-        }
         Some(why) => format!(
             "applied in {} of {} runs; not applied in {}: {why}",
             cell.n + cell.timed_out + cell.errored,

@@ -52,8 +52,14 @@ fn a_python_suite_that_sleeps_and_waits_passes_under_a_shifted_clock_as_at_basel
     let started = now();
     let (code, report) = lab.run_json(&args);
     assert_eq!(code, 0, "{report}");
-    for name in ["baseline", "faketime=+365d"] {
-        let c = cell(&report, name);
+    let cells = report["cells"].as_array().unwrap();
+    let names: Vec<&str> = cells.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["baseline", "faketime=+365d", "faketime=+0"],
+        "{report}"
+    );
+    for c in cells {
         assert_eq!(c["applied"], true, "{c}");
         assert_eq!(
             (c["k"].as_u64(), c["n"].as_u64()),
@@ -75,15 +81,20 @@ fn a_python_suite_that_sleeps_and_waits_passes_under_a_shifted_clock_as_at_basel
     for run in lab.runs() {
         let seen = clock_seen(&lab, &run) - started;
         let set = run["env"]["set"].as_object().unwrap();
-        if run["cell"] == "baseline" {
-            assert!(seen.abs() < 86_400, "{run}");
-            assert!(!set.contains_key("LD_PRELOAD"), "{run}");
-        } else {
-            // The interpreter that ran the tests read the shifted clock.
-            assert!((seen - year).abs() < 86_400, "{seen} s: {run}");
-            let options: Vec<&String> = set.keys().filter(|k| k.starts_with("FAKETIME")).collect();
-            assert_eq!(options, ["FAKETIME"], "{run}");
-        }
+        // The interpreter that ran the tests read the shifted clock (and its
+        // sham, `faketime=+0`, the real one through the same preload).
+        let shift = match run["cell"].as_str().unwrap() {
+            "baseline" => {
+                assert!(seen.abs() < 86_400, "{seen} s: {run}");
+                assert!(!set.contains_key("LD_PRELOAD"), "{run}");
+                continue;
+            }
+            "faketime=+365d" => year,
+            _ => 0,
+        };
+        assert!((seen - shift).abs() < 86_400, "{seen} s: {run}");
+        let options: Vec<&String> = set.keys().filter(|k| k.starts_with("FAKETIME")).collect();
+        assert_eq!(options, ["FAKETIME"], "{run}");
     }
 }
 
@@ -111,7 +122,7 @@ fn the_libfaketime_options_flakelab_used_to_set_make_time_sleep_fail_and_the_cel
     .unwrap();
     let mut args = vec![
         "-n",
-        "4",
+        "6",
         "--seed",
         "5",
         "--timeout",
@@ -125,7 +136,7 @@ fn the_libfaketime_options_flakelab_used_to_set_make_time_sleep_fail_and_the_cel
     let c = cell(&report, "faketime=+365d");
     assert_eq!(
         (c["k"].as_u64(), c["n"].as_u64()),
-        (Some(4), Some(4)),
+        (Some(6), Some(6)),
         "{c}"
     );
     assert_eq!(c["vs_baseline"]["differs"], true, "{c}");
@@ -140,10 +151,10 @@ fn the_libfaketime_options_flakelab_used_to_set_make_time_sleep_fail_and_the_cel
     let tests = c["tests"].as_array().unwrap();
     for t in tests {
         let sleeps = t["id"] == "test_waits::test_time_sleep_returns_and_monotonic_time_advances";
-        let k = if sleeps { 4 } else { 0 };
+        let k = if sleeps { 6 } else { 0 };
         assert_eq!(
             (t["k"].as_u64(), t["n"].as_u64()),
-            (Some(k), Some(4)),
+            (Some(k), Some(6)),
             "{t}"
         );
         if sleeps {
@@ -153,6 +164,16 @@ fn the_libfaketime_options_flakelab_used_to_set_make_time_sleep_fail_and_the_cel
         }
     }
     assert_eq!(cell(&report, "baseline")["k"].as_u64(), Some(0));
+    // The preload with those options fails it with the clock unshifted too:
+    // its sham says the mechanism, not the shift, made the difference.
+    assert_eq!(c["sham"], "faketime=+0", "{c}");
+    assert_eq!(c["vs_sham"]["differs"], false, "{c}");
+    let sham = cell(&report, "faketime=+0");
+    assert_eq!(
+        (sham["k"].as_u64(), sham["n"].as_u64()),
+        (Some(6), Some(6)),
+        "{sham}"
+    );
     for run in lab.runs().iter().filter(|r| r["cell"] != "baseline") {
         assert_eq!(
             run["env"]["set"]["FAKETIME_DONT_FAKE_MONOTONIC"], "1",
