@@ -120,6 +120,10 @@ pub struct CellCpu {
     /// Median CPU seconds of a run's processes, over the runs that ran
     /// alone (None when none did).
     pub subject_s_median: Option<f64>,
+    /// Median share of its wall time a run's processes spent on a CPU
+    /// (`subject_s / window_s`; above 1 when they used several CPUs): what
+    /// stress takes from a busy subject shows here, not in its CPU time.
+    pub subject_share_median: Option<f64>,
     /// The stress threads, in cells with `cpu-stress`.
     pub stress: Option<CellStress>,
 }
@@ -195,6 +199,13 @@ fn cell_cpu(runs: &[&RunRecord]) -> Option<CellCpu> {
     Some(CellCpu {
         runs: measured.len() as u64,
         subject_s_median: median(measured.iter().filter_map(|c| c.subject_s).collect()),
+        subject_share_median: median(
+            measured
+                .iter()
+                .filter(|c| c.window_s > 0.0)
+                .filter_map(|c| c.subject_s.map(|s| s / c.window_s))
+                .collect(),
+        ),
         stress,
     })
 }
@@ -766,13 +777,17 @@ fn stress_text(cell: &CellReport, s: &CellStress, baseline: Option<&CellReport>)
         text.push_str(&format!(", {} too short to judge", s.unjudged));
     }
     text.push(')');
-    if let Some(subject) = cell.cpu.as_ref().and_then(|c| c.subject_s_median) {
-        text.push_str(&format!("; subject {subject:.2} s CPU per run"));
-        if let Some(base) = baseline
-            .and_then(|b| b.cpu.as_ref())
-            .and_then(|c| c.subject_s_median)
-        {
-            text.push_str(&format!(" (baseline {base:.2} s)"));
+    let subject = |c: &CellReport| {
+        let cpu = c.cpu.as_ref()?;
+        Some((cpu.subject_s_median?, cpu.subject_share_median?))
+    };
+    if let Some((secs, share)) = subject(cell) {
+        text.push_str(&format!(
+            "; subject {secs:.2} s CPU per run, on a CPU {} of its time",
+            percent(share)
+        ));
+        if let Some((b_secs, b_share)) = baseline.and_then(subject) {
+            text.push_str(&format!(" (baseline {b_secs:.2} s, {})", percent(b_share)));
         }
     }
     text

@@ -18,8 +18,10 @@ fn threads_and_cpus(c: &Value) -> (u64, u64) {
 #[test]
 fn stressors_that_got_their_share_leave_the_cell_applied_and_its_row_says_what_they_got() {
     let lab = Lab::new();
-    let text = "[[run]]\ncell = \"cpu-stress=2x\"\nstress_share = 0.31\nsubject_cpu = 0.4\n\
-                [[run]]\ncell = \"baseline\"\nsubject_cpu = 0.25\n";
+    // Stressed, the subject needs its 0.4 s of CPU over 2 s of wall time;
+    // at the baseline, 0.25 s over 0.3 s.
+    let text = "[[run]]\ncell = \"cpu-stress=2x\"\nstress_share = 0.31\nsubject_cpu = 0.4\nduration = \"2s\"\n\
+                [[run]]\ncell = \"baseline\"\nsubject_cpu = 0.25\nduration = \"300ms\"\n";
     let (code, report) = run(&lab, text, &["-n", "3", "-p", "cpu-stress=2x"]);
     assert_eq!(code, 0, "{report}");
     let c = cell(&report, "cpu-stress=2x");
@@ -35,12 +37,13 @@ fn stressors_that_got_their_share_leave_the_cell_applied_and_its_row_says_what_t
         "{c}"
     );
     assert_eq!(c["cpu"]["subject_s_median"].as_f64(), Some(0.4));
+    assert_eq!(c["cpu"]["subject_share_median"].as_f64(), Some(0.2));
     assert_eq!(
         cell(&report, "baseline")["cpu"]["subject_s_median"].as_f64(),
         Some(0.25)
     );
-    // The stressors' part of the run's CPU: 0.31 × threads of 1 s, beside 0.4 s.
-    let got = 0.31 * threads as f64;
+    // The stressors' part of the run's CPU: 0.31 × threads of 2 s, beside 0.4 s.
+    let got = 0.31 * threads as f64 * 2.0;
     let part = stress["part_median"].as_f64().unwrap();
     assert!((part - got / (got + 0.4)).abs() < 1e-9, "{c}");
     assert!(part >= stress["part_needed"].as_f64().unwrap());
@@ -63,7 +66,7 @@ fn stressors_that_got_their_share_leave_the_cell_applied_and_its_row_says_what_t
         .unwrap_or_else(|| panic!("{table}"));
     assert!(
         row.ends_with(&format!(
-            "applied; stressors got 31% of a CPU each, {:.0}% of the run's CPU time (median of 3 run(s)); subject 0.40 s CPU per run (baseline 0.25 s)",
+            "applied; stressors got 31% of a CPU each, {:.0}% of the run's CPU time (median of 3 run(s)); subject 0.40 s CPU per run, on a CPU 20% of its time (baseline 0.25 s, 83%)",
             part * 100.0
         )),
         "{row}"
