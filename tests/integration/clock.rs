@@ -13,7 +13,25 @@ fn pytest_available() -> bool {
     )
 }
 
-const SUITE: &[&str] = &["--", "python3", "-m", "pytest", "test_waits.py"];
+/// `flakelab run` of the fixture suite, `runs` per cell, beside a
+/// `faketime=+365d` cell (and its sham).
+fn shifted_a_year(lab: &Lab, runs: &str) -> (i32, serde_json::Value) {
+    lab.run_json(&[
+        "-n",
+        runs,
+        "--seed",
+        "5",
+        "--timeout",
+        "120s",
+        "-p",
+        "faketime=+365d",
+        "--",
+        "python3",
+        "-m",
+        "pytest",
+        "test_waits.py",
+    ])
+}
 
 /// The wall clock each run's pytest process read (written by the fixture's
 /// conftest), against the time this test started.
@@ -38,19 +56,8 @@ fn a_python_suite_that_sleeps_and_waits_passes_under_a_shifted_clock_as_at_basel
     }
     let lab = Lab::new();
     copy_fixture(&lab, "pytest-clock");
-    let mut args = vec![
-        "-n",
-        "3",
-        "--seed",
-        "5",
-        "--timeout",
-        "120s",
-        "-p",
-        "faketime=+365d",
-    ];
-    args.extend_from_slice(SUITE);
     let started = now();
-    let (code, report) = lab.run_json(&args);
+    let (code, report) = shifted_a_year(&lab, "3");
     assert_eq!(code, 0, "{report}");
     let cells = report["cells"].as_array().unwrap();
     let names: Vec<&str> = cells.iter().map(|c| c["name"].as_str().unwrap()).collect();
@@ -120,18 +127,7 @@ fn the_libfaketime_options_flakelab_used_to_set_make_time_sleep_fail_and_the_cel
         ),
     )
     .unwrap();
-    let mut args = vec![
-        "-n",
-        "6",
-        "--seed",
-        "5",
-        "--timeout",
-        "120s",
-        "-p",
-        "faketime=+365d",
-    ];
-    args.extend_from_slice(SUITE);
-    let (code, report) = lab.run_json(&args);
+    let (code, report) = shifted_a_year(&lab, "6");
     assert_eq!(code, 1, "{report}");
     let c = cell(&report, "faketime=+365d");
     assert_eq!(
