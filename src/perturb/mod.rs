@@ -473,13 +473,13 @@ mod tests {
             .unwrap();
         jvm.faketime = Some(crate::catalog::recipe::FaketimeNeeds {
             env: BTreeMap::from([("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into())]),
-            why: "the JVM hangs on a faked monotonic clock".into(),
+            why: "measured to hang without it".into(),
         });
         let needs = prepare(&cell, &host, Some(&jvm), &Default::default()).unwrap();
         assert_eq!(needs.set["FAKETIME_DONT_FAKE_MONOTONIC"], "1");
         assert_eq!(
             needs.notes,
-            ["faketime=+365d: the pytest recipe sets FAKETIME_DONT_FAKE_MONOTONIC=1 for its runtime (the JVM hangs on a faked monotonic clock); this changes how the subject's time flows beyond the shift"]
+            ["faketime=+365d: the pytest recipe sets FAKETIME_DONT_FAKE_MONOTONIC=1 for its runtime (measured to hang without it); this changes how the subject's time flows beyond the shift"]
         );
     }
 

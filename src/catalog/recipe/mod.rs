@@ -58,9 +58,11 @@ pub struct Recipe {
     /// Perturbation kinds the runtime cannot honour, with the reason.
     #[serde(default)]
     pub unsupported: BTreeMap<String, String>,
-    /// libfaketime options the runtime needs under a shifted clock (the
-    /// JVM's `FAKETIME_DONT_FAKE_MONOTONIC=1`). flakelab sets none unless a
-    /// recipe declares them, and a cell that sets them says so.
+    /// libfaketime options the runtime needs under a shifted clock
+    /// (libfaketime's documentation names the JVM's
+    /// `FAKETIME_DONT_FAKE_MONOTONIC=1`; OpenJDK 17 with libfaketime 0.9.10
+    /// needs none). flakelab sets none unless a recipe declares them, and a
+    /// cell that sets them says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faketime: Option<FaketimeNeeds>,
     /// Where the facts come from (runners.md sections, docs, source files).
