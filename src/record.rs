@@ -175,9 +175,15 @@ pub struct RunRecord {
     /// What `repro` cannot recreate (e.g. CPU stress), if anything.
     #[serde(default)]
     pub repro_note: Option<String>,
-    /// The host's CPU busy share (0–1) while the run ran.
+    /// The host's CPU busy share (0–1) while the run ran: every process on
+    /// the host, flakelab's stress and the subject included. Context only:
+    /// it proves nothing about this run (see `cpu`).
     #[serde(default)]
     pub cpu_busy: Option<f64>,
+    /// The CPU time this run's processes and its stress threads got, from
+    /// per-process and per-thread accounting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<RunCpu>,
     /// Processes left behind by the run that flakelab had to kill.
     pub stragglers: u32,
     /// Problems the harness met that did not change the outcome.
@@ -202,6 +208,57 @@ pub struct RunRecord {
     /// Where the run sat in a ladder rung's topology (ladder sessions only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<RunTopology>,
+}
+
+/// The CPU time one run (or probe) got, measured by the executor around the
+/// child: from just before it started to just after it and its leftovers
+/// were reaped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCpu {
+    /// Wall-clock seconds of the measurement window (monotonic clock).
+    pub window_s: f64,
+    /// User + system CPU seconds of the run's processes that were reaped in
+    /// the window (the child, and every descendant waited for by its parent
+    /// or swept by flakelab): flakelab's `getrusage(RUSAGE_CHILDREN)` before
+    /// and after. None when another run was in flight, whose processes would
+    /// be counted too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject_s: Option<f64>,
+    /// The stress threads beside the run, in cells with `cpu-stress`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stress: Option<StressCpu>,
+}
+
+/// What a run's stress threads got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StressCpu {
+    /// Busy threads started.
+    pub threads: usize,
+    /// CPUs they were given (the child's under `cpu-pin`, else all that
+    /// flakelab may use).
+    pub cpus: usize,
+    /// CPU seconds they got in the window, summed over the threads (each
+    /// thread's own CPU clock).
+    pub cpu_s: f64,
+    /// Why a thread could not be put on its CPU; it then did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl RunCpu {
+    /// Each stressor's share of one CPU over the window (0–1), on average.
+    pub fn stress_share(&self) -> Option<f64> {
+        let s = self.stress.as_ref()?;
+        (s.threads > 0 && self.window_s > 0.0).then(|| s.cpu_s / (s.threads as f64 * self.window_s))
+    }
+
+    /// The stressors' part of the CPU time that they and the run's
+    /// processes got together (0–1), when the subject's was measured.
+    pub fn stress_part(&self) -> Option<f64> {
+        let s = self.stress.as_ref()?;
+        let total = s.cpu_s + self.subject_s?;
+        (total > 0.0).then(|| s.cpu_s / total)
+    }
 }
 
 /// A run's place in a rung whose runs are groups of processes started
@@ -298,6 +355,10 @@ pub struct CellRecord {
     /// The sham cell this cell is compared with (its mechanism's sham).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sham: Option<String>,
+    /// What the cell changes beyond its declared conditions (libfaketime
+    /// options a recipe asked for), one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One session, as stored in `sessions.jsonl` (written before the first run).

@@ -352,6 +352,7 @@ mod tests {
             repro: "sh -c 'exit 1'".to_string(),
             repro_note: None,
             cpu_busy: None,
+            cpu: None,
             junit: None,
             workers: None,
             tests_missing: None,

@@ -38,6 +38,7 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
                 probes: vec![],
                 sham_of: None,
                 sham: None,
+                notes: vec![],
             })
             .collect(),
         plan: plan::build(&names, n, 7),
@@ -126,6 +127,7 @@ pub(crate) fn runs_with(
                 repro: format!("cd /src/shop && python3 -m pytest # run {index}"),
                 repro_note: None,
                 cpu_busy: None,
+                cpu: None,
                 workers: None,
                 junit: None,
                 tests_missing: None,

@@ -5,6 +5,7 @@
 //! tested end to end through the real binary without any runner installed.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -12,7 +13,8 @@ use tokio::sync::watch;
 use super::child::{run_child, ChildLimits, ChildResult, Launch, Stop};
 use super::fake::Fake;
 use super::schedule::Job;
-use super::stress::{busy_share, cpu_ticks, StressGuard, StressPlan};
+use super::stress::{Meter, StressGuard, StressPlan};
+use crate::record::RunCpu;
 
 /// Starts subjects, probes and version queries.
 #[derive(Debug, Clone, Default)]
@@ -43,6 +45,15 @@ pub struct ProbeCall<'a> {
     pub stress: Option<&'a StressPlan>,
 }
 
+/// What the executor measured around one run or probe.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Measured {
+    /// The CPU time the child's processes and the stress threads got.
+    pub cpu: Option<RunCpu>,
+    /// The host's busy share meanwhile: context only, it proves nothing.
+    pub host_busy: Option<f64>,
+}
+
 /// What a probe gave.
 #[derive(Debug)]
 pub enum ProbeAnswer {
@@ -50,8 +61,8 @@ pub enum ProbeAnswer {
     Ran {
         /// How it ended.
         result: ChildResult,
-        /// The host's CPU busy share while it ran.
-        cpu_busy: Option<f64>,
+        /// What it and its stress got.
+        measured: Measured,
     },
     /// The script decided: the fact it proves, or why it was not applied.
     Decided(Result<String, String>),
@@ -68,22 +79,19 @@ impl Executor {
     }
 
     /// Runs one job of a session to its end, with its stress beside it;
-    /// returns how it ended and the host's CPU busy share meanwhile.
+    /// returns how it ended and what it and its stress got.
     pub async fn run(
         &self,
         job: &Job,
         limits: ChildLimits,
         stop: watch::Receiver<Stop>,
-    ) -> (ChildResult, Option<f64>) {
+    ) -> (ChildResult, Measured) {
         match self {
             Executor::Real => {
-                let guard = job.stress.as_ref().map(StressGuard::start);
-                let before = cpu_ticks();
-                let result =
-                    run_child(&job.launch, limits, job.log.as_deref(), &job.marker, stop).await;
-                let cpu_busy = before.zip(cpu_ticks()).and_then(|(a, b)| busy_share(a, b));
-                drop(guard);
-                (result, cpu_busy)
+                measured(job.stress.as_ref(), || {
+                    run_child(&job.launch, limits, job.log.as_deref(), &job.marker, stop)
+                })
+                .await
             }
             Executor::Fake(fake) => fake.run(job, stop).await,
         }
@@ -93,13 +101,11 @@ impl Executor {
     pub async fn probe(&self, call: ProbeCall<'_>, stop: watch::Receiver<Stop>) -> ProbeAnswer {
         match self {
             Executor::Real => {
-                let guard = call.stress.map(StressGuard::start);
-                let before = cpu_ticks();
-                let result =
-                    run_child(call.launch, call.limits, Some(call.log), call.marker, stop).await;
-                let cpu_busy = before.zip(cpu_ticks()).and_then(|(a, b)| busy_share(a, b));
-                drop(guard);
-                ProbeAnswer::Ran { result, cpu_busy }
+                let (result, measured) = measured(call.stress, || {
+                    run_child(call.launch, call.limits, Some(call.log), call.marker, stop)
+                })
+                .await;
+                ProbeAnswer::Ran { result, measured }
             }
             Executor::Fake(fake) => ProbeAnswer::Decided(fake.probe(call.cell, call.perturbation)),
         }
@@ -112,4 +118,38 @@ impl Executor {
             Executor::Fake(fake) => fake.version(),
         }
     }
+}
+
+/// Children of flakelab in flight, and how many were ever started: a run
+/// whose window saw no other start and began with none in flight had its
+/// processes to itself, so the children's CPU time is its own.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+static STARTED: AtomicU64 = AtomicU64::new(0);
+
+/// Runs `child` with `stress` beside it, measured: the stress threads' own
+/// CPU clocks, and `getrusage(RUSAGE_CHILDREN)` for the child's processes
+/// when it ran alone.
+async fn measured<F>(
+    stress: Option<&StressPlan>,
+    child: impl FnOnce() -> F,
+) -> (ChildResult, Measured)
+where
+    F: std::future::Future<Output = ChildResult>,
+{
+    let guard = stress.map(StressGuard::start);
+    let others = IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+    let ticket = STARTED.fetch_add(1, Ordering::SeqCst) + 1;
+    let meter = Meter::start(guard.as_ref());
+    let result = child().await;
+    let alone = others == 0 && STARTED.load(Ordering::SeqCst) == ticket;
+    let (cpu, host_busy) = meter.finish(stress.zip(guard.as_ref()), alone);
+    IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    drop(guard);
+    (
+        result,
+        Measured {
+            cpu: Some(cpu),
+            host_busy,
+        },
+    )
 }

@@ -25,10 +25,18 @@
 //! junit = "<testsuite>…"          # written to the run's report path; same placeholders
 //! duration = "1.5s"               # recorded, never waited for
 //! cpu_busy = 0.97                 # the recorded host CPU share
+//! subject_cpu = 0.4               # the run's processes' CPU seconds
+//! stress_share = 0.02             # each stress thread's share of a CPU
+//! stress_error = "…"              # why a stress thread could not be placed
 //! interrupt = true                # after this run, flakelab gets SIGINT (as Ctrl-C)
 //! ```
 //!
 //! A run no rule matches exits 0 and prints nothing.
+//!
+//! The measurement window is the run's `duration`, 1 s when none is given.
+//! A run with stress beside it whose rule gives no `stress_share` got the
+//! whole share its threads can take (`min(1, CPUs / threads)`); a run
+//! without stress whose rule gives no `subject_cpu` was not measured.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -38,8 +46,10 @@ use serde::Deserialize;
 use tokio::sync::watch;
 
 use super::child::{ChildResult, Stop};
+use super::executor::Measured;
 use super::schedule::Job;
-use crate::record::ProcessEnd;
+use super::stress::StressPlan;
+use crate::record::{ProcessEnd, RunCpu, StressCpu};
 
 /// A loaded script and how many runs each rule has answered.
 #[derive(Debug)]
@@ -107,6 +117,12 @@ struct RunRule {
     duration: Option<String>,
     #[serde(default)]
     cpu_busy: Option<f64>,
+    #[serde(default)]
+    subject_cpu: Option<f64>,
+    #[serde(default)]
+    stress_share: Option<f64>,
+    #[serde(default)]
+    stress_error: Option<String>,
     #[serde(default)]
     interrupt: bool,
 }
@@ -197,11 +213,7 @@ impl Fake {
     }
 
     /// "Runs" `job`: writes its log and report as the script says.
-    pub async fn run(
-        &self,
-        job: &Job,
-        mut stop: watch::Receiver<Stop>,
-    ) -> (ChildResult, Option<f64>) {
+    pub async fn run(&self, job: &Job, mut stop: watch::Receiver<Stop>) -> (ChildResult, Measured) {
         let mut result = ChildResult {
             end: ProcessEnd::Exited { code: 0 },
             duration: Duration::ZERO,
@@ -212,10 +224,20 @@ impl Fake {
         };
         if *stop.borrow() != Stop::Run {
             result.end = ProcessEnd::Interrupted;
-            return (result, None);
+            return (result, Measured::default());
         }
         let Some(rule) = self.answer(job) else {
-            return (result, None);
+            let cpu = job
+                .stress
+                .as_ref()
+                .map(|s| measured(&RunRule::default(), s));
+            return (
+                result,
+                Measured {
+                    cpu,
+                    host_busy: None,
+                },
+            );
         };
         let expand = |text: &str| {
             text.replace("{seed}", &job.seed.to_string())
@@ -244,7 +266,48 @@ impl Fake {
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGINT);
             let _ = stop.wait_for(|s| *s != Stop::Run).await;
         }
-        (result, rule.cpu_busy)
+        let cpu = match &job.stress {
+            Some(plan) => Some(measured(rule, plan)),
+            None => rule.subject_cpu.map(|subject| RunCpu {
+                window_s: rule.window_s(),
+                subject_s: Some(subject),
+                stress: None,
+            }),
+        };
+        (
+            result,
+            Measured {
+                cpu,
+                host_busy: rule.cpu_busy,
+            },
+        )
+    }
+}
+
+impl RunRule {
+    fn window_s(&self) -> f64 {
+        self.duration
+            .as_deref()
+            .and_then(|d| humantime::parse_duration(d).ok())
+            .map_or(1.0, |d| d.as_secs_f64())
+    }
+}
+
+/// What a stressed run got, as `rule` scripts it.
+fn measured(rule: &RunRule, plan: &StressPlan) -> RunCpu {
+    let window_s = rule.window_s();
+    let share = rule
+        .stress_share
+        .unwrap_or_else(|| (plan.usable() as f64 / plan.threads.max(1) as f64).min(1.0));
+    RunCpu {
+        window_s,
+        subject_s: Some(rule.subject_cpu.unwrap_or(0.0)),
+        stress: Some(StressCpu {
+            threads: plan.threads,
+            cpus: plan.usable(),
+            cpu_s: share * plan.threads as f64 * window_s,
+            error: rule.stress_error.clone(),
+        }),
     }
 }
 

@@ -14,7 +14,7 @@ pub mod query;
 pub mod schedule;
 pub mod stress;
 
-pub use executor::{Executor, ProbeAnswer, ProbeCall};
+pub use executor::{Executor, Measured, ProbeAnswer, ProbeCall};
 pub use query::query;
 
 pub use child::{become_subreaper, run_child, ChildLimits, ChildResult, Launch, Stop};

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::child::{ChildLimits, ChildResult, Launch, Stop};
-use super::executor::Executor;
+use super::executor::{Executor, Measured};
 use super::stress::StressPlan;
 use crate::record::ProcessEnd;
 
@@ -62,8 +62,8 @@ pub enum Event {
         started_at: jiff::Timestamp,
         /// How it ended.
         result: ChildResult,
-        /// The host's CPU busy share during the run.
-        cpu_busy: Option<f64>,
+        /// What the run and its stress got.
+        measured: Measured,
     },
     /// The first stop signal arrived; no more runs start.
     Interrupted,
@@ -144,8 +144,8 @@ pub async fn schedule(
             let executor = executor.clone();
             let handle = running.spawn(async move {
                 let started_at = jiff::Timestamp::now();
-                let (result, cpu_busy) = executor.run(&job, limits, rx).await;
-                (job.index, started_at, result, cpu_busy)
+                let (result, measured) = executor.run(&job, limits, rx).await;
+                (job.index, started_at, result, measured)
             });
             task_index.insert(handle.id(), index);
         }
@@ -155,10 +155,10 @@ pub async fn schedule(
         tokio::select! {
             joined = running.join_next() => {
                 match joined {
-                    Some(Ok((index, started_at, result, cpu_busy))) => {
+                    Some(Ok((index, started_at, result, measured))) => {
                         exclusive_running = false;
                         if result.end != ProcessEnd::Interrupted {
-                            on_event(Event::Finished { index, started_at, result, cpu_busy });
+                            on_event(Event::Finished { index, started_at, result, measured });
                         }
                     }
                     Some(Err(e)) => {
@@ -167,7 +167,7 @@ pub async fn schedule(
                         exclusive_running = false;
                         if let Some(&index) = task_index.get(&e.id()) {
                             on_event(Event::Finished {
-                                cpu_busy: None,
+                                measured: Measured::default(),
                                 index,
                                 started_at: jiff::Timestamp::now(),
                                 result: ChildResult {

@@ -1,16 +1,26 @@
 //! CPU stress owned by the harness: busy threads that run for exactly one
 //! run's duration (a guard that stops them on drop), in the harness's own
 //! session so the kernel's autogroup scheduler puts them beside the test
-//! (see `shared/reference/perturbation-facts.md`). Also the host CPU busy
-//! share, read from `/proc/stat` around each run.
+//! (see `shared/reference/perturbation-facts.md`).
+//!
+//! What a run really got is measured here too ([`Meter`]): each stress
+//! thread's own CPU clock, and the CPU time of the run's reaped processes
+//! (`getrusage(RUSAGE_CHILDREN)`). The host's busy share, read from
+//! `/proc/stat`, is kept as context only: it is 100% whenever anything else
+//! runs, so it proves nothing about the stress.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use nix::sched::{sched_setaffinity, CpuSet};
+use nix::sys::resource::{getrusage, UsageWho};
+use nix::time::{clock_gettime, ClockId};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
+
+use crate::record::{RunCpu, StressCpu};
 
 /// The stress a cell applies to each of its runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +30,16 @@ pub struct StressPlan {
     /// CPUs the threads are pinned to (those of a `cpu-pin` in the same
     /// cell, so they compete with the child), or all.
     pub cpus: Option<Vec<usize>>,
+    /// CPUs flakelab may use (what unpinned threads share).
+    #[serde(default)]
+    pub allowed: usize,
+}
+
+impl StressPlan {
+    /// CPUs the threads run on.
+    pub fn usable(&self) -> usize {
+        self.cpus.as_ref().map_or(self.allowed, Vec::len).max(1)
+    }
 }
 
 /// Running busy threads; dropping the guard stops and joins them.
@@ -27,42 +47,96 @@ pub struct StressPlan {
 pub struct StressGuard {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
+    /// Each thread's CPU time in nanoseconds, as it last published it.
+    cpu_ns: Arc<Vec<AtomicU64>>,
+    /// The first thread that could not be put on its CPU, and why.
+    error: Arc<Mutex<Option<String>>>,
+    usable: usize,
 }
 
+/// Iterations of the busy loop between two publications of a thread's CPU
+/// clock: tens of microseconds of work, so the clock read costs little and
+/// a reading is never more than that much CPU time behind.
+const SPIN: u32 = 10_000;
+
 impl StressGuard {
-    /// Starts the threads and returns once every one of them is running.
+    /// Starts the threads and returns once every one of them is running
+    /// (or has found it cannot be placed, and ended).
     pub fn start(plan: &StressPlan) -> StressGuard {
         let stop = Arc::new(AtomicBool::new(false));
         let ready = Arc::new(Barrier::new(plan.threads + 1));
+        let cpu_ns: Arc<Vec<AtomicU64>> =
+            Arc::new((0..plan.threads).map(|_| AtomicU64::new(0)).collect());
+        let error = Arc::new(Mutex::new(None));
         let threads = (0..plan.threads)
             .map(|i| {
                 let stop = Arc::clone(&stop);
                 let ready = Arc::clone(&ready);
+                let cpu_ns = Arc::clone(&cpu_ns);
+                let error = Arc::clone(&error);
                 let cpu = plan.cpus.as_ref().map(|c| c[i % c.len()]);
                 std::thread::Builder::new()
                     .name(format!("flakelab-stress-{i}"))
                     .spawn(move || {
                         if let Some(cpu) = cpu {
-                            let mut set = CpuSet::new();
-                            if set.set(cpu).is_ok() {
-                                let _ = sched_setaffinity(Pid::from_raw(0), &set);
+                            if let Err(why) = pin(cpu) {
+                                // A thread that is not where the plan puts it
+                                // does not compete with the child: it does
+                                // not run, and the measurement says why.
+                                let mut first = error.lock().unwrap_or_else(|e| e.into_inner());
+                                first.get_or_insert(why);
+                                drop(first);
+                                ready.wait();
+                                return;
                             }
                         }
                         ready.wait();
                         let mut x: u64 = 0x9E37_79B9;
                         while !stop.load(Ordering::Relaxed) {
-                            for _ in 0..10_000 {
+                            for _ in 0..SPIN {
                                 x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
                             }
                             std::hint::black_box(x);
+                            cpu_ns[i].store(own_cpu_ns(), Ordering::Relaxed);
                         }
                     })
                     .expect("spawn a stress thread")
             })
             .collect();
         ready.wait();
-        StressGuard { stop, threads }
+        StressGuard {
+            stop,
+            threads,
+            cpu_ns,
+            error,
+            usable: plan.usable(),
+        }
     }
+
+    /// The CPU time the threads have had so far, summed.
+    pub fn cpu_time(&self) -> Duration {
+        Duration::from_nanos(self.cpu_ns.iter().map(|c| c.load(Ordering::Relaxed)).sum())
+    }
+
+    /// Why a thread could not be put on its CPU, if one could not.
+    pub fn error(&self) -> Option<String> {
+        self.error.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+fn pin(cpu: usize) -> Result<(), String> {
+    let mut set = CpuSet::new();
+    set.set(cpu)
+        .and_then(|()| sched_setaffinity(Pid::from_raw(0), &set))
+        .map_err(|e| format!("a stress thread cannot run on CPU {cpu}: {}", e.desc()))
+}
+
+/// This thread's CPU time (its own CPU clock), in nanoseconds.
+fn own_cpu_ns() -> u64 {
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).map_or(0, |t| {
+        u64::try_from(t.tv_sec()).unwrap_or(0) * 1_000_000_000
+            + u64::try_from(t.tv_nsec()).unwrap_or(0)
+    })
 }
 
 impl Drop for StressGuard {
@@ -71,6 +145,76 @@ impl Drop for StressGuard {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+    }
+}
+
+/// Children and stress threads measured around one child: start it just
+/// before the child is started, [`Meter::finish`] it once the child and its
+/// leftovers are reaped.
+#[derive(Debug)]
+pub struct Meter {
+    started: Instant,
+    children: Option<Duration>,
+    stress: Option<Duration>,
+    host: Option<(u64, u64)>,
+}
+
+/// CPU time of this process's reaped children so far (user + system).
+fn children_cpu() -> Option<Duration> {
+    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).ok()?;
+    let time = |t: nix::sys::time::TimeVal| -> Option<Duration> {
+        Some(Duration::new(
+            u64::try_from(t.tv_sec()).ok()?,
+            u32::try_from(t.tv_usec()).ok()? * 1_000,
+        ))
+    };
+    Some(time(usage.user_time())? + time(usage.system_time())?)
+}
+
+impl Meter {
+    /// Takes the first readings.
+    pub fn start(stress: Option<&StressGuard>) -> Meter {
+        Meter {
+            host: cpu_ticks(),
+            children: children_cpu(),
+            stress: stress.map(StressGuard::cpu_time),
+            started: Instant::now(),
+        }
+    }
+
+    /// Takes the second readings: what the run got, and the host's busy
+    /// share meanwhile. `alone` says no other child of flakelab was running
+    /// or reaped in the window, so the children's CPU time is this run's.
+    pub fn finish(
+        self,
+        stress: Option<(&StressPlan, &StressGuard)>,
+        alone: bool,
+    ) -> (RunCpu, Option<f64>) {
+        let window = self.started.elapsed();
+        let subject = (self.children.zip(children_cpu()))
+            .filter(|_| alone)
+            .map(|(a, b)| b.saturating_sub(a).as_secs_f64());
+        let stress = stress.map(|(plan, guard)| StressCpu {
+            threads: plan.threads,
+            cpus: guard.usable,
+            cpu_s: guard
+                .cpu_time()
+                .saturating_sub(self.stress.unwrap_or_default())
+                .as_secs_f64(),
+            error: guard.error(),
+        });
+        let host = self
+            .host
+            .zip(cpu_ticks())
+            .and_then(|(a, b)| busy_share(a, b));
+        (
+            RunCpu {
+                window_s: window.as_secs_f64(),
+                subject_s: subject,
+                stress,
+            },
+            host,
+        )
     }
 }
 
@@ -122,9 +266,11 @@ mod tests {
 
     #[test]
     fn guard_starts_and_stops_its_threads() {
+        let _one = STRESS_TESTS.lock().unwrap_or_else(|e| e.into_inner());
         let plan = StressPlan {
             threads: 2,
             cpus: Some(vec![0]),
+            allowed: 1,
         };
         let me = std::process::id();
         let count = || {
@@ -141,7 +287,98 @@ mod tests {
         let guard = StressGuard::start(&plan);
         assert!(count() >= before + 2);
         drop(guard);
-        // Joined: the threads are gone (no other unit test starts stress).
+        // Joined: the threads are gone (the other unit tests that start
+        // stress hold STRESS_TESTS too).
         assert_eq!(count(), before);
+    }
+
+    /// Unit tests that start stress threads run one at a time, so that
+    /// thread counts and CPU clocks are this test's own.
+    static STRESS_TESTS: Mutex<()> = Mutex::new(());
+
+    /// Waits until `guard` has had `at_least` of CPU time: readiness by the
+    /// measured value itself, with a safety limit far beyond any load.
+    fn until_cpu(guard: &StressGuard, at_least: Duration) {
+        let limit = Instant::now() + Duration::from_secs(120);
+        while guard.cpu_time() < at_least {
+            assert!(
+                Instant::now() < limit,
+                "the stress never got {at_least:?} of CPU"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_stress_threads_cpu_time_grows_and_never_exceeds_its_wall_time() {
+        let _one = STRESS_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        let plan = StressPlan {
+            threads: 2,
+            cpus: None,
+            allowed: 2,
+        };
+        let guard = StressGuard::start(&plan);
+        let meter = Meter::start(Some(&guard));
+        until_cpu(&guard, Duration::from_millis(60));
+        let (cpu, host) = meter.finish(Some((&plan, &guard)), true);
+        drop(guard);
+        let stress = cpu.stress.clone().unwrap();
+        assert_eq!((stress.threads, stress.cpus, stress.error), (2, 2, None));
+        // A thread's CPU clock cannot run faster than the wall clock, on any
+        // host, however loaded: each thread's share is at most one CPU.
+        assert!(stress.cpu_s > 0.0);
+        let share = cpu.stress_share().unwrap();
+        assert!(share > 0.0 && share <= 1.0 + 1e-6, "{cpu:?}");
+        assert!(host.is_none_or(|h| (0.0..=1.0).contains(&h)));
+    }
+
+    #[test]
+    fn a_stress_thread_that_cannot_be_placed_does_not_run_and_says_why() {
+        let _one = STRESS_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        // The last CPU a mask can name: no host here has it online.
+        let nowhere = CpuSet::count() - 1;
+        let stranded = StressPlan {
+            threads: 1,
+            cpus: Some(vec![nowhere]),
+            allowed: 1,
+        };
+        let working = StressPlan {
+            threads: 1,
+            cpus: None,
+            allowed: 1,
+        };
+        let bad = StressGuard::start(&stranded);
+        let good = StressGuard::start(&working);
+        let meter = Meter::start(Some(&bad));
+        // Relative ordering, not a time: by the time the placed thread has
+        // had 50 ms of CPU, the stranded one has had none at all.
+        until_cpu(&good, Duration::from_millis(50));
+        let (cpu, _) = meter.finish(Some((&stranded, &bad)), true);
+        let stress = cpu.stress.unwrap();
+        assert_eq!(stress.cpu_s, 0.0);
+        assert_eq!(bad.cpu_time(), Duration::ZERO);
+        let why = stress.error.unwrap();
+        assert!(
+            why.contains(&format!("cannot run on CPU {nowhere}")),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_childs_cpu_time_is_measured_only_when_it_ran_alone() {
+        let meter = Meter::start(None);
+        let status = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let busy = meter.finish(None, true).0;
+        // Its own fixed work is in it, whatever else this process reaped
+        // meanwhile (unit tests run side by side; the ordering of a busy
+        // and an idle subject is tested through the binary, alone).
+        assert!(busy.subject_s.unwrap() > 0.05, "{busy:?}");
+        assert!(busy.stress.is_none());
+        // Not alone: another child's time could be in it, so none is given.
+        assert_eq!(Meter::start(None).finish(None, false).0.subject_s, None);
     }
 }

@@ -1,6 +1,8 @@
 //! libfaketime: finding the library (never one hard-coded path) and the
 //! child-only environment that shifts its clock. The harness's own clock is
-//! never touched (STYLE practice 15).
+//! never touched (STYLE practice 15), and the subject's clock is only
+//! shifted: no libfaketime option is set unless a recipe says its runtime
+//! needs it.
 
 use std::path::{Path, PathBuf};
 
@@ -60,26 +62,31 @@ fn missing(why: &str) -> Error {
     )
 }
 
-/// The child's variables for a clock spec: `LD_PRELOAD` (the library first,
-/// then whatever the harness's environment preloaded), `FAKETIME`, and the
-/// two settings that keep complex runtimes sane: monotonic clocks stay real
-/// (timeouts and the JVM keep working) and an absolute start is shared with
-/// the run's child processes instead of restarting in each.
-pub fn child_env(
+/// The child's variables for a clock spec: `LD_PRELOAD` (whatever the
+/// harness's environment preloaded, then the library: a runtime that must
+/// come first, such as AddressSanitizer's, keeps its place as at the
+/// baseline), `FAKETIME`, and the libfaketime options a recipe declares its
+/// runtime needs (`needs`). No other option is set: each changes how time
+/// flows for the subject (with libfaketime 0.9.10,
+/// `FAKETIME_DONT_FAKE_MONOTONIC=1` makes CPython's `time.sleep` fail with
+/// EINVAL; `FAKETIME_DONT_RESET=1` makes an absolute start run on across
+/// the run's processes instead of restarting in each).
+pub fn child_env<'a>(
     lib: &Path,
     faketime: &str,
     inherited_preload: Option<&str>,
+    needs: impl IntoIterator<Item = (&'a String, &'a String)>,
 ) -> Vec<(String, String)> {
-    let preload = match inherited_preload.filter(|p| !p.is_empty()) {
-        Some(rest) => format!("{}:{rest}", lib.display()),
+    let preload = match inherited_preload.filter(|p| !p.trim().is_empty()) {
+        Some(rest) => format!("{rest}:{}", lib.display()),
         None => lib.display().to_string(),
     };
-    vec![
+    let mut env = vec![
         ("LD_PRELOAD".into(), preload),
         ("FAKETIME".into(), faketime.into()),
-        ("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into()),
-        ("FAKETIME_DONT_RESET".into(), "1".into()),
-    ]
+    ];
+    env.extend(needs.into_iter().map(|(k, v)| (k.clone(), v.clone())));
+    env
 }
 
 #[cfg(test)]
@@ -110,9 +117,32 @@ mod tests {
     }
 
     #[test]
-    fn preload_keeps_what_was_there() {
-        let env = child_env(Path::new("/l/libfaketime.so.1"), "+10d", Some("/x.so"));
-        assert_eq!(env[0].1, "/l/libfaketime.so.1:/x.so");
-        assert_eq!(env[1], ("FAKETIME".to_string(), "+10d".to_string()));
+    fn preload_keeps_what_was_there_in_front_and_nothing_else_is_set() {
+        let none = std::collections::BTreeMap::new();
+        let env = child_env(
+            Path::new("/l/libfaketime.so.1"),
+            "+10d",
+            Some("/x.so"),
+            &none,
+        );
+        assert_eq!(
+            env,
+            [
+                (
+                    "LD_PRELOAD".to_string(),
+                    "/x.so:/l/libfaketime.so.1".to_string()
+                ),
+                ("FAKETIME".to_string(), "+10d".to_string()),
+            ]
+        );
+        let alone = child_env(Path::new("/l/libfaketime.so.1"), "+10d", Some(" "), &none);
+        assert_eq!(alone[0].1, "/l/libfaketime.so.1");
+        let jvm = std::collections::BTreeMap::from([(
+            "FAKETIME_DONT_FAKE_MONOTONIC".to_string(),
+            "1".to_string(),
+        )]);
+        let env = child_env(Path::new("/l/libfaketime.so.1"), "+10d", None, &jvm);
+        assert_eq!(env.len(), 3);
+        assert_eq!(env[2].0, "FAKETIME_DONT_FAKE_MONOTONIC");
     }
 }

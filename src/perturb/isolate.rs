@@ -3,7 +3,7 @@
 //! (STYLE practice 12). This module builds the helper's argv for a cell and
 //! holds the helper's body; the harness never runs this code itself.
 
-use std::ffi::CString;
+use std::os::unix::process::CommandExt as _;
 
 use nix::errno::Errno;
 use nix::sched::{sched_getaffinity, sched_setaffinity, unshare, CloneFlags, CpuSet};
@@ -128,18 +128,15 @@ pub fn enter(iso: &Isolation, command: &[String]) -> String {
     if let Err(why) = apply(iso) {
         return why;
     }
-    let Some(program) = command.first() else {
+    let Some((program, args)) = command.split_first() else {
         return "no command after `--`".into();
     };
-    let args: Result<Vec<CString>, _> =
-        command.iter().map(|a| CString::new(a.as_bytes())).collect();
-    let (Ok(program_c), Ok(args)) = (CString::new(program.as_bytes()), args) else {
-        return "the command contains a NUL byte".into();
-    };
-    match nix::unistd::execvp(&program_c, &args) {
-        Err(e) => format!("cannot start `{program}`: {}", e.desc()),
-        Ok(never) => match never {},
-    }
+    // std's exec, not a bare execvp: like every spawn of a baseline run it
+    // restores SIGPIPE (which the Rust runtime of this helper ignores, and
+    // an ignored signal survives exec) and clears the signal mask, so the
+    // subject starts with the baseline's signal state.
+    let e = std::process::Command::new(program).args(args).exec();
+    format!("cannot start `{program}`: {e}")
 }
 
 fn apply(iso: &Isolation) -> Result<(), String> {

@@ -100,6 +100,9 @@ pub struct Prepared {
     pub isolation: Isolation,
     /// Busy threads beside each run.
     pub stress: Option<StressPlan>,
+    /// The `cpu-stress` perturbation as recorded, for the verdict on each
+    /// run's measured stress.
+    pub stress_label: Option<String>,
     /// Why the subject's runtime cannot honour this cell, if it cannot.
     pub not_applicable: Option<String>,
     /// A capability this host lacks for the cell (e.g. libfaketime), as the
@@ -109,6 +112,9 @@ pub struct Prepared {
     pub shuffle: bool,
     /// The runner's workers (from the recipe).
     pub workers: Option<usize>,
+    /// What the cell does beyond its declared conditions, said on the cell
+    /// (libfaketime options a recipe asked for).
+    pub notes: Vec<String>,
     /// Which perturbation set each variable, to refuse conflicting ones.
     owners: BTreeMap<String, String>,
 }
@@ -243,8 +249,22 @@ pub fn prepare(
                 match faketime::locate(host.faketime_override.as_deref()) {
                     Ok(lib) => {
                         let preload = host.ld_preload.as_deref();
-                        for (k, v) in faketime::child_env(&lib, &shift.faketime_value(), preload) {
+                        let needs = recipe.and_then(|r| r.faketime.as_ref().map(|f| (r, f)));
+                        let options = needs.into_iter().flat_map(|(_, f)| &f.env);
+                        for (k, v) in
+                            faketime::child_env(&lib, &shift.faketime_value(), preload, options)
+                        {
                             out.claim(&label, &k, Some(&v))?;
+                        }
+                        if let Some((r, f)) = needs {
+                            let set: Vec<String> =
+                                f.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                            out.notes.push(format!(
+                                "{label}: the {} recipe sets {} for its runtime ({}); this changes how the subject's time flows beyond the shift",
+                                r.name,
+                                set.join(" "),
+                                f.why.trim()
+                            ));
                         }
                         clock = Some((label, shift));
                     }
@@ -338,14 +358,16 @@ pub fn prepare(
                 out.stress = Some(StressPlan {
                     threads,
                     cpus: None,
+                    allowed: host.cpus.len(),
                 });
                 // No busy thread (the sham): nothing to measure; the run is
                 // still scheduled alone.
                 if threads > 0 {
+                    out.stress_label = Some(label.clone());
                     out.probes.push(Probe {
                         perturbation: label,
                         argv: vec!["sleep".into(), "0.5".into()],
-                        expect: Expect::Busy { min_share: 0.0 },
+                        expect: Expect::Stress,
                     });
                 }
             }
@@ -354,17 +376,6 @@ pub fn prepare(
     // Stress competes with a pinned child only on the child's CPUs.
     if let (Some(stress), Some(cpus)) = (&mut out.stress, &out.isolation.cpus) {
         stress.cpus = Some(cpus.clone());
-    }
-    if let Some(stress) = &out.stress {
-        let usable = stress.cpus.as_ref().map_or(host.cpus.len(), Vec::len);
-        let expected = stress.threads.min(usable) as f64 / host.cpus.len().max(1) as f64;
-        for p in &mut out.probes {
-            if let Expect::Busy { min_share } = &mut p.expect {
-                // Half the share the threads should take: far above an idle
-                // host, far below what working stress measures.
-                *min_share = expected / 2.0;
-            }
-        }
     }
     if let Some((label, shift)) = clock {
         let expect = match shift {
@@ -458,6 +469,41 @@ mod tests {
             .hint
             .contains("apt-get install faketime"));
         assert!(prepared.probes.is_empty());
+    }
+
+    #[test]
+    fn faketime_sets_only_the_shift_unless_the_recipe_needs_more_and_then_says_so() {
+        let catalog = Catalog::load(None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("libfaketime.so.1");
+        std::fs::write(&lib, b"").unwrap();
+        let mut host = HostFacts::detect();
+        host.faketime_override = Some(lib.clone());
+        host.ld_preload = Some("/opt/asan.so".into());
+        let cell = catalog.cell("faketime=+365d").unwrap();
+        let plain = prepare(&cell, &host, None, &Default::default()).unwrap();
+        let names: Vec<&str> = plain.set.keys().map(String::as_str).collect();
+        assert_eq!(names, ["FAKETIME", "LD_PRELOAD"]);
+        assert_eq!(
+            plain.set["LD_PRELOAD"],
+            format!("/opt/asan.so:{}", lib.display())
+        );
+        assert!(plain.notes.is_empty());
+        let mut jvm = crate::catalog::recipe::load(None)
+            .unwrap()
+            .into_iter()
+            .find(|r| r.name == "pytest")
+            .unwrap();
+        jvm.faketime = Some(crate::catalog::recipe::FaketimeNeeds {
+            env: BTreeMap::from([("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into())]),
+            why: "measured to hang without it".into(),
+        });
+        let needs = prepare(&cell, &host, Some(&jvm), &Default::default()).unwrap();
+        assert_eq!(needs.set["FAKETIME_DONT_FAKE_MONOTONIC"], "1");
+        assert_eq!(
+            needs.notes,
+            ["faketime=+365d: the pytest recipe sets FAKETIME_DONT_FAKE_MONOTONIC=1 for its runtime (measured to hang without it); this changes how the subject's time flows beyond the shift"]
+        );
     }
 
     #[test]

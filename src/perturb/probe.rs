@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 
-use crate::record::ProcessEnd;
+use crate::record::{ProcessEnd, RunCpu};
 
 /// One probe: a command run through the cell's launch, and what it must show.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,11 +67,9 @@ pub enum Expect {
         /// The limit.
         value: u64,
     },
-    /// The host's CPU busy share while the probe ran was at least this.
-    Busy {
-        /// Minimum share (0–1).
-        min_share: f64,
-    },
+    /// The stress threads beside the probe got their share
+    /// ([`judge_stress`]).
+    Stress,
 }
 
 /// How far a faked clock may be from the expected reading: the probe's
@@ -81,12 +79,91 @@ pub enum Expect {
 pub const CLOCK_TOLERANCE_S: i64 = 10;
 
 /// What the harness observed around a probe.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Observed {
     /// The real time when the probe ended (seconds since the epoch).
     pub real_now: i64,
-    /// The host's CPU busy share during the probe, when measured.
-    pub busy: Option<f64>,
+    /// The CPU time the probe and its stress threads got, when measured.
+    pub cpu: Option<RunCpu>,
+}
+
+/// Below this share of a CPU, on average over the window, a busy stress
+/// thread was not running at all (not placed, frozen, or throttled by a
+/// CPU quota): a loaded 2-CPU host with a load average of 8 still gives each
+/// of 4 stressors 16% (measured), eight times more.
+pub const STRESS_MIN_SHARE: f64 = 0.02;
+
+/// Windows shorter than this are measured but not judged: over a few
+/// scheduler periods a busy thread's share is noise, not the stress. The
+/// cell's probe (0.5 s) is always long enough.
+pub const STRESS_MIN_WINDOW_S: f64 = 0.25;
+
+/// The least part of the CPU time a run used that its stressors must have
+/// had: half of `T / (T + U)`, the part `T` busy threads on `U` CPUs take
+/// from a subject that keeps every one of those CPUs busy. Busy threads of
+/// one session share its CPU time equally (the child shares flakelab's
+/// session), so this part does not depend on how loaded the rest of the host
+/// is; it falls below the threshold when the stressors were throttled apart
+/// from the subject, or when the subject keeps more than `T + 2U` threads
+/// busy, and so swamps the stress with its own.
+pub fn stress_part_needed(threads: usize, cpus: usize) -> f64 {
+    let (t, u) = (threads as f64, cpus.max(1) as f64);
+    t / (2.0 * (t + u))
+}
+
+/// Whether the stress threads beside a run (or probe) got their share:
+/// `Ok(fact)`, `Ok(None)` when the window was too short to judge, or
+/// `Err(reason)`.
+pub fn judge_stress(what: &str, cpu: Option<&RunCpu>) -> Result<Option<String>, String> {
+    let Some((cpu, stress)) = cpu.and_then(|c| c.stress.as_ref().map(|s| (c, s))) else {
+        return Err(format!(
+            "{what}: the stress threads' CPU time was not measured"
+        ));
+    };
+    if let Some(why) = &stress.error {
+        return Err(format!(
+            "{what}: {why}, so the stress did not reach the child's CPUs"
+        ));
+    }
+    if cpu.window_s < STRESS_MIN_WINDOW_S {
+        return Ok(None);
+    }
+    let share = cpu.stress_share().unwrap_or(0.0);
+    let threads = stress.threads;
+    if share < STRESS_MIN_SHARE {
+        return Err(format!(
+            "{what}: the {threads} stress thread(s) got {} of a CPU each over {:.2} s, below {}: they did not run (a CPU quota, or frozen)",
+            percent(share),
+            cpu.window_s,
+            percent(STRESS_MIN_SHARE)
+        ));
+    }
+    let needed = stress_part_needed(threads, stress.cpus);
+    match cpu.stress_part() {
+        Some(part) if part < needed => Err(format!(
+            "{what}: the {threads} stress thread(s) got {} of the CPU time the run used ({:.2} s of {:.2} s), below {}: the subject's own busy threads swamped them, or they were throttled apart from it",
+            percent(part),
+            stress.cpu_s,
+            stress.cpu_s + cpu.subject_s.unwrap_or(0.0),
+            percent(needed)
+        )),
+        part => Ok(Some(format!(
+            "{what}: {threads} stress thread(s) got {} of a CPU each{}",
+            percent(share),
+            part.map(|p| format!(", {} of the CPU time the run used", percent(p)))
+                .unwrap_or_default()
+        ))),
+    }
+}
+
+/// `31%`, `0.4%`.
+pub fn percent(share: f64) -> String {
+    let p = share * 100.0;
+    if p > 0.0 && p < 1.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
 }
 
 /// Judges a probe's result: `Ok(fact)` when it proves the perturbation
@@ -95,7 +172,7 @@ pub fn judge(
     probe: &Probe,
     end: &ProcessEnd,
     output: &str,
-    seen: Observed,
+    seen: &Observed,
 ) -> Result<String, String> {
     let what = &probe.perturbation;
     match end {
@@ -179,7 +256,10 @@ pub fn judge(
             let read = read_epoch(what, output)?;
             let expected = seen.real_now + seconds;
             if (read - expected).abs() <= CLOCK_TOLERANCE_S {
-                Ok(format!("{what}: child's clock reads {} s from the real clock", read - seen.real_now))
+                Ok(format!(
+                    "{what}: child's clock reads {} s from the real clock",
+                    read - seen.real_now
+                ))
             } else {
                 Err(format!(
                     "{what}: child's clock reads {} s from the real clock, expected {seconds} s: libfaketime did not take effect",
@@ -190,7 +270,9 @@ pub fn judge(
         Expect::ClockAt { epoch } => {
             let read = read_epoch(what, output)?;
             if (read - epoch).abs() <= CLOCK_TOLERANCE_S {
-                Ok(format!("{what}: child's clock reads {read} (epoch seconds)"))
+                Ok(format!(
+                    "{what}: child's clock reads {read} (epoch seconds)"
+                ))
             } else {
                 Err(format!(
                     "{what}: child's clock reads {read}, expected {epoch}: libfaketime did not take effect"
@@ -198,14 +280,24 @@ pub fn judge(
             }
         }
         Expect::NoRoute => {
-            let route = output.lines().find_map(|l| l.strip_prefix("route: ")).unwrap_or("(not reported)");
-            let lo = output.lines().find_map(|l| l.strip_prefix("loopback: ")).unwrap_or("(not reported)");
+            let route = output
+                .lines()
+                .find_map(|l| l.strip_prefix("route: "))
+                .unwrap_or("(not reported)");
+            let lo = output
+                .lines()
+                .find_map(|l| l.strip_prefix("loopback: "))
+                .unwrap_or("(not reported)");
             if !route.starts_with("unreachable") {
                 Err(format!("{what}: the child still has a route out ({route})"))
             } else if lo != "ok" {
-                Err(format!("{what}: loopback does not work in the namespace ({lo})"))
+                Err(format!(
+                    "{what}: loopback does not work in the namespace ({lo})"
+                ))
             } else {
-                Ok(format!("{what}: no route to 192.0.2.1 ({route}); loopback round trip ok"))
+                Ok(format!(
+                    "{what}: no route to 192.0.2.1 ({route}); loopback round trip ok"
+                ))
             }
         }
         Expect::Cpus { count } => {
@@ -214,7 +306,9 @@ pub fn judge(
                 .find_map(|l| l.strip_prefix("cpus: "))
                 .and_then(|v| v.split_whitespace().next()?.parse().ok());
             match n {
-                Some(n) if n == *count => Ok(format!("{what}: child's affinity mask has {n} CPU(s)")),
+                Some(n) if n == *count => {
+                    Ok(format!("{what}: child's affinity mask has {n} CPU(s)"))
+                }
                 other => Err(format!(
                     "{what}: child's affinity mask has {} CPU(s), expected {count}",
                     other.map_or("?".into(), |n| n.to_string())
@@ -222,27 +316,27 @@ pub fn judge(
             }
         }
         Expect::Rlimit { resource, value } => {
-            let line = output.lines().find_map(|l| l.strip_prefix(&format!("{resource} ")));
+            let line = output
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{resource} ")));
             let mut nums = line.unwrap_or("").split_whitespace();
             let soft = nums.next().unwrap_or("?");
             let hard = nums.next().unwrap_or("?");
             if soft == value.to_string() && hard == value.to_string() {
-                Ok(format!("{what}: child's {resource} limit is {soft} (soft and hard)"))
+                Ok(format!(
+                    "{what}: child's {resource} limit is {soft} (soft and hard)"
+                ))
             } else {
-                Err(format!("{what}: child's {resource} limit is {soft}/{hard}, expected {value}"))
+                Err(format!(
+                    "{what}: child's {resource} limit is {soft}/{hard}, expected {value}"
+                ))
             }
         }
-        Expect::Busy { min_share } => match seen.busy {
-            Some(b) if b >= *min_share => Ok(format!(
-                "{what}: host CPU {:.0}% busy during the probe",
-                b * 100.0
+        Expect::Stress => match judge_stress(what, seen.cpu.as_ref())? {
+            Some(fact) => Ok(fact),
+            None => Err(format!(
+                "{what}: the probe ended before its stress could be measured"
             )),
-            Some(b) => Err(format!(
-                "{what}: host CPU only {:.0}% busy during the probe, expected at least {:.0}%: the stress did not take (a CPU quota?)",
-                b * 100.0,
-                min_share * 100.0
-            )),
-            None => Err(format!("{what}: the host's CPU load could not be measured (/proc/stat)")),
         },
     }
 }
@@ -360,9 +454,9 @@ mod tests {
             p,
             end,
             out,
-            Observed {
+            &Observed {
                 real_now: 1_000_000,
-                busy: Some(0.9),
+                cpu: None,
             },
         )
     }
@@ -404,7 +498,7 @@ mod tests {
     }
 
     #[test]
-    fn affinity_rlimit_and_load_probes() {
+    fn affinity_and_rlimit_probes() {
         assert!(judge_(&probe(Expect::Cpus { count: 1 }), &ok(), "cpus: 1 (0)\n").is_ok());
         assert!(judge_(&probe(Expect::Cpus { count: 1 }), &ok(), "cpus: 2 (0,1)\n").is_err());
         let r = probe(Expect::Rlimit {
@@ -413,17 +507,69 @@ mod tests {
         });
         assert!(judge_(&r, &ok(), "nofile 64 64\n").is_ok());
         assert!(judge_(&r, &ok(), "nofile 64 1024\n").is_err());
-        assert!(judge_(&probe(Expect::Busy { min_share: 0.5 }), &ok(), "").is_ok());
-        let idle = judge(
-            &probe(Expect::Busy { min_share: 0.5 }),
-            &ok(),
-            "",
-            Observed {
-                real_now: 0,
-                busy: Some(0.1),
-            },
+    }
+
+    /// `threads` stressors on `cpus` CPUs that got `cpu_s` in `window_s`,
+    /// beside a subject that got `subject_s`.
+    fn measured(threads: usize, cpus: usize, cpu_s: f64, window_s: f64, subject_s: f64) -> RunCpu {
+        RunCpu {
+            window_s,
+            subject_s: Some(subject_s),
+            stress: Some(crate::record::StressCpu {
+                threads,
+                cpus,
+                cpu_s,
+                error: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn stress_is_applied_only_when_the_stressors_got_their_share() {
+        let judged = |c: RunCpu| judge_stress("cpu-stress=2x", Some(&c));
+        // 4 threads on 2 CPUs of a host loaded by others: 16% of a CPU each
+        // (as measured at load 8), beside an idle subject.
+        let fact = judged(measured(4, 2, 0.64, 1.0, 0.01)).unwrap().unwrap();
+        assert_eq!(
+            fact,
+            "cpu-stress=2x: 4 stress thread(s) got 16% of a CPU each, 98% of the CPU time the run used"
         );
-        assert!(idle.unwrap_err().contains("CPU quota"));
+        // Beside a subject that keeps both CPUs busy: 4 / (4 + 2) of the
+        // run's CPU time; the threshold is half of that.
+        assert_eq!(stress_part_needed(4, 2), 1.0 / 3.0);
+        assert!(judged(measured(4, 2, 1.2, 1.0, 0.6)).is_ok());
+        // A subject with 12 busy threads swamps 4 stressors: 25% < 33%.
+        let swamped = judged(measured(4, 2, 0.5, 1.0, 1.5)).unwrap_err();
+        assert!(
+            swamped.contains("got 25% of the CPU time the run used"),
+            "{swamped}"
+        );
+        assert!(swamped.contains("below 33%"), "{swamped}");
+        // Stressors that barely ran, whatever the subject did.
+        let starved = judged(measured(4, 2, 0.04, 1.0, 0.0)).unwrap_err();
+        assert!(starved.contains("got 1% of a CPU each"), "{starved}");
+        assert!(starved.contains("did not run"), "{starved}");
+        // A thread that could not be placed.
+        let mut stranded = measured(1, 1, 0.0, 1.0, 0.0);
+        stranded.stress.as_mut().unwrap().error =
+            Some("a stress thread cannot run on CPU 3: EINVAL".into());
+        assert!(judged(stranded)
+            .unwrap_err()
+            .contains("cannot run on CPU 3"));
+        // Too short to judge: recorded, not decided.
+        assert_eq!(judged(measured(4, 2, 0.0, 0.1, 0.0)), Ok(None));
+        // Not measured at all is never applied.
+        assert!(judge_stress("x", None).is_err());
+        // The probe needs a verdict: too short is a failure there.
+        let p = probe(Expect::Stress);
+        let seen = |c: RunCpu| Observed {
+            real_now: 0,
+            cpu: Some(c),
+        };
+        assert!(judge(&p, &ok(), "", &seen(measured(2, 2, 0.6, 0.5, 0.0))).is_ok());
+        assert!(judge(&p, &ok(), "", &seen(measured(2, 2, 0.0, 0.1, 0.0)))
+            .unwrap_err()
+            .contains("ended before"));
     }
 
     fn ok() -> ProcessEnd {

@@ -205,6 +205,15 @@ pub fn recipe_detect(recipes: &[Recipe], command: &[String], cpus: usize) -> Str
     for (kind, why) in &r.unsupported {
         let _ = writeln!(out, "not applicable: {kind}: {why}");
     }
+    if let Some(f) = &r.faketime {
+        let set: Vec<String> = f.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(
+            out,
+            "faketime: also sets {} ({})",
+            set.join(" "),
+            f.why.trim()
+        );
+    }
     out
 }
 

@@ -54,7 +54,7 @@ pub fn render(report: &Report) -> String {
             rate,
             interval_text(c),
             versus_text(c),
-            applied_text(c).replace('|', "\\|")
+            applied_text(c, report.cells.iter().find(|b| b.name == "baseline")).replace('|', "\\|")
         );
     }
     let (total, clean, skipped) = test_counts(report);

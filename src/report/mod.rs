@@ -95,6 +95,17 @@ pub struct CellReport {
     pub runs_without_tests: u64,
     /// What the probes observed.
     pub probes: Vec<String>,
+    /// What the cell changed beyond its declared conditions (libfaketime
+    /// options a recipe asked for).
+    pub notes: Vec<String>,
+    /// Why some runs of this applied cell were not applied (the first such
+    /// run's reason) while others were: a stressed run whose stressors did
+    /// not get their share, a seed the runner did not print back. When
+    /// every run was not applied, the cell is not applied and this reason is
+    /// its `reason`.
+    pub not_applied_reason: Option<String>,
+    /// The CPU time the cell's runs and their stress threads got.
+    pub cpu: Option<CellCpu>,
     /// Processes the runs of this cell left behind.
     pub stragglers: u64,
     /// The repro line of the first counted failure, in plan order.
@@ -102,6 +113,105 @@ pub struct CellReport {
     /// With a signature: failed runs that did not reproduce it.
     #[serde(skip)]
     pub unmatched_failures: u64,
+}
+
+/// The CPU time a cell's runs got, from per-process and per-thread
+/// accounting (each run's `cpu` record).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellCpu {
+    /// Runs with a measurement.
+    pub runs: u64,
+    /// Median CPU seconds of a run's processes, over the runs that ran
+    /// alone (None when none did).
+    pub subject_s_median: Option<f64>,
+    /// Median share of its wall time a run's processes spent on a CPU
+    /// (`subject_s / window_s`; above 1 when they used several CPUs): what
+    /// stress takes from a busy subject shows here, not in its CPU time.
+    pub subject_share_median: Option<f64>,
+    /// The stress threads, in cells with `cpu-stress`.
+    pub stress: Option<CellStress>,
+}
+
+/// What a cell's stress threads got, over its runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellStress {
+    /// Threads beside each run.
+    pub threads: usize,
+    /// CPUs they were given.
+    pub cpus: usize,
+    /// Each stressor's share of one CPU (0–1): the median over the runs.
+    pub share_median: f64,
+    /// The lowest run's.
+    pub share_min: f64,
+    /// The stressors' part of the CPU time the run used (0–1): the median
+    /// over the runs whose subject was measured.
+    pub part_median: Option<f64>,
+    /// The lowest run's.
+    pub part_min: Option<f64>,
+    /// The part a run needed to count as applied.
+    pub part_needed: f64,
+    /// Runs shorter than the shortest window judged (measured only).
+    pub unjudged: u64,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+fn cell_cpu(runs: &[&RunRecord]) -> Option<CellCpu> {
+    let measured: Vec<&crate::record::RunCpu> =
+        runs.iter().filter_map(|r| r.cpu.as_ref()).collect();
+    if measured.is_empty() {
+        return None;
+    }
+    let stressed: Vec<_> = measured
+        .iter()
+        .filter_map(|c| c.stress.as_ref().map(|s| (c, s)))
+        // The sham of the stress (`cpu-stress=0`) runs no thread.
+        .filter(|(_, s)| s.threads > 0)
+        .collect();
+    let stress = stressed.first().map(|(_, first)| {
+        let shares: Vec<f64> = stressed
+            .iter()
+            .filter_map(|(c, _)| c.stress_share())
+            .collect();
+        let parts: Vec<f64> = stressed
+            .iter()
+            .filter_map(|(c, _)| c.stress_part())
+            .collect();
+        let low = |v: &[f64]| v.iter().copied().reduce(f64::min);
+        CellStress {
+            threads: first.threads,
+            cpus: first.cpus,
+            share_median: median(shares.clone()).unwrap_or(0.0),
+            share_min: low(&shares).unwrap_or(0.0),
+            part_median: median(parts.clone()),
+            part_min: low(&parts),
+            part_needed: crate::perturb::probe::stress_part_needed(first.threads, first.cpus),
+            unjudged: stressed
+                .iter()
+                .filter(|(c, _)| c.window_s < crate::perturb::probe::STRESS_MIN_WINDOW_S)
+                .count() as u64,
+        }
+    });
+    Some(CellCpu {
+        runs: measured.len() as u64,
+        subject_s_median: median(measured.iter().filter_map(|c| c.subject_s).collect()),
+        subject_share_median: median(
+            measured
+                .iter()
+                .filter(|c| c.window_s > 0.0)
+                .filter_map(|c| c.subject_s.map(|s| s / c.window_s))
+                .collect(),
+        ),
+        stress,
+    })
 }
 
 /// The first counted failure of a cell.
@@ -402,6 +512,9 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 runs_with_tests: 0,
                 runs_without_tests: 0,
                 probes: c.probes.clone(),
+                notes: c.notes.clone(),
+                not_applied_reason: None,
+                cpu: None,
                 stragglers: 0,
                 first_failure: None,
                 unmatched_failures: 0,
@@ -443,18 +556,29 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                     }
                     Outcome::Timeout => cell.timed_out += 1,
                     Outcome::Error => cell.errored += 1,
-                    Outcome::NotApplied => cell.not_applied += 1,
+                    Outcome::NotApplied => {
+                        cell.not_applied += 1;
+                        if c.applied && cell.not_applied_reason.is_none() {
+                            cell.not_applied_reason = r.reason.clone();
+                        }
+                    }
                 }
             }
+            let ran: Vec<&RunRecord> = runs
+                .iter()
+                .filter(|r| r.cell == c.name && r.end != crate::record::ProcessEnd::NotStarted)
+                .collect();
+            cell.cpu = cell_cpu(&ran);
             cell.n = cell.passed + cell.failed;
             if cell.applied && cell.not_applied > 0 && cell.n + cell.timed_out + cell.errored == 0 {
                 // Every run found the cell not applied (a missing plugin, a
                 // helper that could not set it up): so is the cell.
                 cell.applied = false;
-                cell.reason = runs
-                    .iter()
-                    .find(|r| r.cell == c.name && r.outcome == Outcome::NotApplied)
-                    .and_then(|r| r.reason.clone());
+                cell.reason = cell.not_applied_reason.take().or_else(|| {
+                    runs.iter()
+                        .find(|r| r.cell == c.name && r.outcome == Outcome::NotApplied)
+                        .and_then(|r| r.reason.clone())
+                });
             }
             let counted: Vec<&RunRecord> = runs
                 .iter()
@@ -643,16 +767,57 @@ fn versus_words(cell: &CellReport, vs: Option<&VsBaseline>) -> String {
     }
 }
 
-/// The applied column in words.
-pub fn applied_text(cell: &CellReport) -> String {
-    if cell.applied {
-        "applied".into()
-    } else {
-        format!(
+/// The applied column in words: whether the probes proved the cell, then
+/// whether its runs did, then what its stress threads got.
+pub fn applied_text(cell: &CellReport, baseline: Option<&CellReport>) -> String {
+    if !cell.applied {
+        return format!(
             "NOT APPLIED: {}",
             cell.reason.as_deref().unwrap_or("no reason recorded")
-        )
+        );
     }
+    let mut text = match &cell.not_applied_reason {
+        Some(why) => format!(
+            "applied in {} of {} runs; not applied in {}: {why}",
+            cell.n + cell.timed_out + cell.errored,
+            cell.n + cell.timed_out + cell.errored + cell.not_applied,
+            cell.not_applied
+        ),
+        None => "applied".to_string(),
+    };
+    if let Some(stress) = cell.cpu.as_ref().and_then(|c| c.stress.as_ref()) {
+        text.push_str(&format!("; {}", stress_text(cell, stress, baseline)));
+    }
+    text
+}
+
+/// What a cell's stressors and its subject got, in words.
+fn stress_text(cell: &CellReport, s: &CellStress, baseline: Option<&CellReport>) -> String {
+    use crate::perturb::probe::percent;
+    let runs = cell.cpu.as_ref().map_or(0, |c| c.runs);
+    let mut text = format!("stressors got {} of a CPU each", percent(s.share_median));
+    if let Some(part) = s.part_median {
+        text.push_str(&format!(", {} of the run's CPU time", percent(part)));
+    }
+    text.push_str(&format!(" (median of {runs} run(s)"));
+    if s.unjudged > 0 {
+        text.push_str(&format!(", {} too short to judge", s.unjudged));
+    }
+    text.push(')');
+    let subject = |c: &CellReport| {
+        let cpu = c.cpu.as_ref()?;
+        Some((cpu.subject_s_median?, cpu.subject_share_median?))
+    };
+    if let Some((secs, share)) = subject(cell) {
+        text.push_str(&format!(
+            "; subject {secs:.2} s CPU per run, on a CPU {} of its time",
+            percent(share)
+        ));
+        if let Some((b_secs, b_share)) = baseline.and_then(subject) {
+            text.push_str(&format!(" (baseline {b_secs:.2} s, {})", percent(b_share)));
+        }
+    }
+    text
 }
 
 /// Notes under the table: excluded runs, stragglers, partial sessions.
@@ -700,6 +865,7 @@ pub fn notes(report: &Report) -> Vec<String> {
         ));
     }
     for c in &report.cells {
+        out.extend(c.notes.iter().cloned());
         let mut excluded = Vec::new();
         if c.timed_out > 0 {
             excluded.push(format!("{} timed out", c.timed_out));

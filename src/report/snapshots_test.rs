@@ -36,6 +36,7 @@ fn session() -> SessionRecord {
                 probes: vec![],
                 sham_of: None,
                 sham: None,
+                notes: vec![],
             })
             .collect(),
         plan: plan::build(&names, 6, 7),
@@ -100,6 +101,7 @@ fn run(session: &SessionRecord, index: usize, cell: &str, outcome: Outcome) -> R
         repro: format!("cd /src/shop && env TZ=Asia/Kathmandu python3 -m pytest # run {index}"),
         repro_note: None,
         cpu_busy: None,
+        cpu: None,
         workers: None,
         junit: None,
         tests_missing: None,

@@ -60,7 +60,7 @@ pub fn render(report: &Report) -> String {
                 },
                 interval_text(c),
                 versus_text(c),
-                applied_text(c),
+                applied_text(c, report.cells.iter().find(|b| b.name == "baseline")),
             ]
         })
         .collect();

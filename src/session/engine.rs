@@ -200,12 +200,13 @@ async fn execute(
                 index,
                 started_at,
                 result,
-                cpu_busy,
+                measured,
             } => {
                 let Some(mut record) = pending.remove(&index) else {
                     return;
                 };
-                record.cpu_busy = cpu_busy;
+                record.cpu_busy = measured.host_busy;
+                record.cpu = measured.cpu;
                 let prepared = &settings.cells[settings.cell_index(&record.cell).unwrap_or(0)].1;
                 finish_record(&mut record, started_at, result, settings, prepared);
                 progress.finished(record.outcome == Outcome::Fail);

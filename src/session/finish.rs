@@ -1,6 +1,7 @@
 //! A finished run's record: how its child ended, read with the recipe's
-//! facts (`catalog::recipe::outcome`), its per-test outcomes from its JUnit
-//! report, and its failure signature.
+//! facts (`catalog::recipe::outcome`), whether its stress threads got their
+//! share, its per-test outcomes from its JUnit report, and its failure
+//! signature.
 
 use crate::catalog::recipe::outcome;
 use crate::exec::child::ChildResult;
@@ -130,6 +131,17 @@ fn classify(
             record.outcome = Outcome::NotApplied;
             record.reason = Some(reason);
             return;
+        }
+    }
+    if let Some(label) = &prepared.stress_label {
+        // The copy of a group that carried the stress was measured; a run
+        // whose stressors did not get their share is no stressed run.
+        if record.cpu.as_ref().is_some_and(|c| c.stress.is_some()) {
+            if let Err(reason) = perturb::probe::judge_stress(label, record.cpu.as_ref()) {
+                record.outcome = Outcome::NotApplied;
+                record.reason = Some(reason);
+                return;
+            }
         }
     }
     read_tests(record, settings);

@@ -112,6 +112,7 @@ pub(super) fn plan_process(
         repro: repro::line(&launch.cwd, &env, &prepared.repro_argv(&command)),
         repro_note,
         cpu_busy: None,
+        cpu: None,
         argv: launch.argv.clone(),
         cwd: launch.cwd.clone(),
         env,

@@ -60,6 +60,7 @@ pub(super) async fn probe_cell(
         probes: Vec::new(),
         sham_of: settings.shams.of.get(&cell.name).cloned(),
         sham: settings.shams.by_cell.get(&cell.name).cloned(),
+        notes: prepared.notes.clone(),
     };
     if let Some(reason) = &prepared.not_applicable {
         record.applied = false;
@@ -87,7 +88,7 @@ pub(super) async fn probe_cell(
             log_tail: 64 << 10,
             ..settings.limits
         };
-        let busy_probe = matches!(probe.expect, perturb::Expect::Busy { .. });
+        let busy_probe = matches!(probe.expect, perturb::Expect::Stress);
         let call = ProbeCall {
             cell: &cell.name,
             perturbation: &probe.perturbation,
@@ -98,13 +99,13 @@ pub(super) async fn probe_cell(
             stress: prepared.stress.as_ref().filter(|_| busy_probe),
         };
         let judged = match settings.executor.probe(call, stop.clone()).await {
-            ProbeAnswer::Ran { result, cpu_busy } => {
+            ProbeAnswer::Ran { result, measured } => {
                 let seen = perturb::probe::Observed {
                     real_now: jiff::Timestamp::now().as_second(),
-                    busy: cpu_busy,
+                    cpu: measured.cpu,
                 };
                 let output = std::fs::read_to_string(log.path()).unwrap_or_default();
-                perturb::probe::judge(probe, &result.end, &output, seen)
+                perturb::probe::judge(probe, &result.end, &output, &seen)
             }
             ProbeAnswer::Decided(answer) => answer,
         };

@@ -53,7 +53,7 @@ fn kn(cell: &Value) -> (u64, u64) {
 }
 
 /// A run of `flakelab run --format json -n N ARGS -- subject` under `text`.
-fn run(lab: &Lab, text: &str, args: &[&str]) -> (i32, Value) {
+pub(super) fn run(lab: &Lab, text: &str, args: &[&str]) -> (i32, Value) {
     let s = script(lab, text);
     let mut all = vec!["run", "--format", "json", "--seed", "5"];
     all.extend_from_slice(args);

@@ -4,7 +4,7 @@
 
 use super::{capable, cell, sh_ok, Lab};
 
-fn faketime_available() -> bool {
+pub(super) fn faketime_available() -> bool {
     capable(
         "libfaketime",
         std::path::Path::new("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1").exists()
@@ -202,7 +202,7 @@ fn a_kernel_that_refuses_namespaces_leaves_the_cell_not_applied() {
 }
 
 #[test]
-fn cpu_stress_makes_a_deadline_miss_and_records_the_load_it_met() {
+fn cpu_stress_makes_a_deadline_miss_and_records_what_the_stressors_got() {
     // The subject (WHOLE_CPU_DEADLINE) is a Python script.
     if !capable("python3", sh_ok("python3 -c 'import os'")) {
         return;
@@ -238,8 +238,14 @@ fn cpu_stress_makes_a_deadline_miss_and_records_the_load_it_met() {
     );
     assert_eq!(stressed["vs_baseline"]["differs"], true, "{report}");
     for run in lab.runs().iter().filter(|r| r["cell"] == "cpu-stress=2x") {
-        let busy = run["cpu_busy"].as_f64().expect("measured CPU share");
-        assert!(busy > 0.9, "{run}");
+        // What the stressors themselves got, not the host's busy share.
+        let stress = &run["cpu"]["stress"];
+        let threads = stress["threads"].as_u64().expect("measured stress");
+        assert_eq!(threads, 2 * stress["cpus"].as_u64().unwrap(), "{run}");
+        let window = run["cpu"]["window_s"].as_f64().unwrap();
+        let share = stress["cpu_s"].as_f64().unwrap() / (threads as f64 * window);
+        assert!(share > 0.0 && share <= 1.0 + 1e-6, "{run}");
+        assert!(run["cpu"]["subject_s"].as_f64().unwrap() > 0.0, "{run}");
         assert!(run["repro_note"]
             .as_str()
             .unwrap()
@@ -288,6 +294,38 @@ fn cpu_pin_and_rlimit_are_visible_to_the_child() {
         );
     }
     repro_lines_reproduce(&lab);
+}
+
+#[test]
+fn the_exec_helper_hands_the_subject_the_baselines_signal_state() {
+    // The helper is a Rust program, whose runtime ignores SIGPIPE; an
+    // ignored signal survives exec, and `yes | head` then behaves otherwise
+    // than at the baseline. The subject fails when SIGPIPE is ignored in it.
+    let lab = Lab::new();
+    let (code, report) = lab.run_json(&[
+        "-n",
+        "2",
+        "-p",
+        "cpu-pin=1",
+        "-p",
+        "rlimit=nofile:256",
+        "--",
+        "sh",
+        "-c",
+        "ign=$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status); test $(( 0x$ign & 0x1000 )) -eq 0",
+    ]);
+    assert_eq!(code, 0, "{report}");
+    for c in report["cells"].as_array().unwrap() {
+        assert_eq!(
+            (c["k"].as_u64(), c["n"].as_u64()),
+            (Some(0), Some(2)),
+            "{c}"
+        );
+    }
+    assert!(
+        lab.runs().iter().any(|r| r["argv"][1] == "__exec"),
+        "the helper ran"
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! One test binary; this file declares the modules and the [`Lab`] helper.
 
 mod catalog_cli;
+mod clock;
 mod config_init;
 mod evidence;
 mod fake;
@@ -21,6 +22,7 @@ mod sandbox;
 mod screen;
 mod sham;
 mod store;
+mod stress;
 mod verify;
 
 use std::path::{Path, PathBuf};

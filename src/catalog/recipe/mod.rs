@@ -58,9 +58,27 @@ pub struct Recipe {
     /// Perturbation kinds the runtime cannot honour, with the reason.
     #[serde(default)]
     pub unsupported: BTreeMap<String, String>,
+    /// libfaketime options the runtime needs under a shifted clock
+    /// (libfaketime's documentation names the JVM's
+    /// `FAKETIME_DONT_FAKE_MONOTONIC=1`; OpenJDK 17 with libfaketime 0.9.10
+    /// needs none). flakelab sets none unless a recipe declares them, and a
+    /// cell that sets them says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faketime: Option<FaketimeNeeds>,
     /// Where the facts come from (runners.md sections, docs, source files).
     #[serde(default)]
     pub sources: Vec<String>,
+}
+
+/// libfaketime options a runtime needs (`[faketime]` in a recipe).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaketimeNeeds {
+    /// The variables, each named `FAKETIME_…` (never `FAKETIME` itself,
+    /// which is the shift).
+    pub env: BTreeMap<String, String>,
+    /// Why the runtime needs them: shown on every cell that sets them.
+    pub why: String,
 }
 
 /// How far a recipe's facts were checked.
@@ -676,6 +694,18 @@ impl Recipe {
         if let Some(s) = &self.select {
             check("select", s, "id")?;
         }
+        if let Some(f) = &self.faketime {
+            if f.env.is_empty() || f.why.trim().is_empty() {
+                return Err(
+                    "[faketime] needs `env` (the options) and `why` (the runtime's reason)".into(),
+                );
+            }
+            if let Some(k) = f.env.keys().find(|k| !k.starts_with("FAKETIME_")) {
+                return Err(format!(
+                    "[faketime] env: `{k}` is not a libfaketime option (they are named FAKETIME_…; the shift itself is flakelab's)"
+                ));
+            }
+        }
         if let Some(s) = &self.shuffle {
             check("shuffle.on", &s.on, "seed")?;
             let re = regex::Regex::new(&s.seed_regex)
@@ -793,12 +823,36 @@ mod tests {
                 error_regex: None,
             },
             unsupported: BTreeMap::new(),
+            faketime: None,
             sources: vec![],
         }
     }
 
     fn argv(s: &str) -> Vec<String> {
         shell_words::split(s).unwrap()
+    }
+
+    #[test]
+    fn faketime_options_must_be_libfaketime_options_with_a_reason() {
+        let mut r = recipe(&[&["x"]]);
+        r.faketime = Some(FaketimeNeeds {
+            env: BTreeMap::from([("FAKETIME_DONT_FAKE_MONOTONIC".into(), "1".into())]),
+            why: "the JVM".into(),
+        });
+        assert_eq!(r.validate(), Ok(()));
+        for (k, why) in [
+            ("FAKETIME", "the JVM"),
+            ("LD_PRELOAD", "x"),
+            ("FAKETIME_X", " "),
+        ] {
+            r.faketime = Some(FaketimeNeeds {
+                env: BTreeMap::from([(k.into(), "1".into())]),
+                why: why.into(),
+            });
+            assert!(r.validate().unwrap_err().starts_with("[faketime]"), "{k}");
+        }
+        // No embedded recipe needs any: none of them runs a JVM.
+        assert!(load(None).unwrap().iter().all(|r| r.faketime.is_none()));
     }
 
     #[test]

@@ -1,0 +1,186 @@
+//! The clock perturbation against a real CPython suite that waits: the
+//! harness shifts the clock and sets no libfaketime option that changes how
+//! time flows, unless a recipe declares its runtime needs one, and then the
+//! cell says so.
+
+use super::kernel::faketime_available;
+use super::{capable, cell, copy_fixture, sh_ok, Lab};
+
+fn pytest_available() -> bool {
+    capable(
+        "pytest (python3 -m pytest)",
+        sh_ok("python3 -m pytest --version"),
+    )
+}
+
+/// `flakelab run` of the fixture suite, `runs` per cell, beside a
+/// `faketime=+365d` cell (and its sham).
+fn shifted_a_year(lab: &Lab, runs: &str) -> (i32, serde_json::Value) {
+    lab.run_json(&[
+        "-n",
+        runs,
+        "--seed",
+        "5",
+        "--timeout",
+        "120s",
+        "-p",
+        "faketime=+365d",
+        "--",
+        "python3",
+        "-m",
+        "pytest",
+        "test_waits.py",
+    ])
+}
+
+/// The wall clock each run's pytest process read (written by the fixture's
+/// conftest), against the time this test started.
+fn clock_seen(lab: &Lab, run: &serde_json::Value) -> i64 {
+    let id = run["id"].as_str().unwrap();
+    let text = std::fs::read_to_string(lab.path().join(format!("clock-{id}.txt")))
+        .unwrap_or_else(|e| panic!("run {id} wrote no clock reading: {e}"));
+    text.trim().parse().unwrap()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+#[test]
+fn a_python_suite_that_sleeps_and_waits_passes_under_a_shifted_clock_as_at_baseline() {
+    if !faketime_available() || !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "pytest-clock");
+    let started = now();
+    let (code, report) = shifted_a_year(&lab, "3");
+    assert_eq!(code, 0, "{report}");
+    let cells = report["cells"].as_array().unwrap();
+    let names: Vec<&str> = cells.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["baseline", "faketime=+365d", "faketime=+0"],
+        "{report}"
+    );
+    for c in cells {
+        assert_eq!(c["applied"], true, "{c}");
+        assert_eq!(
+            (c["k"].as_u64(), c["n"].as_u64()),
+            (Some(0), Some(3)),
+            "{c}"
+        );
+        assert_eq!(c["notes"].as_array().map(Vec::len), Some(0), "{c}");
+        let tests = c["tests"].as_array().unwrap();
+        assert_eq!(tests.len(), 3, "{c}");
+        for t in tests {
+            assert_eq!(
+                (t["k"].as_u64(), t["n"].as_u64()),
+                (Some(0), Some(3)),
+                "{t}"
+            );
+        }
+    }
+    let year = 365 * 86_400;
+    for run in lab.runs() {
+        let seen = clock_seen(&lab, &run) - started;
+        let set = run["env"]["set"].as_object().unwrap();
+        // The interpreter that ran the tests read the shifted clock (and its
+        // sham, `faketime=+0`, the real one through the same preload).
+        let shift = match run["cell"].as_str().unwrap() {
+            "baseline" => {
+                assert!(seen.abs() < 86_400, "{seen} s: {run}");
+                assert!(!set.contains_key("LD_PRELOAD"), "{run}");
+                continue;
+            }
+            "faketime=+365d" => year,
+            _ => 0,
+        };
+        assert!((seen - shift).abs() < 86_400, "{seen} s: {run}");
+        let options: Vec<&String> = set.keys().filter(|k| k.starts_with("FAKETIME")).collect();
+        assert_eq!(options, ["FAKETIME"], "{run}");
+    }
+}
+
+#[test]
+fn the_libfaketime_options_flakelab_used_to_set_make_time_sleep_fail_and_the_cell_says_so() {
+    if !faketime_available() || !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "pytest-clock");
+    // The embedded pytest recipe, declaring the two options every faketime
+    // cell set before: a recipe is the one place that may set them.
+    let recipe = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/pytest.toml"),
+    )
+    .unwrap();
+    let dir = lab.path().join(".flakelab/recipes");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("pytest.toml"),
+        format!(
+            "{recipe}\n[faketime]\nenv = {{ FAKETIME_DONT_FAKE_MONOTONIC = \"1\", FAKETIME_DONT_RESET = \"1\" }}\nwhy = \"the options every faketime cell set before\"\n"
+        ),
+    )
+    .unwrap();
+    let (code, report) = shifted_a_year(&lab, "6");
+    assert_eq!(code, 1, "{report}");
+    let c = cell(&report, "faketime=+365d");
+    assert_eq!(
+        (c["k"].as_u64(), c["n"].as_u64()),
+        (Some(6), Some(6)),
+        "{c}"
+    );
+    assert_eq!(c["vs_baseline"]["differs"], true, "{c}");
+    let note = c["notes"][0].as_str().unwrap();
+    assert!(
+        note.contains(
+            "the pytest recipe sets FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_DONT_RESET=1"
+        ),
+        "{note}"
+    );
+    // Only time.sleep fails, and with the error libfaketime 0.9.10 gives it.
+    let tests = c["tests"].as_array().unwrap();
+    for t in tests {
+        let sleeps = t["id"] == "test_waits::test_time_sleep_returns_and_monotonic_time_advances";
+        let k = if sleeps { 6 } else { 0 };
+        assert_eq!(
+            (t["k"].as_u64(), t["n"].as_u64()),
+            (Some(k), Some(6)),
+            "{t}"
+        );
+        if sleeps {
+            let sig = t["signatures"][0]["signature"].as_str().unwrap();
+            assert!(sig.contains("OSError: [Errno"), "{sig}");
+            assert!(sig.contains("Invalid argument"), "{sig}");
+        }
+    }
+    assert_eq!(cell(&report, "baseline")["k"].as_u64(), Some(0));
+    // The preload with those options fails it with the clock unshifted too:
+    // its sham says the mechanism, not the shift, made the difference.
+    assert_eq!(c["sham"], "faketime=+0", "{c}");
+    assert_eq!(c["vs_sham"]["differs"], false, "{c}");
+    let sham = cell(&report, "faketime=+0");
+    assert_eq!(
+        (sham["k"].as_u64(), sham["n"].as_u64()),
+        (Some(6), Some(6)),
+        "{sham}"
+    );
+    for run in lab.runs().iter().filter(|r| r["cell"] != "baseline") {
+        assert_eq!(
+            run["env"]["set"]["FAKETIME_DONT_FAKE_MONOTONIC"], "1",
+            "{run}"
+        );
+    }
+    // The table says it too.
+    let out = lab.run(&["report"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("note: faketime=+365d: the pytest recipe sets"),
+        "{table}"
+    );
+}
