@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::child::{run_child, ChildLimits, ChildResult, Launch, Stop};
+use super::child::{run_child, run_child_watched, ChildLimits, ChildResult, Launch, Stop};
 use super::fake::Fake;
 use super::schedule::Job;
 use super::stress::{busy_share, cpu_ticks, StressGuard, StressPlan};
@@ -79,8 +79,15 @@ impl Executor {
             Executor::Real => {
                 let guard = job.stress.as_ref().map(StressGuard::start);
                 let before = cpu_ticks();
-                let result =
-                    run_child(&job.launch, limits, job.log.as_deref(), &job.marker, stop).await;
+                let result = run_child_watched(
+                    &job.launch,
+                    limits,
+                    job.log.as_deref(),
+                    &job.marker,
+                    job.watch.as_ref(),
+                    stop,
+                )
+                .await;
                 let cpu_busy = before.zip(cpu_ticks()).and_then(|(a, b)| busy_share(a, b));
                 drop(guard);
                 (result, cpu_busy)
