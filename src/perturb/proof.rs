@@ -120,13 +120,19 @@ pub use crate::record::ProcessRole as Role;
 ///
 /// - A **wrapper** runs an executable named in [`WRAPPERS`], or flakelab
 ///   itself (the `__exec` helper).
+/// - The **main line** is the run's first process and the programs it
+///   exec'd in turn (`flakelab __exec` → `env` → `bash` → `python3.11`).
 /// - A **test** process is a program past the wrappers: no program between
-///   it and the run's start is anything but a wrapper. A program below a
-///   test process that runs the same executable (the runner's own workers)
-///   is one too. When every program is a wrapper, the leader's last
-///   program is the test process.
-/// - Every other program is a **helper**: started by a test process to do
-///   something for it.
+///   it and the run's start is anything but a wrapper. When the main line
+///   itself reaches a program that is not a wrapper, that program is the
+///   test process, and what the wrappers before it ran on the side
+///   (`basename`, `readlink` in a version manager's shim) are helpers. A
+///   program below a test process that runs the same executable (the
+///   runner's own workers) is a test process too. When every program is a
+///   wrapper, the main line's last program is the test process.
+/// - Every other program is a **helper**: started by a test process (or by
+///   the wrappers before the main line's test process) to do something for
+///   it.
 ///
 /// A process whose parent was never seen (an orphan reparented to flakelab
 /// before the first look) has no known ancestry, so it is a test process
@@ -142,19 +148,29 @@ pub fn roles(seen: &[SeenProcess], self_exe: &Path) -> Vec<Role> {
                 .file_name()
                 .is_some_and(|n| WRAPPERS.iter().any(|w| n == *w))
     };
+    // Parents always come earlier in the list.
+    let parent = |i: usize| seen[i].parent.filter(|&j| j < i);
+    let mut on_main = vec![false; seen.len()];
+    for i in 0..seen.len() {
+        on_main[i] = i == 0 || parent(i).is_some_and(|j| on_main[j] && seen[j].pid == seen[i].pid);
+    }
+    let main_reaches_test = (0..seen.len()).any(|i| on_main[i] && !wrapper(&seen[i]));
     let mut roles: Vec<Role> = Vec::with_capacity(seen.len());
     for (i, p) in seen.iter().enumerate() {
         let role = if wrapper(p) {
             Role::Wrapper
         } else {
-            // The nearest program above that is not a wrapper (parents
-            // always come earlier in the list).
-            let mut up = p.parent.filter(|&j| j < i);
+            // The nearest program above that is not a wrapper, and whether
+            // the wrappers on the way up belong to the main line.
+            let mut up = parent(i);
+            let mut via_main = false;
             while let Some(j) = up.filter(|&j| roles[j] == Role::Wrapper) {
-                up = seen[j].parent.filter(|&k| k < j);
+                via_main |= on_main[j];
+                up = parent(j);
             }
             match up {
-                None => Role::Test,
+                None if on_main[i] || !(via_main && main_reaches_test) => Role::Test,
+                None => Role::Helper,
                 Some(j) if roles[j] == Role::Test && seen[j].exe.is_some() && seen[j].exe == p.exe => {
                     Role::Test
                 }
@@ -164,10 +180,8 @@ pub fn roles(seen: &[SeenProcess], self_exe: &Path) -> Vec<Role> {
         roles.push(role);
     }
     if !roles.contains(&Role::Test) {
-        if let Some(leader) = seen.first().map(|p| p.pid) {
-            if let Some(last) = seen.iter().rposition(|p| p.pid == leader) {
-                roles[last] = Role::Test;
-            }
+        if let Some(last) = (0..seen.len()).rev().find(|&i| on_main[i]) {
+            roles[last] = Role::Test;
         }
     }
     roles
@@ -375,6 +389,43 @@ mod tests {
         assert!(j.warnings[0].contains("helper process of the run, /usr/bin/docker"));
         assert!(j.warnings[1].contains("(2 processes)"), "{}", j.warnings[1]);
         assert_eq!(j.check.bypassed[1].processes, 2);
+    }
+
+    #[test]
+    fn a_shim_hands_over_to_the_test_process_and_its_side_programs_are_helpers() {
+        // env → bash (shim) runs basename and readlink, then execs python.
+        let seen = [
+            proc(10, None, "/usr/bin/env"),
+            proc(10, Some(0), "/usr/bin/bash"),
+            proc(11, Some(1), "/usr/bin/basename"),
+            stat(proc(12, Some(1), "/usr/local/bin/static-tool")),
+            proc(10, Some(1), "/usr/bin/python3.11"),
+            stat(proc(13, Some(4), "/t/helper")),
+        ];
+        assert_eq!(
+            roles(&seen, Path::new(ME)),
+            [
+                Role::Wrapper,
+                Role::Wrapper,
+                Role::Helper,
+                Role::Helper,
+                Role::Test,
+                Role::Helper
+            ]
+        );
+        let j = judged(&seen);
+        assert_eq!(j.not_applied, None);
+        assert_eq!(j.check.tested_by, ["/usr/bin/python3.11"]);
+        // A script's main line stays a shell: what it runs is the test.
+        let script = [
+            proc(10, None, "/usr/bin/dash"),
+            proc(11, Some(0), "/usr/bin/basename"),
+            stat(proc(12, Some(0), "/t/year")),
+        ];
+        assert_eq!(
+            roles(&script, Path::new(ME)),
+            [Role::Wrapper, Role::Test, Role::Test]
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod junit_e2e;
 mod kernel;
 mod ladder;
 mod measured;
+mod proof;
 mod recipes;
 mod run_stats;
 mod runner_cargo;
