@@ -147,7 +147,10 @@ impl Inspector {
             if self.strangers.contains(&key) {
                 continue;
             }
-            let ours = self.known.get(&pid).is_some_and(|k| k.0 == Some(stat.start))
+            let ours = self
+                .known
+                .get(&pid)
+                .is_some_and(|k| k.0 == Some(stat.start))
                 || std::fs::read(format!("/proc/{pid}/environ"))
                     .is_ok_and(|env| environ_has(&env, &self.entry));
             if ours {
@@ -184,11 +187,9 @@ impl Inspector {
         let link = std::fs::read_link(format!("/proc/{pid}/exe"))
             .map(|p| p.display().to_string())
             .unwrap_or_default();
-        if let Some(slot) = self
-            .planned
-            .iter()
-            .position(|&i| self.images[i].pid == pid && self.images[i].exe.as_deref() == Some(&link))
-        {
+        if let Some(slot) = self.planned.iter().position(|&i| {
+            self.images[i].pid == pid && self.images[i].exe.as_deref() == Some(&link)
+        }) {
             // A program known from the launch, now seen alive: what only the
             // live process tells (auxv, its real environment) is added.
             let index = self.planned.remove(slot);
@@ -206,17 +207,37 @@ impl Inspector {
             Some((s, _, index)) if s.is_none_or(|s| s == start) => Some(*index),
             _ => self.known.get(&ppid).map(|k| k.2),
         };
-        if self.known.get(&pid).is_some_and(|k| k.0.is_some_and(|s| s != start)) {
+        if self
+            .known
+            .get(&pid)
+            .is_some_and(|k| k.0.is_some_and(|s| s != start))
+        {
             // A recycled pid: what was planned for the old process is moot.
             self.planned.retain(|&i| self.images[i].pid != pid);
         }
         let image = self.inspect_live(pid, parent, name, &link);
+        if image.exe.is_some()
+            && std::fs::read_link(format!("/proc/{pid}/exe"))
+                .ok()
+                .map(|p| p.display().to_string())
+                != Some(link.clone())
+        {
+            // It exec'd while being read: the facts may be the next
+            // program's. The next look reads that one.
+            return;
+        }
         self.images.push(image);
         self.known
             .insert(pid, (Some(start), link, self.images.len() - 1));
     }
 
-    fn inspect_live(&self, pid: i32, parent: Option<usize>, name: String, link: &str) -> SeenProcess {
+    fn inspect_live(
+        &self,
+        pid: i32,
+        parent: Option<usize>,
+        name: String,
+        link: &str,
+    ) -> SeenProcess {
         let elf = File::open(format!("/proc/{pid}/exe"))
             .ok()
             .and_then(|f| elf_facts_cached(&f));
@@ -332,9 +353,8 @@ fn watched_env(raw: &[u8], names: &[String]) -> BTreeMap<String, String> {
 /// Finds `program` as `execvp` would: a name with a slash relative to
 /// `cwd`, else the first executable file of that name in `path_var`.
 fn resolve(program: &str, path_var: &str, cwd: &Path) -> Option<PathBuf> {
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
-    };
+    let executable =
+        |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0);
     if program.contains('/') {
         let file = cwd.join(program);
         return executable(&file).then_some(file);
@@ -364,10 +384,13 @@ fn gains_ids(meta: &std::fs::Metadata, file: &Path) -> bool {
     let mode = meta.mode();
     let uid = mode & 0o4000 != 0 && meta.uid() != nix::unistd::geteuid().as_raw();
     let gid = mode & 0o2000 != 0 && meta.gid() != nix::unistd::getegid().as_raw();
+    if !(uid || gid) {
+        return false;
+    }
     let nosuid = nix::sys::statvfs::statvfs(file)
         .is_ok_and(|s| s.flags().contains(nix::sys::statvfs::FsFlags::ST_NOSUID));
     let no_new_privs = nix::sys::prctl::get_no_new_privs().unwrap_or(false);
-    (uid || gid) && !nosuid && !no_new_privs
+    !nosuid && !no_new_privs
 }
 
 /// `AT_SECURE` from a `/proc/PID/auxv` block (native word size and order).
@@ -435,7 +458,10 @@ fn children_of(pid: i32) -> Vec<i32> {
     let mut out = Vec::new();
     for task in tasks.flatten() {
         if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
         }
     }
     out
@@ -456,14 +482,21 @@ pub(super) struct ElfFacts {
 
 /// Executables already read, by (device, inode, size, modification time):
 /// each is read once per flakelab process however many runs start it.
-static ELF_CACHE: Mutex<Option<HashMap<(u64, u64, u64, i64, i64), Option<ElfFacts>>>> =
-    Mutex::new(None);
+static ELF_CACHE: Mutex<Option<HashMap<FileKey, Option<ElfFacts>>>> = Mutex::new(None);
+/// A file's identity and version: device, inode, size, modification time.
+type FileKey = (u64, u64, u64, i64, i64);
 /// Entries kept at most (the cache is emptied when it is full).
 const ELF_CACHE_MAX: usize = 4096;
 
 fn elf_facts_cached(file: &File) -> Option<ElfFacts> {
     let meta = file.metadata().ok()?;
-    let key = (meta.dev(), meta.ino(), meta.size(), meta.mtime(), meta.mtime_nsec());
+    let key = (
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+    );
     let mut cache = ELF_CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let cache = cache.get_or_insert_with(HashMap::new);
     if let Some(facts) = cache.get(&key) {
@@ -507,15 +540,27 @@ pub(super) fn elf_facts(read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>) -> 
     };
     let u16_at = |b: &[u8], at: usize| -> Option<u64> {
         let s: [u8; 2] = b.get(at..at + 2)?.try_into().ok()?;
-        Some(u64::from(if little { u16::from_le_bytes(s) } else { u16::from_be_bytes(s) }))
+        Some(u64::from(if little {
+            u16::from_le_bytes(s)
+        } else {
+            u16::from_be_bytes(s)
+        }))
     };
     let u32_at = |b: &[u8], at: usize| -> Option<u64> {
         let s: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
-        Some(u64::from(if little { u32::from_le_bytes(s) } else { u32::from_be_bytes(s) }))
+        Some(u64::from(if little {
+            u32::from_le_bytes(s)
+        } else {
+            u32::from_be_bytes(s)
+        }))
     };
     let u64_at = |b: &[u8], at: usize| -> Option<u64> {
         let s: [u8; 8] = b.get(at..at + 8)?.try_into().ok()?;
-        Some(if little { u64::from_le_bytes(s) } else { u64::from_be_bytes(s) })
+        Some(if little {
+            u64::from_le_bytes(s)
+        } else {
+            u64::from_be_bytes(s)
+        })
     };
     // Address-sized fields.
     let addr_at = |b: &[u8], at: usize| if wide { u64_at(b, at) } else { u32_at(b, at) };
@@ -573,19 +618,18 @@ pub(super) fn elf_facts(read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>) -> 
                 let rest = names.get(at..)?;
                 Some(&rest[..rest.iter().position(|&b| b == 0)?])
             };
-            go = Some(sections.chunks_exact(shentsize).any(|sh| {
-                matches!(name(sh), Some(b".go.buildinfo") | Some(b".note.go.buildid"))
-            }));
+            go =
+                Some(sections.chunks_exact(shentsize).any(|sh| {
+                    matches!(name(sh), Some(b".go.buildinfo") | Some(b".note.go.buildid"))
+                }));
         }
     }
     let go = match (go, writable) {
         (Some(true), _) => true,
         (_, Some((offset, size))) => {
             let len = usize::try_from(size).unwrap_or(GO_SCAN).min(GO_SCAN);
-            read(offset, len).is_some_and(|data| {
-                data.chunks(16)
-                    .any(|c| c.starts_with(GO_BUILDINFO_MAGIC))
-            })
+            read(offset, len)
+                .is_some_and(|data| data.chunks(16).any(|c| c.starts_with(GO_BUILDINFO_MAGIC)))
         }
         (go, None) => go.unwrap_or(false),
     };
@@ -682,10 +726,16 @@ mod tests {
         // first writable segment.
         let mut data = vec![0u8; 48];
         data[32..32 + GO_BUILDINFO_MAGIC.len()].copy_from_slice(GO_BUILDINFO_MAGIC);
-        assert_eq!(facts_of(&elf64(true, &data, None)).map(|f| f.go), Some(true));
+        assert_eq!(
+            facts_of(&elf64(true, &data, None)).map(|f| f.go),
+            Some(true)
+        );
         let mut off = vec![0u8; 48];
         off[3..3 + GO_BUILDINFO_MAGIC.len()].copy_from_slice(GO_BUILDINFO_MAGIC);
-        assert_eq!(facts_of(&elf64(true, &off, None)).map(|f| f.go), Some(false));
+        assert_eq!(
+            facts_of(&elf64(true, &off, None)).map(|f| f.go),
+            Some(false)
+        );
         assert_eq!(facts_of(b"#!/bin/sh\necho hi\n"), None);
         assert_eq!(facts_of(&dynamic[..40]), None);
     }
@@ -714,9 +764,15 @@ mod tests {
             }
         };
         let block = |pairs: &[(u64, u64)]| -> Vec<u8> {
-            pairs.iter().flat_map(|(k, v)| [word(*k), word(*v)].concat()).collect()
+            pairs
+                .iter()
+                .flat_map(|(k, v)| [word(*k), word(*v)].concat())
+                .collect()
         };
-        assert_eq!(auxv_secure(&block(&[(6, 4096), (23, 1), (0, 0)])), Some(true));
+        assert_eq!(
+            auxv_secure(&block(&[(6, 4096), (23, 1), (0, 0)])),
+            Some(true)
+        );
         assert_eq!(auxv_secure(&block(&[(23, 0), (0, 0)])), Some(false));
         assert_eq!(auxv_secure(&block(&[(6, 4096), (0, 0), (23, 1)])), None);
         assert_eq!(
@@ -725,14 +781,20 @@ mod tests {
         );
         let status = "Name:\tx\nUid:\t0\t65534\t65534\t65534\nGid:\t0\t0\t0\t0\n";
         assert_eq!(ids_differ(status), Some(true));
-        assert_eq!(ids_differ("Uid:\t5\t5\t5\t5\nGid:\t7\t7\t7\t7\n"), Some(false));
+        assert_eq!(
+            ids_differ("Uid:\t5\t5\t5\t5\nGid:\t7\t7\t7\t7\n"),
+            Some(false)
+        );
         assert_eq!(ids_differ("Name:\tx\n"), None);
     }
 
     #[test]
     fn watched_variables_are_read_from_an_environment_block() {
         let names = vec!["LD_PRELOAD".to_string(), "FAKETIME".to_string()];
-        let env = watched_env(b"A=1\0LD_PRELOAD=/l.so\0FAKETIME=+1d\0XFAKETIME=no\0", &names);
+        let env = watched_env(
+            b"A=1\0LD_PRELOAD=/l.so\0FAKETIME=+1d\0XFAKETIME=no\0",
+            &names,
+        );
         assert_eq!(
             env,
             BTreeMap::from([
@@ -758,7 +820,10 @@ mod tests {
         );
         let sh = resolve("sh", "/nonexistent:/usr/bin:/bin", dir.path()).unwrap();
         assert!(sh.ends_with("sh"), "{}", sh.display());
-        assert_eq!(resolve("flakelab-no-such-program", "/usr/bin", dir.path()), None);
+        assert_eq!(
+            resolve("flakelab-no-such-program", "/usr/bin", dir.path()),
+            None
+        );
         assert_eq!(interpreter(&sh, "/usr/bin", dir.path()), None);
     }
 
@@ -783,7 +848,11 @@ mod tests {
 
     async fn watched(argv: &[&str], dir: &Path) -> Vec<SeenProcess> {
         super::super::child::become_subreaper().unwrap();
-        let marker = format!("inspect-test-{}-{}", std::process::id(), argv.join("_").len());
+        let marker = format!(
+            "inspect-test-{}-{}",
+            std::process::id(),
+            argv.join("_").len()
+        );
         let (launch, watch) = watched_launch(argv, dir, &marker);
         let limits = super::super::child::ChildLimits {
             timeout: Some(Duration::from_secs(60)),
@@ -792,9 +861,15 @@ mod tests {
             log_tail: 1024,
         };
         let (_stop, rx) = tokio::sync::watch::channel(super::super::child::Stop::Run);
-        let result =
-            super::super::child::run_child_watched(&launch, limits, None, &marker, Some(&watch), rx)
-                .await;
+        let result = super::super::child::run_child_watched(
+            &launch,
+            limits,
+            None,
+            &marker,
+            Some(&watch),
+            rx,
+        )
+        .await;
         result.processes.expect("a watched run lists its processes")
     }
 
@@ -802,7 +877,10 @@ mod tests {
     async fn a_leader_that_ends_at_once_is_known_from_its_launch() {
         let dir = tempfile::tempdir().unwrap();
         let seen = watched(&["true"], dir.path()).await;
-        let truth = std::fs::canonicalize(resolve("true", &std::env::var("PATH").unwrap(), dir.path()).unwrap()).unwrap();
+        let truth = std::fs::canonicalize(
+            resolve("true", &std::env::var("PATH").unwrap(), dir.path()).unwrap(),
+        )
+        .unwrap();
         assert_eq!(seen[0].exe.as_deref(), Some(truth.to_str().unwrap()));
         assert_eq!(seen[0].parent, None);
         assert_eq!(seen[0].static_linked, Some(false));
@@ -831,7 +909,11 @@ mod tests {
             .unwrap();
         let seen = watched(&["./run.sh"], dir.path()).await;
         let sh = std::fs::canonicalize("/bin/sh").unwrap();
-        assert_eq!(seen[0].exe.as_deref(), Some(sh.to_str().unwrap()), "{seen:?}");
+        assert_eq!(
+            seen[0].exe.as_deref(),
+            Some(sh.to_str().unwrap()),
+            "{seen:?}"
+        );
         // The loop's own `sleep 0.01` may be seen too; the escapee is the
         // one with its own FAKETIME.
         let escaped = seen.iter().find(|p| {

@@ -138,7 +138,9 @@ pub use crate::record::ProcessRole as Role;
 /// before the first look) has no known ancestry, so it is a test process
 /// unless it is a wrapper: a bypass there is never excused as a helper's.
 pub fn roles(seen: &[SeenProcess], self_exe: &Path) -> Vec<Role> {
-    let own = self_exe.canonicalize().unwrap_or_else(|_| self_exe.to_path_buf());
+    let own = self_exe
+        .canonicalize()
+        .unwrap_or_else(|_| self_exe.to_path_buf());
     let wrapper = |p: &SeenProcess| {
         let Some(exe) = p.exe.as_deref() else {
             return false;
@@ -171,7 +173,9 @@ pub fn roles(seen: &[SeenProcess], self_exe: &Path) -> Vec<Role> {
             match up {
                 None if on_main[i] || !(via_main && main_reaches_test) => Role::Test,
                 None => Role::Helper,
-                Some(j) if roles[j] == Role::Test && seen[j].exe.is_some() && seen[j].exe == p.exe => {
+                Some(j)
+                    if roles[j] == Role::Test && seen[j].exe.is_some() && seen[j].exe == p.exe =>
+                {
                     Role::Test
                 }
                 Some(_) => Role::Helper,
@@ -272,7 +276,10 @@ pub fn judge(mechanisms: &[Mechanism], seen: &[SeenProcess], self_exe: &Path) ->
         .collect();
     Judgement {
         check: ProcessCheck {
-            checked: mechanisms.iter().map(|m| m.perturbation().to_string()).collect(),
+            checked: mechanisms
+                .iter()
+                .map(|m| m.perturbation().to_string())
+                .collect(),
             seen: u32::try_from(seen.len()).unwrap_or(u32::MAX),
             tested_by,
             bypassed,
@@ -430,13 +437,19 @@ mod tests {
 
     #[test]
     fn an_orphan_is_never_excused_as_a_helper() {
-        let seen = [proc(10, None, "/usr/bin/python3.11"), stat(proc(30, None, "/t/daemon"))];
+        let seen = [
+            proc(10, None, "/usr/bin/python3.11"),
+            stat(proc(30, None, "/t/daemon")),
+        ];
         assert!(judged(&seen).not_applied.unwrap().contains("/t/daemon"));
     }
 
     #[test]
     fn shells_alone_make_the_leader_the_test_process() {
-        let seen = [proc(10, None, "/usr/bin/dash"), proc(11, Some(0), "/usr/bin/dash")];
+        let seen = [
+            proc(10, None, "/usr/bin/dash"),
+            proc(11, Some(0), "/usr/bin/dash"),
+        ];
         assert_eq!(roles(&seen, Path::new(ME)), [Role::Test, Role::Wrapper]);
         let mut static_sh = stat(proc(10, None, "/bin/busybox-sh"));
         static_sh.exe = Some("/bin/sh".into());
@@ -457,8 +470,15 @@ mod tests {
         assert!(j.not_applied.unwrap().contains("secure-execution"));
 
         let mut other = proc(10, None, "/usr/bin/date");
-        other.env.as_mut().unwrap().insert("FAKETIME".into(), "+0".into());
-        assert_eq!(judged(&[other]).check.bypassed[0].why, BypassWhy::FaketimeChanged);
+        other
+            .env
+            .as_mut()
+            .unwrap()
+            .insert("FAKETIME".into(), "+0".into());
+        assert_eq!(
+            judged(&[other]).check.bypassed[0].why,
+            BypassWhy::FaketimeChanged
+        );
         let mut unknown = proc(10, None, "/usr/bin/date");
         unknown.env = None;
         unknown.secure = None;

@@ -46,7 +46,10 @@ fn fake_run(lab: &Lab, script: &str, args: &[&str]) -> (i32, Value) {
 }
 
 fn runs_of(lab: &Lab, cell: &str) -> Vec<Value> {
-    lab.runs().into_iter().filter(|r| r["cell"] == cell).collect()
+    lab.runs()
+        .into_iter()
+        .filter(|r| r["cell"] == cell)
+        .collect()
 }
 
 fn counts(c: &Value) -> (u64, u64, u64) {
@@ -68,7 +71,11 @@ fn a_test_process_that_bypasses_faketime_leaves_the_cell_unmeasured_and_exits_3(
     );
     let (code, report) = fake_run(&lab, &script, &["-n", "4", "-p", "faketime=+365d"]);
     assert_eq!(code, 3, "{report}");
-    assert_eq!(counts(cell(&report, "faketime=+365d")), (0, 0, 4), "{report}");
+    assert_eq!(
+        counts(cell(&report, "faketime=+365d")),
+        (0, 0, 4),
+        "{report}"
+    );
     assert_eq!(counts(cell(&report, "baseline")), (4, 4, 0), "{report}");
     let runs = runs_of(&lab, "faketime=+365d");
     assert_eq!(runs.len(), 4);
@@ -112,11 +119,18 @@ processes = [
 "#;
     let (code, report) = fake_run(&lab, script, &["-n", "5", "-p", "faketime=+365d"]);
     assert_eq!(code, 1, "the cell is measured and differs: {report}");
-    assert_eq!(counts(cell(&report, "faketime=+365d")), (0, 5, 0), "{report}");
+    assert_eq!(
+        counts(cell(&report, "faketime=+365d")),
+        (0, 5, 0),
+        "{report}"
+    );
     for run in runs_of(&lab, "faketime=+365d") {
         assert_eq!(run["outcome"], "pass", "{run}");
         let check = &run["processes"];
-        assert_eq!(check["tested_by"], serde_json::json!(["/usr/bin/python3.11"]));
+        assert_eq!(
+            check["tested_by"],
+            serde_json::json!(["/usr/bin/python3.11"])
+        );
         assert_eq!(check["bypassed"][0]["role"], "helper");
         assert_eq!(check["bypassed"][0]["why"], "go");
         let warnings = run["warnings"].to_string();
@@ -143,7 +157,11 @@ processes = [{ exe = "/lab/year-go", go = true }]
     assert_eq!(code, 3, "{report}");
     assert_eq!(counts(cell(&report, "tz=UTC")), (0, 2, 0), "{report}");
     assert_eq!(counts(cell(&report, "baseline")), (0, 2, 0), "{report}");
-    assert_eq!(counts(cell(&report, "faketime=+365d")), (0, 0, 2), "{report}");
+    assert_eq!(
+        counts(cell(&report, "faketime=+365d")),
+        (0, 0, 2),
+        "{report}"
+    );
     for run in lab.runs() {
         let checked = run.get("processes").is_some();
         assert_eq!(checked, run["cell"] == "faketime=+365d", "{run}");
@@ -271,7 +289,13 @@ fn c_program(lab: &Lab, name: &str, static_link: bool) -> PathBuf {
     if static_link {
         gcc.arg("-static");
     }
-    let status = gcc.arg("-O1").arg("-o").arg(&out).arg(&src).status().unwrap();
+    let status = gcc
+        .arg("-O1")
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap();
     assert!(status.success(), "gcc failed");
     out.canonicalize().unwrap()
 }
@@ -340,7 +364,15 @@ fn a_static_program_run_directly_is_not_applied_and_named() {
     let lab = Lab::new();
     let exe = c_program(&lab, "year-static", true);
     let year = real_year();
-    let (code, report) = lab.run_json(&["-n", "3", "-p", "faketime=+365d", "--", "./year-static", &year]);
+    let (code, report) = lab.run_json(&[
+        "-n",
+        "3",
+        "-p",
+        "faketime=+365d",
+        "--",
+        "./year-static",
+        &year,
+    ]);
     assert_eq!(code, 3, "{report}");
     // The baseline reads the real year and fails, every run.
     assert_eq!(counts(cell(&report, "baseline")), (3, 3, 0), "{report}");
@@ -355,7 +387,8 @@ fn a_go_binary_run_directly_is_not_applied_and_named() {
     let lab = Lab::new();
     let exe = go_program(&lab, "year-go");
     let year = real_year();
-    let (code, report) = lab.run_json(&["-n", "3", "-p", "faketime=+365d", "--", "./year-go", &year]);
+    let (code, report) =
+        lab.run_json(&["-n", "3", "-p", "faketime=+365d", "--", "./year-go", &year]);
     assert_eq!(code, 3, "{report}");
     assert_eq!(counts(cell(&report, "baseline")), (3, 3, 0), "{report}");
     not_applied_naming(&lab, &report, &exe, "go");
@@ -375,7 +408,10 @@ fn a_shell_script_that_calls_a_static_or_go_program_is_not_applied_and_names_it(
     script(&lab, "check-static.sh", "./year-static \"$1\" 2");
     script(&lab, "check-go.sh", "./year-go \"$1\" 2 && echo done");
     let year = real_year();
-    for (script, exe, why) in [("./check-static.sh", &stat, "static"), ("./check-go.sh", &go, "go")] {
+    for (script, exe, why) in [
+        ("./check-static.sh", &stat, "static"),
+        ("./check-go.sh", &go, "go"),
+    ] {
         let (code, report) = lab.run_json(&[
             "-n",
             "2",
@@ -404,22 +440,31 @@ fn a_dynamically_linked_program_stays_applied_and_reads_the_shifted_clock() {
     let lab = Lab::new();
     let exe = c_program(&lab, "year-dyn", false);
     let year = real_year();
-    let (code, report) = lab.run_json(&["-n", "5", "-p", "faketime=+365d", "--", "./year-dyn", &year]);
+    let (code, report) =
+        lab.run_json(&["-n", "5", "-p", "faketime=+365d", "--", "./year-dyn", &year]);
     assert_eq!(code, 1, "{report}");
     // Fails on the real clock, passes a year ahead.
     assert_eq!(counts(cell(&report, "baseline")), (5, 5, 0), "{report}");
-    assert_eq!(counts(cell(&report, "faketime=+365d")), (0, 5, 0), "{report}");
+    assert_eq!(
+        counts(cell(&report, "faketime=+365d")),
+        (0, 5, 0),
+        "{report}"
+    );
     for run in runs_of(&lab, "faketime=+365d") {
         assert_eq!(run["outcome"], "pass", "{run}");
         let check = &run["processes"];
-        assert_eq!(check["tested_by"], serde_json::json!([exe.display().to_string()]));
+        assert_eq!(
+            check["tested_by"],
+            serde_json::json!([exe.display().to_string()])
+        );
         assert_eq!(check["bypassed"], serde_json::json!([]), "{run}");
     }
 }
 
 #[test]
 fn a_static_helper_of_a_dynamic_test_process_is_only_a_warning() {
-    if !faketime_available() || !gcc_static_available() || !capable("python3", sh_ok("python3 -V")) {
+    if !faketime_available() || !gcc_static_available() || !capable("python3", sh_ok("python3 -V"))
+    {
         return;
     }
     let lab = Lab::alone();
@@ -444,14 +489,21 @@ fn a_static_helper_of_a_dynamic_test_process_is_only_a_warning() {
         "test_year.py",
     ]);
     assert_eq!(code, 0, "{report}");
-    assert_eq!(counts(cell(&report, "faketime=+365d")), (0, 2, 0), "{report}");
+    assert_eq!(
+        counts(cell(&report, "faketime=+365d")),
+        (0, 2, 0),
+        "{report}"
+    );
     for run in runs_of(&lab, "faketime=+365d") {
         assert_eq!(run["outcome"], "pass", "{run}");
         let bypass = &run["processes"]["bypassed"][0];
         assert_eq!(bypass["role"], "helper", "{run}");
         assert_eq!(bypass["exe"], helper.display().to_string(), "{run}");
         let warnings = run["warnings"].to_string();
-        assert!(warnings.contains("a helper process of the run"), "{warnings}");
+        assert!(
+            warnings.contains("a helper process of the run"),
+            "{warnings}"
+        );
         let tested_by = run["processes"]["tested_by"][0].as_str().unwrap();
         assert!(tested_by.contains("python3"), "{tested_by}");
     }
