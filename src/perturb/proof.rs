@@ -240,7 +240,7 @@ pub fn judge(mechanisms: &[Mechanism], seen: &[SeenProcess], self_exe: &Path) ->
     let tests: Vec<&Bypass> = bypassed.iter().filter(|b| b.role == Role::Test).collect();
     let not_applied = tests.first().map(|first| {
         let mut reason = format!(
-            "{}: not applied in this run: the process that ran the tests, {} (pid {}), {}",
+            "{}: the process that ran the tests, {} (pid {}), {}",
             first.perturbation,
             first.exe,
             first.pid,
