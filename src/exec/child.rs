@@ -27,7 +27,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::inspect::{Inspector, SeenProcess, Watch};
+use super::inspect::{Inspector, SeenProcess, Watch, Watcher, POLL_MIN};
 use crate::record::ProcessEnd;
 
 /// The variable that marks every process of a run. Its value (the run's
@@ -154,10 +154,10 @@ pub async fn run_child(
 }
 
 /// [`run_child`], inspecting the run's processes while it runs when `watch`
-/// says what to look for (`exec::inspect`): the programs the launch execs,
-/// then every process of the run at least every
-/// [`POLL_MIN`](super::inspect::POLL_MIN) and once more when the leader has
-/// ended, before the sweep. The programs seen are in
+/// says what to look for (`exec::inspect`, on a thread of its own): the
+/// programs the launch execs, then every process of the run every
+/// [`POLL_MIN`](super::inspect::POLL_MIN) or more, and once more when the
+/// leader has ended, before the sweep. The programs seen are in
 /// [`ChildResult::processes`].
 pub async fn run_child_watched(
     launch: &Launch,
@@ -232,8 +232,9 @@ pub async fn run_child_watched(
     };
     let pgid = Pid::from_raw(pgid);
     let guard = GroupGuard { pgid: Some(pgid) };
-    // The spawn returns once the leader has exec'd, so its program is there.
-    let mut inspector = watch.map(|w| Inspector::start(w, launch, marker, pgid.as_raw()));
+    // The spawn returns once the leader has exec'd: its programs are known
+    // from their files at once.
+    let inspector = watch.map(|w| Inspector::start(w, launch, marker, pgid.as_raw()));
 
     let (cancel, cancelled) = oneshot::channel();
     let reader = tokio::spawn(drain(pipe, cap, cancelled));
@@ -247,25 +248,30 @@ pub async fn run_child_watched(
         &mut stop,
         &mut warnings,
     );
-    let end = match inspector.as_mut() {
-        None => supervised.await,
+    // A run that lasts past the first pause gets its processes looked at
+    // while it runs, on a thread of their own; a shorter one costs no thread.
+    let (end, watched) = match inspector {
+        None => (supervised.await, Watched::No),
         Some(inspector) => {
             tokio::pin!(supervised);
-            loop {
-                tokio::select! {
-                    biased;
-                    end = &mut supervised => break end,
-                    () = tokio::time::sleep_until(inspector.due()) => inspector.look(true),
+            tokio::select! {
+                biased;
+                end = &mut supervised => (end, Watched::Briefly(inspector)),
+                () = tokio::time::sleep(POLL_MIN) => {
+                    let watcher = Watcher::start(inspector);
+                    (supervised.await, Watched::Running(watcher))
                 }
             }
         }
     };
     let duration = started.elapsed();
 
-    // What outlived the leader, before the sweep kills it.
-    if let Some(inspector) = inspector.as_mut() {
-        inspector.look(false);
-    }
+    // What outlived the leader is looked at before the sweep kills it.
+    let processes = match watched {
+        Watched::No => None,
+        Watched::Briefly(inspector) => Some(inspector.last_look()),
+        Watched::Running(watcher) => watcher.finish(&mut warnings).await,
+    };
     let stragglers = sweep(pgid, marker, &mut warnings).await;
     guard.disarm();
 
@@ -290,8 +296,19 @@ pub async fn run_child_watched(
         output_dropped,
         stragglers: u32::try_from(stragglers).unwrap_or(u32::MAX),
         warnings,
-        processes: inspector.map(Inspector::finish),
+        processes,
     }
+}
+
+/// How a run's processes were inspected.
+enum Watched {
+    /// Not at all (nothing to watch).
+    No,
+    /// The run ended before the first look: what outlived it is looked at
+    /// here.
+    Briefly(Inspector),
+    /// Looked at while it ran.
+    Running(Watcher),
 }
 
 fn spawn_failed(message: String) -> ProcessEnd {

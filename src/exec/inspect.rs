@@ -7,10 +7,11 @@
 //! - takes the programs the launch execs in turn (`__exec` helper, then the
 //!   subject's `argv[0]`, a script's interpreter) from the files themselves,
 //!   so a leader that ends before the first look is still known;
-//! - walks the run's process tree every [`POLL_MIN`] or more while it runs
-//!   (`/proc/PID/task/*/children` from the leader, and this process's own
-//!   children that carry the run's marker: escapees reparented to us, the
-//!   subreaper), and once more when the leader has ended;
+//! - from [`POLL_MIN`] after the spawn, walks the run's process tree every
+//!   [`POLL_MIN`] or more while it runs (`/proc/PID/task/*/children` from the
+//!   leader, and this process's own children that carry the run's marker:
+//!   escapees reparented to us, the subreaper), and once more when the
+//!   leader has ended (a run shorter than [`POLL_MIN`] gets only that look);
 //! - records each program a process ran (a process that execs gets one
 //!   [`SeenProcess`] per program): its executable, whether that is an ELF
 //!   without an interpreter (statically linked) or a Go program
@@ -18,9 +19,11 @@
 //!   (`AT_SECURE`: set-user-ID, set-group-ID, file capabilities) and the
 //!   watched variables of its environment.
 //!
-//! What it means is decided elsewhere (`perturb::proof`); this module only
-//! reads `/proc` and executables. It never signals, traces or slows the
-//! subject: a process that starts and ends between two looks is not seen.
+//! The looks run on a thread of their own ([`Watcher`]), so a read that
+//! blocks never stalls the session. What it all means is decided elsewhere
+//! (`perturb::proof`); this module only reads `/proc` and executables. It
+//! never signals, traces or slows the subject: a process that starts and
+//! ends between two looks is not seen.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
@@ -89,6 +92,63 @@ impl SeenProcess {
     }
 }
 
+/// How long the last look may take once the leader has ended.
+const FINISH_BOUND: Duration = Duration::from_secs(2);
+
+/// A run's inspection while it runs, on a thread of its own: reading
+/// another process's environment waits for its memory-map lock, and a
+/// process of the run that holds it (stuck in a page fault, say) must never
+/// stall the session's runtime, its timeouts or the other runs.
+pub(super) struct Watcher {
+    ended: std::sync::mpsc::Sender<()>,
+    done: tokio::sync::oneshot::Receiver<Vec<SeenProcess>>,
+}
+
+impl Watcher {
+    /// Looks at once, then every [`POLL_MIN`] or more until [`finish`](Self::finish).
+    pub(super) fn start(mut inspector: Inspector) -> Watcher {
+        let (ended, ended_rx) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done) = tokio::sync::oneshot::channel();
+        // Without a thread the run is not inspected: `finish` says so.
+        let _ = std::thread::Builder::new()
+            .name("flakelab-inspect".into())
+            .spawn(move || {
+                loop {
+                    inspector.look(true);
+                    let pause = inspector.next.saturating_duration_since(Instant::now());
+                    match ended_rx.recv_timeout(pause) {
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        _ => break,
+                    }
+                }
+                let _ = done_tx.send(inspector.last_look());
+            });
+        Watcher { ended, done }
+    }
+
+    /// Once the leader has been reaped: the last look, then every program
+    /// seen. None (with a warning) when the inspection could not finish.
+    pub(super) async fn finish(self, warnings: &mut Vec<String>) -> Option<Vec<SeenProcess>> {
+        let _ = self.ended.send(());
+        match tokio::time::timeout(FINISH_BOUND, self.done).await {
+            Ok(Ok(seen)) => Some(seen),
+            Ok(Err(_)) => {
+                warnings.push(
+                    "the run's processes were not inspected (no thread for it); its cell's mechanism is proven by its probe only".into(),
+                );
+                None
+            }
+            Err(_) => {
+                warnings.push(format!(
+                    "inspecting the run's processes did not finish within {} s of its end (a read of /proc blocked); its cell's mechanism is proven by its probe only",
+                    FINISH_BOUND.as_secs()
+                ));
+                None
+            }
+        }
+    }
+}
+
 /// The inspection of one run.
 pub(super) struct Inspector {
     watch: Watch,
@@ -107,7 +167,8 @@ pub(super) struct Inspector {
 
 impl Inspector {
     /// Starts inspecting the run whose leader is `leader` (just spawned from
-    /// `launch`, with `marker` as its `FLAKELAB_RUN_ID`).
+    /// `launch`, with `marker` as its `FLAKELAB_RUN_ID`): the programs the
+    /// launch execs, from their files. Reads nothing of another process.
     pub(super) fn start(watch: &Watch, launch: &Launch, marker: &str, leader: i32) -> Inspector {
         let mut this = Inspector {
             watch: watch.clone(),
@@ -121,18 +182,12 @@ impl Inspector {
             next: Instant::now(),
         };
         this.plan(launch);
-        this.look(true);
         this
-    }
-
-    /// When the next look is due.
-    pub(super) fn due(&self) -> tokio::time::Instant {
-        tokio::time::Instant::from_std(self.next)
     }
 
     /// Looks at the run's processes; `leader_alive` is false once the leader
     /// has been reaped (its pid may then be reused by a stranger).
-    pub(super) fn look(&mut self, leader_alive: bool) {
+    fn look(&mut self, leader_alive: bool) {
         let began = thread_cpu_time();
         let mut queue: Vec<i32> = Vec::new();
         if leader_alive {
@@ -167,7 +222,13 @@ impl Inspector {
             let Some((name, stat)) = read_stat_named(pid) else {
                 continue;
             };
-            if !stat.alive() {
+            let recycled = pid == self.leader
+                && self
+                    .known
+                    .get(&pid)
+                    .and_then(|k| k.0)
+                    .is_some_and(|start| start != stat.start);
+            if !stat.alive() || recycled {
                 continue;
             }
             self.observe(pid, stat.ppid, stat.start, name);
@@ -177,8 +238,10 @@ impl Inspector {
         self.next = Instant::now() + (cost * 50).clamp(POLL_MIN, POLL_MAX);
     }
 
-    /// The programs seen, in the order they were found.
-    pub(super) fn finish(self) -> Vec<SeenProcess> {
+    /// The look once the leader has been reaped (at what outlived it), then
+    /// the programs seen, in the order they were found.
+    pub(super) fn last_look(mut self) -> Vec<SeenProcess> {
+        self.look(false);
         self.images
     }
 
@@ -190,15 +253,14 @@ impl Inspector {
         if let Some(slot) = self.planned.iter().position(|&i| {
             self.images[i].pid == pid && self.images[i].exe.as_deref() == Some(&link)
         }) {
-            // A program known from the launch, now seen alive: what only the
-            // live process tells (auxv, its real environment) is added.
+            // A program known from the launch, now seen alive: only the live
+            // process tells whether it runs in secure-execution mode (its
+            // environment is the launch's, and its file was read).
             let index = self.planned.remove(slot);
             self.planned.retain(|&i| i > index);
-            let live = self.inspect_live(pid, None, name, &link);
             let image = &mut self.images[index];
-            image.secure = live.secure.or(image.secure);
-            image.env = live.env.or(image.env.take());
-            image.name = live.name;
+            image.secure = secure_of(pid).or(image.secure);
+            image.name = name;
             self.known.insert(pid, (Some(start), link, index));
             return;
         }
@@ -241,14 +303,7 @@ impl Inspector {
         let elf = File::open(format!("/proc/{pid}/exe"))
             .ok()
             .and_then(|f| elf_facts_cached(&f));
-        let secure = std::fs::read(format!("/proc/{pid}/auxv"))
-            .ok()
-            .and_then(|raw| auxv_secure(&raw))
-            .or_else(|| {
-                std::fs::read_to_string(format!("/proc/{pid}/status"))
-                    .ok()
-                    .and_then(|s| ids_differ(&s))
-            });
+        let secure = secure_of(pid);
         let env = std::fs::read(format!("/proc/{pid}/environ"))
             .ok()
             // A process that has just been forked and not yet exec'd, or a
@@ -391,6 +446,19 @@ fn gains_ids(meta: &std::fs::Metadata, file: &Path) -> bool {
         .is_ok_and(|s| s.flags().contains(nix::sys::statvfs::FsFlags::ST_NOSUID));
     let no_new_privs = nix::sys::prctl::get_no_new_privs().unwrap_or(false);
     !nosuid && !no_new_privs
+}
+
+/// Whether a live process runs in secure-execution mode: its `AT_SECURE`,
+/// else (auxv unreadable) whether its real and effective ids differ.
+fn secure_of(pid: i32) -> Option<bool> {
+    std::fs::read(format!("/proc/{pid}/auxv"))
+        .ok()
+        .and_then(|raw| auxv_secure(&raw))
+        .or_else(|| {
+            std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .ok()
+                .and_then(|s| ids_differ(&s))
+        })
 }
 
 /// `AT_SECURE` from a `/proc/PID/auxv` block (native word size and order).
