@@ -256,7 +256,7 @@ pub async fn run_child_watched(
             tokio::pin!(supervised);
             tokio::select! {
                 biased;
-                end = &mut supervised => (end, Watched::Briefly(inspector)),
+                end = &mut supervised => (end, Watched::Briefly(Box::new(inspector))),
                 () = tokio::time::sleep(POLL_MIN) => {
                     let watcher = Watcher::start(inspector);
                     (supervised.await, Watched::Running(watcher))
@@ -306,7 +306,7 @@ enum Watched {
     No,
     /// The run ended before the first look: what outlived it is looked at
     /// here.
-    Briefly(Inspector),
+    Briefly(Box<Inspector>),
     /// Looked at while it ran.
     Running(Watcher),
 }
