@@ -22,8 +22,9 @@
 //! The looks run on a thread of their own ([`Watcher`]), so a read that
 //! blocks never stalls the session. What it all means is decided elsewhere
 //! (`perturb::proof`); this module only reads `/proc` and executables. It
-//! never signals, traces or slows the subject: a process that starts and
-//! ends between two looks is not seen.
+//! never signals, traces or stops the subject (reading a process's
+//! environment holds its memory-map lock for a moment, once per program):
+//! a process that starts and ends between two looks is not seen.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
@@ -250,6 +251,13 @@ impl Inspector {
         let link = std::fs::read_link(format!("/proc/{pid}/exe"))
             .map(|p| p.display().to_string())
             .unwrap_or_default();
+        if link.is_empty() && secure_of(pid) != Some(true) {
+            // Unreadable: in the middle of an exec (the kernel's name is
+            // still the old program's), ending, or not ours to read. Only
+            // secure-execution mode could be proven of it; else look again
+            // next time rather than record a program of unknown identity.
+            return;
+        }
         if let Some(slot) = self.planned.iter().position(|&i| {
             self.images[i].pid == pid && self.images[i].exe.as_deref() == Some(&link)
         }) {
