@@ -18,6 +18,8 @@ compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null \
 command -v unshare >/dev/null && command -v taskset >/dev/null && command -v prlimit >/dev/null \
   || need_pkgs+=(util-linux)
 command -v ip >/dev/null || need_pkgs+=(iproute2)
+# gcc with a static C library for the programs that bypass libfaketime.
+command -v gcc >/dev/null && compgen -G '/usr/lib/*/libc.a' >/dev/null || need_pkgs+=(gcc libc6-dev)
 # go test and gotestsum for the go recipe's end-to-end tests.
 command -v go >/dev/null || need_pkgs+=(golang-go)
 command -v gotestsum >/dev/null || need_pkgs+=(gotestsum)

@@ -208,6 +208,106 @@ pub struct RunRecord {
     /// Where the run sat in a ladder rung's topology (ladder sessions only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<RunTopology>,
+    /// What the processes the run started showed about the mechanisms of its
+    /// cell that a program can bypass (absent when the cell has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<ProcessCheck>,
+}
+
+/// The processes one run started, inspected while it ran, against the
+/// mechanisms of its cell that a program can bypass (libfaketime).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessCheck {
+    /// The perturbations checked (`faketime=+365d`).
+    pub checked: Vec<String>,
+    /// Programs seen: one per program each process ran (a process that
+    /// execs counts once per program).
+    pub seen: u32,
+    /// The executables of the processes taken to have run the tests.
+    pub tested_by: Vec<String>,
+    /// Processes that bypassed a mechanism, one entry per (perturbation,
+    /// executable, role, why).
+    pub bypassed: Vec<Bypass>,
+}
+
+/// Processes of a run that escaped a mechanism of its cell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bypass {
+    /// The perturbation escaped.
+    pub perturbation: String,
+    /// The executable (or `(name)` when it could not be read).
+    pub exe: String,
+    /// The first such process's id.
+    pub pid: i32,
+    /// What the process was to the run.
+    pub role: ProcessRole,
+    /// Why the mechanism did not reach it.
+    pub why: BypassWhy,
+    /// How many such processes.
+    pub processes: u32,
+}
+
+/// What a process was to its run (see `perturb::proof::roles`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessRole {
+    /// It ran the tests.
+    Test,
+    /// A program a test process started.
+    Helper,
+    /// A shell, launcher or build driver that only started other programs.
+    Wrapper,
+}
+
+impl ProcessRole {
+    /// The name used in records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProcessRole::Test => "test",
+            ProcessRole::Helper => "helper",
+            ProcessRole::Wrapper => "wrapper",
+        }
+    }
+}
+
+/// Why a mechanism did not reach a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BypassWhy {
+    /// A Go program: it reads the clock through the vDSO, not libc.
+    Go,
+    /// Statically linked: no dynamic loader, so no preload.
+    Static,
+    /// Secure-execution mode: the loader ignores preload paths.
+    SecureExec,
+    /// Its environment does not name libfaketime in `LD_PRELOAD`.
+    NoPreload,
+    /// Its `FAKETIME` is not the cell's.
+    FaketimeChanged,
+}
+
+impl BypassWhy {
+    /// The name used in records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BypassWhy::Go => "go",
+            BypassWhy::Static => "static",
+            BypassWhy::SecureExec => "secure_exec",
+            BypassWhy::NoPreload => "no_preload",
+            BypassWhy::FaketimeChanged => "faketime_changed",
+        }
+    }
+
+    /// What it means, as the end of a sentence about the process.
+    pub fn explain(self) -> &'static str {
+        match self {
+            BypassWhy::Go => "is a Go program: Go reads the clock through the vDSO, not through libc, so libfaketime did not shift its clock",
+            BypassWhy::Static => "is statically linked: no dynamic loader runs in it, so the libfaketime preload was never loaded and its clock was not shifted",
+            BypassWhy::SecureExec => "started in secure-execution mode (set-user-ID or set-group-ID to another user, or file capabilities): the dynamic loader ignores LD_PRELOAD paths there, so libfaketime was not loaded",
+            BypassWhy::NoPreload => "started without libfaketime in its LD_PRELOAD (something removed it from the environment), so its clock was not shifted",
+            BypassWhy::FaketimeChanged => "started with a FAKETIME other than the cell's, so its clock was not shifted as the cell says",
+        }
+    }
 }
 
 /// The CPU time one run (or probe) got, measured by the executor around the

@@ -359,6 +359,7 @@ mod tests {
             tests: Vec::new(),
             failure_signature: None,
             topology: None,
+            processes: None,
             stragglers: 0,
             warnings: vec![],
         }

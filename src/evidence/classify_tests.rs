@@ -134,6 +134,7 @@ pub(crate) fn runs_with(
                 tests: vec![],
                 failure_signature: failing.then(|| sig(c.0, i)),
                 topology: None,
+                processes: None,
             });
         }
     }

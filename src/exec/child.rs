@@ -27,6 +27,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::inspect::{Inspector, SeenProcess, Watch, Watcher, POLL_MIN};
 use crate::record::ProcessEnd;
 
 /// The variable that marks every process of a run. Its value (the run's
@@ -101,6 +102,9 @@ pub struct ChildResult {
     /// Problems that did not change the end (log not writable, pipe held
     /// open, a sweep that gave up, …).
     pub warnings: Vec<String>,
+    /// The programs the run's processes ran, when the run was watched
+    /// ([`run_child_watched`]).
+    pub processes: Option<Vec<SeenProcess>>,
 }
 
 impl ChildResult {
@@ -113,6 +117,7 @@ impl ChildResult {
             output_dropped: 0,
             stragglers: 0,
             warnings,
+            processes: None,
         }
     }
 }
@@ -143,6 +148,23 @@ pub async fn run_child(
     limits: ChildLimits,
     log: Option<&Path>,
     marker: &str,
+    stop: watch::Receiver<Stop>,
+) -> ChildResult {
+    run_child_watched(launch, limits, log, marker, None, stop).await
+}
+
+/// [`run_child`], inspecting the run's processes while it runs when `watch`
+/// says what to look for (`exec::inspect`, on a thread of its own): the
+/// programs the launch execs, then every process of the run every
+/// [`POLL_MIN`](super::inspect::POLL_MIN) or more, and once more when the
+/// leader has ended, before the sweep. The programs seen are in
+/// [`ChildResult::processes`].
+pub async fn run_child_watched(
+    launch: &Launch,
+    limits: ChildLimits,
+    log: Option<&Path>,
+    marker: &str,
+    watch: Option<&Watch>,
     mut stop: watch::Receiver<Stop>,
 ) -> ChildResult {
     let mut warnings = Vec::new();
@@ -210,22 +232,46 @@ pub async fn run_child(
     };
     let pgid = Pid::from_raw(pgid);
     let guard = GroupGuard { pgid: Some(pgid) };
+    // The spawn returns once the leader has exec'd: its programs are known
+    // from their files at once.
+    let inspector = watch.map(|w| Inspector::start(w, launch, marker, pgid.as_raw()));
 
     let (cancel, cancelled) = oneshot::channel();
     let reader = tokio::spawn(drain(pipe, cap, cancelled));
 
     let deadline = limits.timeout.map(|timeout| started + timeout);
-    let end = supervise(
+    let supervised = supervise(
         &mut child,
         pgid,
         deadline,
         limits.grace,
         &mut stop,
         &mut warnings,
-    )
-    .await;
+    );
+    // A run that lasts past the first pause gets its processes looked at
+    // while it runs, on a thread of their own; a shorter one costs no thread.
+    let (end, watched) = match inspector {
+        None => (supervised.await, Watched::No),
+        Some(inspector) => {
+            tokio::pin!(supervised);
+            tokio::select! {
+                biased;
+                end = &mut supervised => (end, Watched::Briefly(Box::new(inspector))),
+                () = tokio::time::sleep(POLL_MIN) => {
+                    let watcher = Watcher::start(inspector);
+                    (supervised.await, Watched::Running(watcher))
+                }
+            }
+        }
+    };
     let duration = started.elapsed();
 
+    // What outlived the leader is looked at before the sweep kills it.
+    let processes = match watched {
+        Watched::No => None,
+        Watched::Briefly(inspector) => Some(inspector.last_look()),
+        Watched::Running(watcher) => watcher.finish(&mut warnings).await,
+    };
     let stragglers = sweep(pgid, marker, &mut warnings).await;
     guard.disarm();
 
@@ -250,7 +296,19 @@ pub async fn run_child(
         output_dropped,
         stragglers: u32::try_from(stragglers).unwrap_or(u32::MAX),
         warnings,
+        processes,
     }
+}
+
+/// How a run's processes were inspected.
+enum Watched {
+    /// Not at all (nothing to watch).
+    No,
+    /// The run ended before the first look: what outlived it is looked at
+    /// here.
+    Briefly(Box<Inspector>),
+    /// Looked at while it ran.
+    Running(Watcher),
 }
 
 fn spawn_failed(message: String) -> ProcessEnd {
@@ -561,28 +619,31 @@ fn scan_proc(me: i32, pgid: i32, entry: &[u8], seen: &BTreeSet<i32>) -> io::Resu
     Ok(found)
 }
 
-/// The fields of `/proc/PID/stat` the sweep needs.
+/// The fields of `/proc/PID/stat` the sweep and the inspection need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ProcStat {
+pub(super) struct ProcStat {
     /// State letter (`R`, `S`, `D`, `Z`, …).
-    state: u8,
+    pub(super) state: u8,
     /// Parent pid.
-    ppid: i32,
+    pub(super) ppid: i32,
     /// Process group id.
-    pgrp: i32,
+    pub(super) pgrp: i32,
+    /// Start time after boot, in clock ticks (tells a recycled pid apart).
+    pub(super) start: u64,
 }
 
 impl ProcStat {
     /// Not a zombie or dead.
-    fn alive(&self) -> bool {
+    pub(super) fn alive(&self) -> bool {
         !matches!(self.state, b'Z' | b'X' | b'x')
     }
 }
 
-/// Parses `/proc/PID/stat`: `pid (comm) state ppid pgrp …`. The command name
-/// may hold spaces, parentheses and non-UTF-8 bytes, so fields are counted
-/// from the last `)`.
-fn parse_stat(raw: &[u8]) -> Option<ProcStat> {
+/// Parses `/proc/PID/stat`: `pid (comm) state ppid pgrp … starttime …`. The
+/// command name may hold spaces, parentheses and non-UTF-8 bytes, so fields
+/// are counted from the last `)`. The start time (field 22) is 0 when a
+/// short line lacks it.
+pub(super) fn parse_stat(raw: &[u8]) -> Option<ProcStat> {
     let close = raw.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(raw.get(close + 1..)?).ok()?;
     let mut fields = rest.split_ascii_whitespace();
@@ -590,16 +651,19 @@ fn parse_stat(raw: &[u8]) -> Option<ProcStat> {
     let [state] = state else { return None };
     let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
+    // Fields 6 to 21 come before the start time.
+    let start = fields.nth(16).and_then(|f| f.parse().ok()).unwrap_or(0);
     Some(ProcStat {
         state: *state,
         ppid,
         pgrp,
+        start,
     })
 }
 
 /// Whether a NUL-separated environment block (`/proc/PID/environ`) has
 /// exactly `entry` (`NAME=value`) as one of its entries.
-fn environ_has(environ: &[u8], entry: &[u8]) -> bool {
+pub(super) fn environ_has(environ: &[u8], entry: &[u8]) -> bool {
     environ.split(|&b| b == 0).any(|e| e == entry)
 }
 
@@ -993,9 +1057,12 @@ mod tests {
             Some(ProcStat {
                 state: b'S',
                 ppid: 1,
-                pgrp: 1234
+                pgrp: 1234,
+                start: 0,
             })
         );
+        let full = b"9 (sh) R 8 9 9 34816 9 4194304 112 0 0 0 0 0 0 0 20 0 1 0 8812345 2527232 223";
+        assert_eq!(parse_stat(full).map(|s| s.start), Some(8_812_345));
         let mut raw = b"77 (\xff\xfe".to_vec();
         raw.extend_from_slice(b") Z 5 70 70 0");
         let stat = parse_stat(&raw).unwrap();

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::child::{run_child, ChildLimits, ChildResult, Launch, Stop};
+use super::child::{run_child, run_child_watched, ChildLimits, ChildResult, Launch, Stop};
 use super::fake::Fake;
 use super::schedule::Job;
 use super::stress::{Meter, StressGuard, StressPlan};
@@ -89,7 +89,14 @@ impl Executor {
         match self {
             Executor::Real => {
                 measured(job.stress.as_ref(), || {
-                    run_child(&job.launch, limits, job.log.as_deref(), &job.marker, stop)
+                    run_child_watched(
+                        &job.launch,
+                        limits,
+                        job.log.as_deref(),
+                        &job.marker,
+                        job.watch.as_ref(),
+                        stop,
+                    )
                 })
                 .await
             }

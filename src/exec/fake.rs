@@ -29,6 +29,12 @@
 //! stress_share = 0.02             # each stress thread's share of a CPU
 //! stress_error = "…"              # why a stress thread could not be placed
 //! interrupt = true                # after this run, flakelab gets SIGINT (as Ctrl-C)
+//! processes = [                   # what inspecting its processes found (cells that
+//!   { exe = "/bin/sh" },          #   watch them, e.g. faketime; ignored elsewhere):
+//!   { exe = "/t/year", parent = 0, static = true },   # each program a process ran,
+//!   { exe = "/usr/bin/docker", parent = 1, go = true } # `parent` an index into the list;
+//! ]                               # also secure = true, env = { FAKETIME = "+0" },
+//!                                 # env_unset = ["LD_PRELOAD"]
 //! ```
 //!
 //! A run no rule matches exits 0 and prints nothing.
@@ -37,7 +43,11 @@
 //! A run with stress beside it whose rule gives no `stress_share` got the
 //! whole share its threads can take (`min(1, CPUs / threads)`); a run
 //! without stress whose rule gives no `subject_cpu` was not measured.
+//!
+//! A watched run whose rule
+//! lists no processes shows one: the launch's own program, as launched.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -47,6 +57,7 @@ use tokio::sync::watch;
 
 use super::child::{ChildResult, Stop};
 use super::executor::Measured;
+use super::inspect::{SeenProcess, Watch};
 use super::schedule::Job;
 use super::stress::StressPlan;
 use crate::record::{ProcessEnd, RunCpu, StressCpu};
@@ -125,6 +136,60 @@ struct RunRule {
     stress_error: Option<String>,
     #[serde(default)]
     interrupt: bool,
+    #[serde(default)]
+    processes: Option<Vec<FakeProcess>>,
+}
+
+/// One program a scripted run's process ran.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FakeProcess {
+    exe: String,
+    #[serde(default)]
+    parent: Option<usize>,
+    #[serde(default, rename = "static")]
+    static_linked: bool,
+    #[serde(default)]
+    go: bool,
+    #[serde(default)]
+    secure: bool,
+    /// Watched variables set otherwise than the launch sets them.
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    /// Watched variables the process does not have.
+    #[serde(default)]
+    env_unset: Vec<String>,
+}
+
+impl FakeProcess {
+    fn seen(&self, index: usize, job: &Job, watch: &Watch) -> SeenProcess {
+        let mut env: BTreeMap<String, String> = watch
+            .env
+            .iter()
+            .filter_map(|n| Some((n.clone(), job.launch.env_set.get(n)?.clone())))
+            .collect();
+        for (k, v) in &self.env {
+            if watch.env.contains(k) {
+                env.insert(k.clone(), v.clone());
+            }
+        }
+        for k in &self.env_unset {
+            env.remove(k);
+        }
+        SeenProcess {
+            pid: 1000 + index as i32,
+            parent: self.parent,
+            exe: Some(self.exe.clone()),
+            name: Path::new(&self.exe)
+                .file_name()
+                .map(|n| n.to_string_lossy().chars().take(15).collect())
+                .unwrap_or_default(),
+            static_linked: Some(self.static_linked),
+            go: Some(self.go),
+            secure: Some(self.secure),
+            env: Some(env),
+        }
+    }
 }
 
 impl RunRule {
@@ -171,6 +236,14 @@ impl Fake {
             if let Some(d) = &rule.duration {
                 humantime::parse_duration(d)
                     .map_err(|e| format!("[[run]] {}: duration `{d}`: {e}", i + 1))?;
+            }
+            for (j, p) in rule.processes.iter().flatten().enumerate() {
+                if p.parent.is_some_and(|parent| parent >= j) {
+                    return Err(format!(
+                        "[[run]] {}: processes[{j}]: parent must name an earlier process",
+                        i + 1
+                    ));
+                }
             }
         }
         Ok(Fake {
@@ -221,12 +294,34 @@ impl Fake {
             output_dropped: 0,
             stragglers: 0,
             warnings: Vec::new(),
+            processes: None,
         };
         if *stop.borrow() != Stop::Run {
             result.end = ProcessEnd::Interrupted;
             return (result, Measured::default());
         }
-        let Some(rule) = self.answer(job) else {
+        let rule = self.answer(job);
+        if let Some(watch) = &job.watch {
+            let launched = FakeProcess {
+                exe: job.launch.argv.first().cloned().unwrap_or_default(),
+                parent: None,
+                static_linked: false,
+                go: false,
+                secure: false,
+                env: BTreeMap::new(),
+                env_unset: Vec::new(),
+            };
+            let listed = rule.and_then(|r| r.processes.as_deref());
+            let programs = listed.unwrap_or(std::slice::from_ref(&launched));
+            result.processes = Some(
+                programs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| p.seen(i, job, watch))
+                    .collect(),
+            );
+        }
+        let Some(rule) = rule else {
             let cpu = job
                 .stress
                 .as_ref()
@@ -325,8 +420,6 @@ fn write(path: &PathBuf, text: &str, warnings: &mut Vec<String>) {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::exec::child::Launch;
 
@@ -347,6 +440,7 @@ mod tests {
             replicate,
             seed,
             junit: None,
+            watch: None,
         }
     }
 

@@ -10,6 +10,7 @@
 pub mod child;
 pub mod executor;
 pub mod fake;
+pub mod inspect;
 pub mod query;
 pub mod schedule;
 pub mod stress;
@@ -17,4 +18,6 @@ pub mod stress;
 pub use executor::{Executor, Measured, ProbeAnswer, ProbeCall};
 pub use query::query;
 
-pub use child::{become_subreaper, run_child, ChildLimits, ChildResult, Launch, Stop};
+pub use child::{
+    become_subreaper, run_child, run_child_watched, ChildLimits, ChildResult, Launch, Stop,
+};

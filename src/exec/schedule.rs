@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 
 use super::child::{ChildLimits, ChildResult, Launch, Stop};
 use super::executor::{Executor, Measured};
+use super::inspect::Watch;
 use super::stress::StressPlan;
 use crate::record::ProcessEnd;
 
@@ -43,6 +44,9 @@ pub struct Job {
     pub seed: u64,
     /// Where its JUnit report is expected, if anywhere.
     pub junit: Option<PathBuf>,
+    /// What to inspect in its processes while it runs (cells whose
+    /// mechanism a program can bypass), if anything.
+    pub watch: Option<Watch>,
 }
 
 /// What the loop reports.
@@ -179,6 +183,7 @@ pub async fn schedule(
                                     output_dropped: 0,
                                     stragglers: 0,
                                     warnings: Vec::new(),
+                                    processes: None,
                                 },
                             });
                         }
@@ -234,6 +239,7 @@ mod tests {
             replicate: 0,
             seed: 0,
             junit: None,
+            watch: None,
         }
     }
 

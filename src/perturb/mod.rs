@@ -11,6 +11,7 @@ pub mod env;
 pub mod faketime;
 pub mod isolate;
 pub mod probe;
+pub mod proof;
 pub mod sham;
 
 use std::collections::BTreeMap;
@@ -115,6 +116,9 @@ pub struct Prepared {
     /// What the cell does beyond its declared conditions, said on the cell
     /// (libfaketime options a recipe asked for).
     pub notes: Vec<String>,
+    /// Mechanisms a program the subject runs can bypass: each run's
+    /// processes are inspected for them (`proof`).
+    pub checks: Vec<proof::Mechanism>,
     /// Which perturbation set each variable, to refuse conflicting ones.
     owners: BTreeMap<String, String>,
 }
@@ -133,6 +137,21 @@ impl Prepared {
         let mut out = self.isolation.repro_prefix();
         out.extend_from_slice(argv);
         out
+    }
+
+    /// What to inspect in the processes of a run of `command` in this cell:
+    /// None when the cell has no mechanism a program can bypass.
+    pub fn watch(
+        &self,
+        self_exe: &std::path::Path,
+        command: &[String],
+    ) -> Option<crate::exec::inspect::Watch> {
+        let mut execs = Vec::new();
+        if !self.isolation.is_empty() {
+            execs.push(self_exe.display().to_string());
+        }
+        execs.extend(command.first().cloned());
+        proof::watch(&self.checks, execs)
     }
 
     /// What the repro line cannot reproduce by itself, if anything.
@@ -266,6 +285,15 @@ pub fn prepare(
                                 f.why.trim()
                             ));
                         }
+                        out.checks.push(proof::Mechanism::Preload {
+                            perturbation: label.clone(),
+                            lib,
+                            faketime: out
+                                .set
+                                .get("FAKETIME")
+                                .cloned()
+                                .unwrap_or_else(|| shift.faketime_value()),
+                        });
                         clock = Some((label, shift));
                     }
                     Err(e) => out.missing = Some(Missing::from_error(&e)),

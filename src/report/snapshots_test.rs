@@ -137,6 +137,7 @@ fn run(session: &SessionRecord, index: usize, cell: &str, outcome: Outcome) -> R
         },
         failure_signature: failing.then(|| "AssertionError: offset is <n>".into()),
         topology: None,
+        processes: None,
     }
 }
 

@@ -89,6 +89,21 @@ fn classify(
     } else {
         Vec::new()
     };
+    // Proof from the subject's own processes: a test process that bypassed
+    // the cell's mechanism measured nothing of it (`perturb::proof`).
+    let bypassed = result.processes.as_deref().and_then(|seen| {
+        let judged = perturb::proof::judge(&prepared.checks, seen, &settings.facts.self_exe);
+        record.processes = Some(judged.check);
+        record.warnings.extend(judged.warnings);
+        judged.not_applied
+    });
+    if record.outcome == Outcome::Timeout {
+        if let Some(reason) = bypassed {
+            record.outcome = Outcome::NotApplied;
+            record.reason = Some(reason);
+            return;
+        }
+    }
     if !matches!(record.outcome, Outcome::Pass | Outcome::Fail) {
         read_tests(record, settings);
         return;
@@ -105,6 +120,11 @@ fn classify(
             record.reason = Some(line.to_string());
             return;
         }
+    }
+    if let Some(reason) = bypassed {
+        record.outcome = Outcome::NotApplied;
+        record.reason = Some(reason);
+        return;
     }
     if let Some(recipe) = &settings.recipe {
         let asked = outcome::Asked {

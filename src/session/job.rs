@@ -56,6 +56,7 @@ pub(super) fn plan_process(
                 "fix the recipe (`flakelab recipes show NAME`) or pass --runner none",
             )
         })?;
+    let watch = prepared.watch(&settings.facts.self_exe, &command);
     let mut launch = launch_for(
         settings,
         prepared,
@@ -124,6 +125,7 @@ pub(super) fn plan_process(
         tests: Vec::new(),
         failure_signature: None,
         topology,
+        processes: None,
     };
     if !applied {
         record.reason = cells[spec.cell].reason.clone();
@@ -147,6 +149,7 @@ pub(super) fn plan_process(
         replicate: spec.replicate,
         seed: spec.seed,
         junit: record.junit.clone(),
+        watch,
     };
     Ok(Some((job, record)))
 }

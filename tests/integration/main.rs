@@ -12,6 +12,7 @@ mod junit_e2e;
 mod kernel;
 mod ladder;
 mod measured;
+mod proof;
 mod recipes;
 mod redaction;
 mod run_stats;
