@@ -51,6 +51,10 @@ pub struct Job {
 
 /// What the loop reports.
 #[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one event per run, handed straight to the caller: boxing buys nothing"
+)]
 pub enum Event {
     /// A run was started.
     Started {
