@@ -156,7 +156,7 @@ pub async fn run_child(
 /// [`run_child`], inspecting the run's processes while it runs when `watch`
 /// says what to look for (`exec::inspect`, on a thread of its own): the
 /// programs the launch execs, then every process of the run every
-/// [`POLL_MIN`](super::inspect::POLL_MIN) or more, and once more when the
+/// [`POLL_MIN`] or more, and once more when the
 /// leader has ended, before the sweep. The programs seen are in
 /// [`ChildResult::processes`].
 pub async fn run_child_watched(

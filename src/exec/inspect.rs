@@ -19,7 +19,7 @@
 //!   (`AT_SECURE`: set-user-ID, set-group-ID, file capabilities) and the
 //!   watched variables of its environment.
 //!
-//! The looks run on a thread of their own ([`Watcher`]), so a read that
+//! The looks run on a thread of their own (`Watcher`), so a read that
 //! blocks never stalls the session. What it all means is decided elsewhere
 //! (`perturb::proof`); this module only reads `/proc` and executables. It
 //! never signals, traces or stops the subject (reading a process's
