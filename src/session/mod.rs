@@ -123,8 +123,6 @@ pub struct SessionSpec {
     pub shams: Shams,
     /// Every recipe known here (for a derived command's runner).
     recipes: Vec<Recipe>,
-    /// `--runner` as given (a derived command keeps it).
-    runner_flag: Option<String>,
 }
 
 impl SessionSpec {
@@ -227,7 +225,6 @@ impl SessionSpec {
         self.command = command;
         self.recipe = recipe;
         self.runner_note = note;
-        self.runner_flag = None;
         self.facts.unsupported = self
             .recipe
             .as_ref()
@@ -316,11 +313,6 @@ impl SessionSpec {
             first_seed: None,
         };
         Ok(spec)
-    }
-
-    /// The runner flag a derived session keeps.
-    pub fn runner_flag(&self) -> Option<&str> {
-        self.runner_flag.as_deref()
     }
 }
 

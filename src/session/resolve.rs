@@ -266,7 +266,6 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         executor: executor.clone(),
         shams,
         recipes,
-        runner_flag: intent.runner,
     })
 }
 
