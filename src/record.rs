@@ -1,6 +1,8 @@
 //! The records flakelab stores: one [`RunRecord`] per run and one
 //! [`SessionRecord`] per session. These types are the store contract
-//! (`runs.jsonl`, `sessions.jsonl`); every record carries a schema version.
+//! (`runs/<session>.jsonl`, `sessions.jsonl`); every record carries a schema
+//! version. How a run record is encoded on disk is the store's business
+//! (`store::compact`): these are the records as every reader sees them.
 //!
 //! This module owns the shapes only; it does no I/O.
 
@@ -45,8 +47,13 @@ pub struct RepoInfo {
     pub remote: Option<String>,
 }
 
-/// Schema tag written into every run record.
-pub const RUN_SCHEMA: &str = "flakelab.run/1";
+/// Schema tag of a run record as written today (the compact encoding,
+/// `flakelab.run/2`; see `store::compact`) and of every run record read
+/// back from one.
+pub const RUN_SCHEMA: &str = "flakelab.run/2";
+/// Schema tag of the first run encoding: one whole record per line. Such
+/// lines are still read; their records keep this tag.
+pub const RUN_SCHEMA_V1: &str = "flakelab.run/1";
 /// Schema tag written into every session record.
 pub const SESSION_SCHEMA: &str = "flakelab.session/1";
 /// Schema tag written into every ladder record (and `ladder --format json`).
@@ -123,7 +130,8 @@ pub struct EnvDelta {
     pub unset: Vec<String>,
 }
 
-/// One run of the subject, as stored in `runs.jsonl`.
+/// One run of the subject, as stored in `runs/<session>.jsonl` (and, in
+/// stores written before `flakelab.run/2`, in `runs.jsonl`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     /// Always [`RUN_SCHEMA`].

@@ -1,17 +1,26 @@
-//! The store directory (by default `.flakelab`): `runs.jsonl`,
-//! `sessions.jsonl` and `logs/`. This is the only module that writes under
+//! The store directory (by default `.flakelab`): `sessions.jsonl`, one
+//! runs file per session under `runs/`, `logs/` and the legacy
+//! `runs.jsonl` of older stores. This is the only module that writes under
 //! the store; everything else asks it for paths and hands it records.
 //!
-//! Records are appended one JSON line at a time under an exclusive
-//! [`File::lock`] and flushed, so a crash loses at most the record in flight
-//! and two sessions writing to one store lose nothing. Reading is tolerant: a
-//! truncated or corrupt line is skipped and counted, and a duplicate id is
-//! read once (the first wins).
+//! Records are appended under an exclusive [`File::lock`], each in one
+//! write, and flushed, so a crash loses at most the record in flight and two
+//! sessions writing to one store lose nothing. Run records are written in
+//! the compact encoding of [`compact`] and read back one at a time
+//! ([`Store::runs_iter`]). Reading is tolerant: a truncated or corrupt line
+//! is skipped and counted, and a duplicate id is read once (the first wins).
 
-use std::collections::HashSet;
+pub mod compact;
+mod runs;
+mod template;
+
+pub use runs::RunIter;
+
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -21,8 +30,12 @@ use crate::record::{LadderRecord, RunRecord, SessionRecord};
 
 /// The default store directory, relative to the working directory.
 pub const DEFAULT_ROOT: &str = ".flakelab";
-/// File holding one [`RunRecord`] per line.
+/// The runs file of stores written before `flakelab.run/2`: one whole
+/// [`RunRecord`] per line, every session's in one file. Still read; no
+/// longer written.
 pub const RUNS_FILE: &str = "runs.jsonl";
+/// Directory holding one runs file per session, `runs/<session>.jsonl`.
+pub const RUNS_DIR: &str = "runs";
 /// File holding one [`SessionRecord`] per line.
 pub const SESSIONS_FILE: &str = "sessions.jsonl";
 /// File holding one [`crate::screen::ScreenRecord`] per line.
@@ -37,12 +50,14 @@ pub const JUNIT_DIR: &str = "junit";
 const HINT_OPEN: &str = "choose a writable directory with --store";
 const HINT_WRITE: &str =
     "check that the store is writable and the disk is not full, or choose another directory with --store";
-const HINT_READ: &str = "check the store's permissions, or choose another directory with --store";
+pub(crate) const HINT_READ: &str = "check the store's permissions, or choose another directory with --store";
 
-/// An opened store directory.
+/// An opened store directory. Clones share the encoders of the sessions
+/// they write.
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    writers: Arc<Mutex<HashMap<String, compact::Writer>>>,
 }
 
 /// What a tolerant read had to skip.
@@ -58,12 +73,6 @@ pub struct LoadStats {
 /// A record with an id, which a tolerant read deduplicates on.
 trait Keyed {
     fn key(&self) -> &str;
-}
-
-impl Keyed for RunRecord {
-    fn key(&self) -> &str {
-        &self.id
-    }
 }
 
 impl Keyed for SessionRecord {
@@ -90,9 +99,16 @@ impl Store {
     pub fn open(root: &Path) -> Result<Store> {
         let logs = root.join(LOGS_DIR);
         fs::create_dir_all(&logs).map_err(|e| Error::store(&logs, e, HINT_OPEN))?;
-        Ok(Store {
+        Ok(Store::at(root))
+    }
+
+    /// The store at `root`, creating nothing: for reading a store that may
+    /// not exist (it then reads as empty).
+    pub fn at(root: &Path) -> Store {
+        Store {
             root: root.to_path_buf(),
-        })
+            writers: Arc::default(),
+        }
     }
 
     /// The store directory, as given to [`Store::open`].
@@ -114,11 +130,7 @@ impl Store {
     }
 
     fn run_file(&self, kind: &str, session: &str, file: &str) -> Result<PathBuf> {
-        let mut parts = Path::new(session).components();
-        if !matches!(
-            (parts.next(), parts.next()),
-            (Some(Component::Normal(_)), None)
-        ) {
+        if !is_component(session) {
             return Err(Error::store(
                 self.root.join(kind),
                 format!("invalid session id {session:?} for a {kind} directory"),
@@ -137,9 +149,84 @@ impl Store {
             .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
     }
 
-    /// Appends one record to `runs.jsonl` and flushes it.
+    /// The runs file of `session`, `root/runs/<session>.jsonl`.
+    pub fn runs_path(&self, session: &str) -> Result<PathBuf> {
+        if !is_component(session) {
+            return Err(Error::store(
+                self.root.join(RUNS_DIR),
+                format!("invalid session id {session:?} for a runs file"),
+                "session ids are single path components; this is a flakelab bug",
+            ));
+        }
+        Ok(self.root.join(RUNS_DIR).join(format!("{session}.jsonl")))
+    }
+
+    /// Appends one run record to its session's runs file, compactly (with
+    /// the test-table and context lines it needs first, in the same write),
+    /// and flushes it.
     pub fn append_run(&self, record: &RunRecord) -> Result<()> {
-        append_line(&self.root.join(RUNS_FILE), record)
+        let path = self.runs_path(&record.session)?;
+        let dir = self.root.join(RUNS_DIR);
+        fs::create_dir_all(&dir).map_err(|e| Error::store(&dir, e, HINT_WRITE))?;
+        let mut writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
+        let writer = writers
+            .entry(record.session.clone())
+            .or_insert_with(|| {
+                compact::Writer::new(
+                    format!("{:08x}", rand::random::<u32>()),
+                    record.session.clone(),
+                )
+            });
+        let pending = writer
+            .encode(record)
+            .map_err(|e| Error::store(&path, e, HINT_WRITE))?;
+        append_bytes(&path, &pending.text)?;
+        writer.commit(pending);
+        Ok(())
+    }
+
+    /// The run records of `session` (every session's when None), one at a
+    /// time as they are decoded, in file order: see [`RunIter`]. Only the
+    /// session's own file is read (and the legacy `runs.jsonl`, when the
+    /// store has one).
+    pub fn runs_iter(&self, session: Option<&str>) -> Result<RunIter> {
+        let mut files = vec![self.root.join(RUNS_FILE)];
+        match session {
+            Some(s) => {
+                if let Ok(path) = self.runs_path(s) {
+                    files.push(path);
+                }
+            }
+            None => {
+                let dir = self.root.join(RUNS_DIR);
+                let mut found: Vec<PathBuf> = match fs::read_dir(&dir) {
+                    Ok(entries) => entries
+                        .map(|e| e.map(|e| e.path()))
+                        .collect::<std::io::Result<_>>()
+                        .map_err(|e| Error::store(&dir, e, HINT_READ))?,
+                    Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
+                    Err(e) => return Err(Error::store(&dir, e, HINT_READ)),
+                };
+                found.retain(|p| p.extension().is_some_and(|x| x == "jsonl"));
+                found.sort();
+                files.extend(found);
+            }
+        }
+        Ok(RunIter::new(files, session.map(str::to_string)))
+    }
+
+    /// Calls `f` with each run record of `session`, decoded one at a time
+    /// (see [`Store::runs_iter`]); stops at the first error `f` returns.
+    pub fn each_run(
+        &self,
+        session: &str,
+        mut f: impl FnMut(RunRecord) -> Result<()>,
+    ) -> Result<LoadStats> {
+        let mut runs = self.runs_iter(Some(session))?;
+        for r in runs.by_ref() {
+            f(r)?;
+        }
+        runs.finish()
     }
 
     /// Appends one record to `sessions.jsonl` and flushes it.
@@ -172,11 +259,14 @@ impl Store {
         Ok(found.pop())
     }
 
-    /// Reads every run, in file order. Blank lines are ignored, lines that do
-    /// not parse and repeated ids are skipped and counted. A missing file
-    /// reads as empty.
+    /// Reads every run of every session, in file order (see
+    /// [`Store::runs_iter`]). Blank lines are ignored, lines that do not
+    /// parse and repeated ids are skipped and counted. A missing store reads
+    /// as empty.
     pub fn load_runs(&self) -> Result<(Vec<RunRecord>, LoadStats)> {
-        read_lines(&self.root.join(RUNS_FILE), |_| true)
+        let mut runs = self.runs_iter(None)?;
+        let all: Vec<RunRecord> = runs.by_ref().collect();
+        Ok((all, runs.finish()?))
     }
 
     /// Reads every session, in file order, as tolerantly as
@@ -218,14 +308,23 @@ impl Store {
     }
 
     /// All runs of the session with exactly this id, in index order. The
-    /// stats describe the whole file.
+    /// stats describe the files read (the session's, and the legacy
+    /// `runs.jsonl`).
     pub fn runs_of(&self, session: &str) -> Result<(Vec<RunRecord>, LoadStats)> {
-        let (mut runs, stats) = read_lines(&self.root.join(RUNS_FILE), |r: &RunRecord| {
-            r.session == session
-        })?;
-        runs.sort_by_key(|r| r.index);
-        Ok((runs, stats))
+        let mut runs = self.runs_iter(Some(session))?;
+        let mut all: Vec<RunRecord> = runs.by_ref().collect();
+        all.sort_by_key(|r| r.index);
+        Ok((all, runs.finish()?))
     }
+}
+
+/// Whether `name` is one normal path component (a session id).
+fn is_component(name: &str) -> bool {
+    let mut parts = Path::new(name).components();
+    matches!(
+        (parts.next(), parts.next()),
+        (Some(Component::Normal(_)), None)
+    )
 }
 
 /// Appends `record` as one JSON line to `path` under an exclusive lock. When
@@ -233,7 +332,15 @@ impl Store {
 /// newline is written first so the new record starts its own line; the
 /// separator, the record and its newline go out in one write.
 fn append_line<T: Serialize>(path: &Path, record: &T) -> Result<()> {
-    let json = serde_json::to_string(record).map_err(|e| Error::store(path, e, HINT_WRITE))?;
+    let mut json = serde_json::to_vec(record).map_err(|e| Error::store(path, e, HINT_WRITE))?;
+    json.push(b'\n');
+    append_bytes(path, &json)
+}
+
+/// Appends `text` (whole lines, each ending in a newline) to `path` under an
+/// exclusive lock, in one write, healing a cut-short last line first as
+/// [`append_line`] says.
+fn append_bytes(path: &Path, text: &[u8]) -> Result<()> {
     let io_err = |e: std::io::Error| Error::store(path, e, HINT_WRITE);
 
     let mut file = OpenOptions::new()
@@ -244,12 +351,11 @@ fn append_line<T: Serialize>(path: &Path, record: &T) -> Result<()> {
         .map_err(io_err)?;
     file.lock().map_err(io_err)?;
     let result = (|| {
-        let mut buf = Vec::with_capacity(json.len() + 2);
+        let mut buf = Vec::with_capacity(text.len() + 1);
         if !ends_with_newline(&mut file)? {
             buf.push(b'\n');
         }
-        buf.extend_from_slice(json.as_bytes());
-        buf.push(b'\n');
+        buf.extend_from_slice(text);
         file.write_all(&buf)?;
         file.flush()
     })();
@@ -460,7 +566,7 @@ mod tests {
         let line = serde_json::to_string(&run("s", 1)).unwrap();
         let mut file = OpenOptions::new()
             .append(true)
-            .open(store.root().join(RUNS_FILE))
+            .open(store.runs_path("s").unwrap())
             .unwrap();
         file.write_all(&line.as_bytes()[..line.len() / 2]).unwrap();
         drop(file);
@@ -487,7 +593,7 @@ mod tests {
         store.append_run(&run("s", 0)).unwrap();
         let mut file = OpenOptions::new()
             .append(true)
-            .open(store.root().join(RUNS_FILE))
+            .open(store.runs_path("s").unwrap())
             .unwrap();
         file.write_all(b"\n   \n{not json}\n\xff\xfe\n").unwrap();
         drop(file);

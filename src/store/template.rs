@@ -1,0 +1,190 @@
+//! Templates of the strings a run record repeats with only its own id, seed
+//! and index changed (argv, environment values, the repro line, the log and
+//! report paths). A template replaces those three values with `{id}`,
+//! `{seed}` and `{index}` and doubles every literal brace, so expanding it
+//! with the same values gives back the original string byte for byte.
+//! Pure.
+
+/// The values a template stands in for: one run's.
+#[derive(Debug, Clone)]
+pub struct Vars<'a> {
+    /// The run id (`<session>.<index:05>`).
+    pub id: &'a str,
+    /// The run's seed, in decimal.
+    pub seed: String,
+    /// The run's index, zero-padded to 5 digits.
+    pub index: String,
+}
+
+impl<'a> Vars<'a> {
+    /// The values of the run `id` with `seed` at `index`.
+    pub fn new(id: &'a str, seed: u64, index: usize) -> Vars<'a> {
+        Vars {
+            id,
+            seed: seed.to_string(),
+            index: format!("{index:05}"),
+        }
+    }
+}
+
+/// Seeds shorter than this are left in the text: a short number is too
+/// likely to occur by chance (a `-n1`), and keeping it costs only a context.
+const MIN_SEED_CHARS: usize = 4;
+
+/// `text` with the run's values replaced by placeholders and braces doubled.
+pub fn make(text: &str, vars: &Vars) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let taken = if !vars.id.is_empty() && rest.starts_with(vars.id) {
+            out.push_str("{id}");
+            vars.id.len()
+        } else if vars.seed.len() >= MIN_SEED_CHARS && rest.starts_with(&vars.seed) {
+            out.push_str("{seed}");
+            vars.seed.len()
+        } else if rest.starts_with(&vars.index) {
+            out.push_str("{index}");
+            vars.index.len()
+        } else {
+            match c {
+                '{' => out.push_str("{{"),
+                '}' => out.push_str("}}"),
+                c => out.push(c),
+            }
+            c.len_utf8()
+        };
+        rest = &rest[taken..];
+    }
+    out
+}
+
+/// One piece of a compiled template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Text(String),
+    Id,
+    Seed,
+    Index,
+}
+
+/// A template parsed once, expanded per run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compiled(Vec<Piece>);
+
+impl Compiled {
+    /// Parses a template; None when it holds a lone brace or an unknown
+    /// placeholder.
+    pub fn parse(template: &str) -> Option<Compiled> {
+        let mut pieces = Vec::new();
+        let mut text = String::new();
+        let mut rest = template;
+        while let Some(c) = rest.chars().next() {
+            if let Some(after) = rest.strip_prefix("{{") {
+                text.push('{');
+                rest = after;
+                continue;
+            }
+            if let Some(after) = rest.strip_prefix("}}") {
+                text.push('}');
+                rest = after;
+                continue;
+            }
+            if c == '}' {
+                return None;
+            }
+            if c == '{' {
+                let end = rest.find('}')?;
+                let piece = match &rest[1..end] {
+                    "id" => Piece::Id,
+                    "seed" => Piece::Seed,
+                    "index" => Piece::Index,
+                    _ => return None,
+                };
+                if !text.is_empty() {
+                    pieces.push(Piece::Text(std::mem::take(&mut text)));
+                }
+                pieces.push(piece);
+                rest = &rest[end + 1..];
+                continue;
+            }
+            text.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+        Some(Compiled(pieces))
+    }
+
+    /// The template with this run's values.
+    pub fn expand(&self, vars: &Vars) -> String {
+        // The common case, no placeholder: one copy.
+        if let [Piece::Text(t)] = self.0.as_slice() {
+            return t.clone();
+        }
+        let mut out = String::new();
+        for piece in &self.0 {
+            out.push_str(match piece {
+                Piece::Text(t) => t,
+                Piece::Id => vars.id,
+                Piece::Seed => &vars.seed,
+                Piece::Index => &vars.index,
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn vars() -> Vars<'static> {
+        Vars::new("20250101-000000-abcd.00042", 712848796, 42)
+    }
+
+    #[test]
+    fn replaces_the_run_values_and_escapes_braces() {
+        let v = vars();
+        let t = make(
+            "FLAKELAB_RUN_ID=20250101-000000-abcd.00042 seed=712848796 junit/x/00042.xml {run}",
+            &v,
+        );
+        assert_eq!(t, "FLAKELAB_RUN_ID={id} seed={seed} junit/x/{index}.xml {{run}}");
+        let other = Vars::new("20250101-000000-abcd.00007", 99999, 7);
+        assert_eq!(
+            Compiled::parse(&t).unwrap().expand(&other),
+            "FLAKELAB_RUN_ID=20250101-000000-abcd.00007 seed=99999 junit/x/00007.xml {run}"
+        );
+    }
+
+    #[test]
+    fn short_seeds_stay_in_the_text() {
+        let v = Vars::new("s.00001", 7, 1);
+        assert_eq!(make("-n7 s.00001", &v), "-n7 {id}");
+    }
+
+    #[test]
+    fn malformed_templates_are_refused() {
+        for bad in ["{", "}", "{nope}", "a{id", "x}y"] {
+            assert_eq!(Compiled::parse(bad), None, "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn expanding_a_template_gives_the_text_back(
+            text in "[{}a-z0-9. ]{0,40}",
+            seed in any::<u64>(),
+            index in 0usize..200_000,
+        ) {
+            let id = format!("s-1.{index:05}");
+            let v = Vars::new(&id, seed, index);
+            // Plant the values so the placeholders are exercised.
+            let text = format!("{text}{id}{text}{seed}{index:05}{text}");
+            let t = make(&text, &v);
+            prop_assert_eq!(Compiled::parse(&t).unwrap().expand(&v), text);
+        }
+    }
+}
