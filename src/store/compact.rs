@@ -9,7 +9,8 @@
 //!   outcome (`pass`, or `skip` for a test first seen skipped);
 //! - `flakelab.context/2`: context `c`, the fields every run of a cell
 //!   repeats (cell, perturbations, argv, cwd, env, repro line, report and
-//!   log paths, workers), with the run's id, seed and index as placeholders
+//!   log paths, workers), with the run's id, session, seed and index as
+//!   placeholders
 //!   (see [`super::template`]);
 //! - `flakelab.run/2`: one run: its index, context, replicate, seed, times
 //!   and ends, and of its tests only the count of table entries it covers
@@ -350,7 +351,7 @@ impl Writer {
             return Ok(None);
         }
         let derived = run_id(&r.session, r.index);
-        let vars = Vars::new(&r.id, r.seed, r.index);
+        let vars = Vars::new(&r.id, &r.session, r.seed, r.index);
         let path = |p: &Option<PathBuf>| -> Option<Option<String>> {
             match p {
                 None => Some(None),
@@ -675,7 +676,7 @@ impl Reader {
 fn decode(state: &WriterState, line: RunLine) -> Option<RunRecord> {
     let ctx = state.contexts.get(line.c as usize)?.as_ref()?;
     let id = line.id.unwrap_or_else(|| run_id(&state.session, line.i));
-    let vars = Vars::new(&id, line.s, line.i);
+    let vars = Vars::new(&id, &state.session, line.s, line.i);
     let (end, exit_code, signal) = match (line.x, line.end, line.codes) {
         (Some(code), None, None) => (ProcessEnd::Exited { code }, Some(code), None),
         (None, Some(end), Some((exit, signal))) => (end, exit, signal),

@@ -13,6 +13,8 @@
 pub mod compact;
 mod runs;
 mod template;
+#[cfg(test)]
+mod compact_tests;
 
 pub use runs::RunIter;
 

@@ -1,15 +1,19 @@
-//! Templates of the strings a run record repeats with only its own id, seed
-//! and index changed (argv, environment values, the repro line, the log and
-//! report paths). A template replaces those three values with `{id}`,
-//! `{seed}` and `{index}` and doubles every literal brace, so expanding it
-//! with the same values gives back the original string byte for byte.
-//! Pure.
+//! Templates of the strings a run record repeats with only its own id,
+//! session, seed and index changed (argv, environment values, the repro
+//! line, the log and report paths). A template replaces those values with
+//! `{id}`, `{session}`, `{seed}` and `{index}` and doubles every literal
+//! brace, so expanding it with the same values gives back the original
+//! string byte for byte, whatever the text. Which occurrences are replaced
+//! only decides how often a template repeats (numbers are replaced only
+//! where no digit touches them). Pure.
 
 /// The values a template stands in for: one run's.
 #[derive(Debug, Clone)]
 pub struct Vars<'a> {
     /// The run id (`<session>.<index:05>`).
     pub id: &'a str,
+    /// The session id.
+    pub session: &'a str,
     /// The run's seed, in decimal.
     pub seed: String,
     /// The run's index, zero-padded to 5 digits.
@@ -17,10 +21,11 @@ pub struct Vars<'a> {
 }
 
 impl<'a> Vars<'a> {
-    /// The values of the run `id` with `seed` at `index`.
-    pub fn new(id: &'a str, seed: u64, index: usize) -> Vars<'a> {
+    /// The values of the run `id` of `session` with `seed` at `index`.
+    pub fn new(id: &'a str, session: &'a str, seed: u64, index: usize) -> Vars<'a> {
         Vars {
             id,
+            session,
             seed: seed.to_string(),
             index: format!("{index:05}"),
         }
@@ -35,14 +40,24 @@ const MIN_SEED_CHARS: usize = 4;
 pub fn make(text: &str, vars: &Vars) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
+    let mut after_digit = false;
+    // A number alone: no digit right before or right after it.
+    let number = |rest: &str, n: &str, after_digit: bool| {
+        !after_digit
+            && rest.starts_with(n)
+            && !rest[n.len()..].starts_with(|c: char| c.is_ascii_digit())
+    };
     while let Some(c) = rest.chars().next() {
         let taken = if !vars.id.is_empty() && rest.starts_with(vars.id) {
             out.push_str("{id}");
             vars.id.len()
-        } else if vars.seed.len() >= MIN_SEED_CHARS && rest.starts_with(&vars.seed) {
+        } else if !vars.session.is_empty() && rest.starts_with(vars.session) {
+            out.push_str("{session}");
+            vars.session.len()
+        } else if vars.seed.len() >= MIN_SEED_CHARS && number(rest, &vars.seed, after_digit) {
             out.push_str("{seed}");
             vars.seed.len()
-        } else if rest.starts_with(&vars.index) {
+        } else if number(rest, &vars.index, after_digit) {
             out.push_str("{index}");
             vars.index.len()
         } else {
@@ -53,6 +68,7 @@ pub fn make(text: &str, vars: &Vars) -> String {
             }
             c.len_utf8()
         };
+        after_digit = rest[..taken].ends_with(|c: char| c.is_ascii_digit());
         rest = &rest[taken..];
     }
     out
@@ -63,6 +79,7 @@ pub fn make(text: &str, vars: &Vars) -> String {
 enum Piece {
     Text(String),
     Id,
+    Session,
     Seed,
     Index,
 }
@@ -96,6 +113,7 @@ impl Compiled {
                 let end = rest.find('}')?;
                 let piece = match &rest[1..end] {
                     "id" => Piece::Id,
+                    "session" => Piece::Session,
                     "seed" => Piece::Seed,
                     "index" => Piece::Index,
                     _ => return None,
@@ -127,6 +145,7 @@ impl Compiled {
             out.push_str(match piece {
                 Piece::Text(t) => t,
                 Piece::Id => vars.id,
+                Piece::Session => vars.session,
                 Piece::Seed => &vars.seed,
                 Piece::Index => &vars.index,
             });
@@ -141,33 +160,36 @@ mod tests {
     use proptest::prelude::*;
 
     fn vars() -> Vars<'static> {
-        Vars::new("20250101-000000-abcd.00042", 712848796, 42)
+        Vars::new("20250101-000000-abcd.00042", "20250101-000000-abcd", 712848796, 42)
     }
 
     #[test]
     fn replaces_the_run_values_and_escapes_braces() {
         let v = vars();
         let t = make(
-            "FLAKELAB_RUN_ID=20250101-000000-abcd.00042 seed=712848796 junit/x/00042.xml {run}",
+            "FLAKELAB_RUN_ID=20250101-000000-abcd.00042 seed=712848796 junit/20250101-000000-abcd/00042.xml {run} 100042 7128487960",
             &v,
         );
-        assert_eq!(t, "FLAKELAB_RUN_ID={id} seed={seed} junit/x/{index}.xml {{run}}");
-        let other = Vars::new("20250101-000000-abcd.00007", 99999, 7);
+        assert_eq!(
+            t,
+            "FLAKELAB_RUN_ID={id} seed={seed} junit/{session}/{index}.xml {{run}} 100042 7128487960"
+        );
+        let other = Vars::new("20250102-000000-ffff.00007", "20250102-000000-ffff", 99999, 7);
         assert_eq!(
             Compiled::parse(&t).unwrap().expand(&other),
-            "FLAKELAB_RUN_ID=20250101-000000-abcd.00007 seed=99999 junit/x/00007.xml {run}"
+            "FLAKELAB_RUN_ID=20250102-000000-ffff.00007 seed=99999 junit/20250102-000000-ffff/00007.xml {run} 100042 7128487960"
         );
     }
 
     #[test]
     fn short_seeds_stay_in_the_text() {
-        let v = Vars::new("s.00001", 7, 1);
+        let v = Vars::new("s.00001", "s", 7, 1);
         assert_eq!(make("-n7 s.00001", &v), "-n7 {id}");
     }
 
     #[test]
     fn malformed_templates_are_refused() {
-        for bad in ["{", "}", "{nope}", "a{id", "x}y"] {
+        for bad in ["{", "}", "{nope}", "a{id", "x}y", "{sess}"] {
             assert_eq!(Compiled::parse(bad), None, "{bad}");
         }
     }
@@ -180,7 +202,7 @@ mod tests {
             index in 0usize..200_000,
         ) {
             let id = format!("s-1.{index:05}");
-            let v = Vars::new(&id, seed, index);
+            let v = Vars::new(&id, "s-1", seed, index);
             // Plant the values so the placeholders are exercised.
             let text = format!("{text}{id}{text}{seed}{index:05}{text}");
             let t = make(&text, &v);

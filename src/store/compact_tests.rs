@@ -1,0 +1,483 @@
+//! The compact encoding against whole records: round trips (exact, and by
+//! property), what it writes, v1 and whole lines among compact ones,
+//! concatenation, healing, selections, crashes mid-suite, failures.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use proptest::prelude::*;
+
+use super::compact::{v1_line, Writer};
+use super::{LoadStats, Store};
+use crate::record::{
+    EnvDelta, Outcome, ProcessEnd, RunCpu, RunRecord, RunTopology, TestOutcome, TestRecord,
+    RUN_SCHEMA,
+};
+
+const SESSION: &str = "20250101-000000-abcd";
+
+fn test(id: &str, outcome: TestOutcome) -> TestRecord {
+    let family = id.split_once('[').map(|(f, _)| f.to_string());
+    let failed = matches!(outcome, TestOutcome::Fail | TestOutcome::Error);
+    TestRecord {
+        id: id.to_string(),
+        family,
+        outcome,
+        passed_on_rerun: false,
+        retries: 0,
+        signature: failed.then(|| "AssertionError: <n> != <n>".to_string()),
+        message: failed.then(|| "AssertionError: 3 != 4".to_string()),
+        signature_match: None,
+    }
+}
+
+fn suite(n: usize) -> Vec<TestRecord> {
+    (0..n)
+        .map(|i| {
+            let id = if i % 3 == 0 {
+                format!("tests/test_m{}.py::test_{i}[p{}]", i / 50, i % 7)
+            } else {
+                format!("tests/test_m{}.py::test_{i}", i / 50)
+            };
+            test(
+                &id,
+                if i % 11 == 5 {
+                    TestOutcome::Skip
+                } else {
+                    TestOutcome::Pass
+                },
+            )
+        })
+        .collect()
+}
+
+/// A run as the engine records it: paths, argv and env carry its id, seed
+/// and index.
+fn run(index: usize, cell: &str, tests: Vec<TestRecord>) -> RunRecord {
+    let id = format!("{SESSION}.{index:05}");
+    let seed = 1_000_000 + index as u64 * 7919;
+    let junit = format!("/tmp/p/.flakelab/junit/{SESSION}/{index:05}.xml");
+    let mut env = EnvDelta::default();
+    for (k, v) in [
+        ("FLAKELAB", "1".to_string()),
+        ("FLAKELAB_CELL", cell.to_string()),
+        ("FLAKELAB_RUN_ID", id.clone()),
+        ("FLAKELAB_SEED", seed.to_string()),
+    ] {
+        env.set.insert(k.to_string(), v);
+    }
+    RunRecord {
+        schema: RUN_SCHEMA.to_string(),
+        id: id.clone(),
+        session: SESSION.to_string(),
+        index,
+        cell: cell.to_string(),
+        perturbations: if cell == "baseline" {
+            vec![]
+        } else {
+            vec![cell.to_string()]
+        },
+        replicate: (index / 2) as u32,
+        seed,
+        started_at: format!("2025-01-01T00:00:{:02}.5Z", index % 60),
+        duration_s: 0.25 + index as f64 / 3.0,
+        outcome: Outcome::Pass,
+        end: ProcessEnd::Exited { code: 0 },
+        exit_code: Some(0),
+        signal: None,
+        signature_match: None,
+        reason: None,
+        log: Some(PathBuf::from(format!("logs/{SESSION}/{index:05}.log"))),
+        output_bytes: 120,
+        output_dropped: 0,
+        argv: vec!["pytest".into(), format!("--junitxml={junit}"), "-p".into(), "{x}".into()],
+        cwd: PathBuf::from("/tmp/p"),
+        repro: format!(
+            "cd /tmp/p && env FLAKELAB=1 FLAKELAB_CELL={cell} FLAKELAB_RUN_ID={id} FLAKELAB_SEED={seed} pytest --junitxml={junit} -p '{{x}}'"
+        ),
+        env,
+        repro_note: None,
+        cpu_busy: Some(0.5),
+        cpu: Some(RunCpu {
+            window_s: 0.3,
+            subject_s: Some(0.1),
+            stress: None,
+        }),
+        stragglers: 0,
+        warnings: vec![],
+        workers: None,
+        junit: Some(PathBuf::from(junit)),
+        tests_missing: None,
+        tests,
+        failure_signature: None,
+        topology: None,
+        processes: None,
+    }
+}
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join(".flakelab")).unwrap();
+    (dir, store)
+}
+
+fn read(store: &Store) -> (Vec<RunRecord>, LoadStats) {
+    store.runs_of(SESSION).unwrap()
+}
+
+fn file(store: &Store) -> String {
+    std::fs::read_to_string(store.runs_path(SESSION).unwrap()).unwrap()
+}
+
+#[test]
+fn runs_come_back_exactly() {
+    let (_dir, store) = store();
+    let mut runs = Vec::new();
+    for i in 0..6 {
+        let mut tests = suite(40);
+        if i % 2 == 1 {
+            tests[7] = test(&tests[7].id.clone(), TestOutcome::Fail);
+            tests[7].signature_match = Some(true);
+        }
+        let mut r = run(i, if i % 2 == 0 { "baseline" } else { "tz=UTC" }, tests);
+        if i % 2 == 1 {
+            r.outcome = Outcome::Fail;
+            r.end = ProcessEnd::Exited { code: 1 };
+            r.exit_code = Some(1);
+            r.failure_signature = Some("AssertionError: <n> != <n>".into());
+        }
+        store.append_run(&r).unwrap();
+        runs.push(r);
+    }
+    assert_eq!(read(&store), (runs, LoadStats::default()));
+}
+
+#[test]
+fn a_run_line_holds_only_what_is_unusual() {
+    let (_dir, store) = store();
+    store.append_run(&run(0, "baseline", suite(2000))).unwrap();
+    let mut failing = suite(2000);
+    failing[1234] = test(&failing[1234].id.clone(), TestOutcome::Error);
+    store.append_run(&run(1, "baseline", failing)).unwrap();
+    let text = file(&store);
+    let lines: Vec<&str> = text.lines().collect();
+    // The table and the context once, then one line per run.
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[0].starts_with(r#"{"schema":"flakelab.tests/2","w":""#));
+    assert!(lines[1].starts_with(r#"{"schema":"flakelab.context/2","w":""#));
+    assert!(lines[1].contains(r#""FLAKELAB_RUN_ID":"{id}""#), "{}", lines[1]);
+    assert!(lines[1].contains("-p '{{x}}'"), "{}", lines[1]);
+    for line in &lines[2..] {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["schema"], "flakelab.run/2");
+        assert_eq!(v["n"], 2000);
+        assert!(line.len() < 300, "{line}");
+    }
+    let v: serde_json::Value = serde_json::from_str(lines[3]).unwrap();
+    assert_eq!(v["t"][0]["k"], 1234);
+    assert_eq!(v["t"][0]["o"], "error");
+    assert_eq!(v["t"][0]["msg"], "AssertionError: 3 != 4");
+}
+
+#[test]
+fn a_selection_and_a_crash_mid_suite_come_back_with_their_tests_absent() {
+    let (_dir, store) = store();
+    let full = suite(30);
+    let selection: Vec<TestRecord> = [3, 4, 17, 29].iter().map(|&i| full[i].clone()).collect();
+    let crashed: Vec<TestRecord> = full[..12].to_vec();
+    let mut runs = vec![
+        run(0, "baseline", full.clone()),
+        run(1, "baseline", selection),
+        run(2, "baseline", crashed),
+        run(3, "baseline", vec![]),
+    ];
+    runs[2].outcome = Outcome::Fail;
+    runs[2].end = ProcessEnd::Signaled { signal: 11 };
+    runs[2].exit_code = None;
+    runs[2].signal = Some(11);
+    runs[3].tests_missing = Some("the report holds no test case".into());
+    for r in &runs {
+        store.append_run(r).unwrap();
+    }
+    let text = file(&store);
+    let line = |i: usize| -> serde_json::Value {
+        serde_json::from_str(text.lines().nth(2 + i).unwrap()).unwrap()
+    };
+    assert_eq!(line(1)["ab"], serde_json::json!([0, 3, 5, 17, 18, 29]));
+    assert_eq!(line(2)["ab"], serde_json::json!([12, 30]));
+    assert!(line(3).get("n").is_none());
+    assert_eq!(read(&store), (runs, LoadStats::default()));
+}
+
+#[test]
+fn tests_first_seen_later_extend_the_table() {
+    let (_dir, store) = store();
+    let mut grown = suite(10);
+    grown.insert(4, test("tests/new.py::test_late", TestOutcome::Pass));
+    let runs = vec![run(0, "baseline", suite(10)), run(1, "baseline", grown)];
+    for r in &runs {
+        store.append_run(r).unwrap();
+    }
+    let (back, _) = read(&store);
+    assert_eq!(back[0], runs[0]);
+    // Table order: the late test comes back after the ten it joined.
+    let ids: Vec<&str> = back[1].tests.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids.len(), 11);
+    assert_eq!(ids[10], "tests/new.py::test_late");
+    let mut expected = runs[1].tests.clone();
+    let late = expected.remove(4);
+    expected.push(late);
+    assert_eq!(back[1].tests, expected);
+}
+
+#[test]
+fn reruns_retries_and_signature_matches_are_kept() {
+    let (_dir, store) = store();
+    let mut tests = suite(5);
+    tests[1] = test(&tests[1].id.clone(), TestOutcome::Fail);
+    tests[1].passed_on_rerun = true;
+    tests[1].retries = 2;
+    tests[1].signature_match = Some(false);
+    tests[2].retries = 1;
+    tests[4] = test(&tests[4].id.clone(), TestOutcome::Skip);
+    let r = run(0, "baseline", tests);
+    store.append_run(&r).unwrap();
+    assert_eq!(read(&store).0, vec![r]);
+}
+
+#[test]
+fn what_the_compact_form_cannot_hold_is_written_whole() {
+    let (_dir, store) = store();
+    let mut twice = run(0, "baseline", suite(3));
+    twice.tests.push(twice.tests[0].clone());
+    let mut odd_id = run(1, "baseline", suite(3));
+    odd_id.id = "hand-made".into();
+    let mut ended = run(2, "baseline", suite(3));
+    ended.end = ProcessEnd::TimedOut { signal: 9 };
+    ended.outcome = Outcome::Timeout;
+    ended.exit_code = None;
+    ended.topology = Some(RunTopology {
+        group: 1,
+        copy: 2,
+        working_copy: None,
+    });
+    for r in [&twice, &odd_id, &ended] {
+        store.append_run(r).unwrap();
+    }
+    let text = file(&store);
+    assert!(text.lines().next().unwrap().contains(r#""tests":[{"id""#));
+    assert!(text.contains(r#""id":"hand-made""#));
+    assert_eq!(read(&store).0, vec![twice, odd_id, ended]);
+}
+
+#[test]
+fn v1_lines_and_compact_lines_read_from_one_file() {
+    let (_dir, store) = store();
+    let mut old = run(0, "baseline", suite(4));
+    old.schema = "flakelab.run/1".into();
+    std::fs::create_dir_all(store.root().join("runs")).unwrap();
+    let mut f = std::fs::File::create(store.runs_path(SESSION).unwrap()).unwrap();
+    writeln!(f, "{}", v1_line(&old).unwrap()).unwrap();
+    drop(f);
+    let new = run(1, "baseline", suite(4));
+    store.append_run(&new).unwrap();
+    // And a legacy runs.jsonl beside it, holding another of its runs.
+    let mut legacy = run(2, "baseline", suite(4));
+    legacy.schema = "flakelab.run/1".into();
+    std::fs::write(
+        store.root().join("runs.jsonl"),
+        format!("{}\n", v1_line(&legacy).unwrap()),
+    )
+    .unwrap();
+    assert_eq!(read(&store), (vec![old, new, legacy], LoadStats::default()));
+}
+
+#[test]
+fn a_file_concatenated_onto_itself_or_another_writers_reads_the_same() {
+    let (dir, store) = store();
+    let runs: Vec<RunRecord> = (0..4)
+        .map(|i| {
+            let mut t = suite(20);
+            if i == 2 {
+                t[3] = test(&t[3].id.clone(), TestOutcome::Fail);
+            }
+            run(i, "baseline", t)
+        })
+        .collect();
+    for r in &runs[..2] {
+        store.append_run(r).unwrap();
+    }
+    // Another writer (a shard on another machine) wrote the other two.
+    let other = Store::open(&dir.path().join("other")).unwrap();
+    for r in &runs[2..] {
+        other.append_run(r).unwrap();
+    }
+    let mine = file(&store);
+    let theirs = std::fs::read_to_string(other.runs_path(SESSION).unwrap()).unwrap();
+    std::fs::write(
+        store.runs_path(SESSION).unwrap(),
+        format!("{mine}{theirs}{mine}{theirs}"),
+    )
+    .unwrap();
+    let (back, stats) = read(&store);
+    assert_eq!(back, runs);
+    assert_eq!(
+        stats,
+        LoadStats {
+            skipped_lines: 0,
+            duplicate_ids: 4
+        }
+    );
+}
+
+#[test]
+fn a_cut_short_write_loses_only_its_run_and_the_next_append_heals() {
+    let (_dir, store) = store();
+    store.append_run(&run(0, "baseline", suite(5))).unwrap();
+    let path = store.runs_path(SESSION).unwrap();
+    // A crash in the middle of a write that carried new table entries.
+    let text = file(&store);
+    let mut more = suite(5);
+    more.push(test("tests/x.py::test_new", TestOutcome::Pass));
+    let other = Store::open(store.root()).unwrap();
+    other.append_run(&run(1, "baseline", more.clone())).unwrap();
+    let full = file(&store);
+    let added = &full[text.len()..];
+    std::fs::write(&path, format!("{text}{}", &added[..added.len() / 3])).unwrap();
+    let (back, stats) = read(&store);
+    assert_eq!(back.len(), 1);
+    assert_eq!(stats.skipped_lines, 1);
+    // The next append (a new writer: the old one crashed) starts a line.
+    store.append_run(&run(2, "baseline", more.clone())).unwrap();
+    let (back, stats) = read(&store);
+    assert_eq!(back, vec![run(0, "baseline", suite(5)), run(2, "baseline", more)]);
+    assert_eq!(stats.skipped_lines, 1);
+}
+
+#[test]
+fn reading_one_session_does_not_open_another_sessions_file() {
+    let (_dir, store) = store();
+    let mut other = run(0, "baseline", suite(3));
+    other.session = "20250102-000000-ffff".into();
+    other.id = format!("{}.00000", other.session);
+    store.append_run(&other).unwrap();
+    store.append_run(&run(0, "baseline", suite(3))).unwrap();
+    // Make the other session's file unreadable: reading this one still works.
+    let path = store.runs_path(&other.session).unwrap();
+    std::fs::write(&path, "garbage\n").unwrap();
+    assert_eq!(read(&store), (vec![run(0, "baseline", suite(3))], LoadStats::default()));
+    let mut count = 0;
+    let stats = store
+        .each_run(SESSION, |r| {
+            assert_eq!(r.session, SESSION);
+            count += 1;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!((count, stats), (1, LoadStats::default()));
+    assert_eq!(store.load_runs().unwrap().1.skipped_lines, 1);
+}
+
+#[test]
+fn the_same_run_encodes_the_same_way_twice() {
+    let w = Writer::new("w1".into(), SESSION.into());
+    let r = run(3, "baseline", suite(3));
+    assert_eq!(w.encode(&r).unwrap().text, w.encode(&r).unwrap().text);
+}
+
+fn arb_test() -> impl Strategy<Value = TestRecord> {
+    (
+        0usize..12,
+        prop_oneof![
+            Just(TestOutcome::Pass),
+            Just(TestOutcome::Fail),
+            Just(TestOutcome::Error),
+            Just(TestOutcome::Skip)
+        ],
+        any::<bool>(),
+        0u32..3,
+        proptest::option::of("[a-z {}]{0,8}"),
+        proptest::option::of(any::<bool>()),
+    )
+        .prop_map(|(i, outcome, rerun, retries, sig, sm)| TestRecord {
+            id: if i % 2 == 0 {
+                format!("m::t{i}[x]")
+            } else {
+                format!("m::t{i}")
+            },
+            family: (i % 2 == 0).then(|| format!("m::t{i}")),
+            outcome,
+            passed_on_rerun: rerun,
+            retries,
+            message: sig.clone().map(|s| format!("{s}!")),
+            signature: sig,
+            signature_match: sm,
+        })
+}
+
+fn arb_run() -> impl Strategy<Value = RunRecord> {
+    (
+        0usize..40,
+        proptest::collection::vec(arb_test(), 0..10),
+        prop_oneof![Just("baseline"), Just("tz=UTC"), Just("env=A={b}")],
+        any::<u64>(),
+        any::<f64>().prop_filter("finite", |d| d.is_finite()),
+        proptest::option::of(-3i32..300),
+        any::<bool>(),
+    )
+        .prop_map(|(index, tests, cell, seed, duration, code, nolog)| {
+            // One record per test id, as the JUnit reader gives.
+            let mut seen = std::collections::HashSet::new();
+            let tests = tests.into_iter().filter(|t| seen.insert(t.id.clone())).collect();
+            let mut r = run(index, cell, tests);
+            r.seed = seed;
+            r.duration_s = duration;
+            if let Some(code) = code {
+                r.end = ProcessEnd::Exited { code };
+                r.exit_code = Some(code);
+            } else {
+                r.end = ProcessEnd::SpawnFailed {
+                    message: "no such file".into(),
+                };
+                r.exit_code = None;
+                r.outcome = Outcome::Error;
+            }
+            if nolog {
+                r.log = None;
+            }
+            r
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Any sequence of runs comes back as written, except that each run's
+    /// tests come back in table order (first seen in the session).
+    #[test]
+    fn any_runs_come_back(runs in proptest::collection::vec(arb_run(), 1..8)) {
+        let (_dir, store) = store();
+        let mut order: Vec<String> = Vec::new();
+        let mut expected = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for r in runs {
+            if !seen.insert(r.index) {
+                continue;
+            }
+            store.append_run(&r).unwrap();
+            for t in &r.tests {
+                if !order.contains(&t.id) {
+                    order.push(t.id.clone());
+                }
+            }
+            expected.push(r);
+        }
+        for r in &mut expected {
+            r.tests.sort_by_key(|t| order.iter().position(|o| *o == t.id));
+        }
+        expected.sort_by_key(|r| r.index);
+        let (back, stats) = read(&store);
+        prop_assert_eq!(stats, LoadStats::default());
+        prop_assert_eq!(back, expected);
+    }
+}
