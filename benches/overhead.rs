@@ -96,14 +96,13 @@ fn cell_costs(flakelab: &str, dir: &std::path::Path, runs: u32) {
         println!("per-cell costs: skipped (a cell was not applied here: see `flakelab doctor`)");
         return;
     }
-    let text = std::fs::read_to_string(store.join("runs.jsonl")).expect("records");
+    let (runs, _) = flakelab::store::Store::at(&store)
+        .load_runs()
+        .expect("records");
     let mut sums: std::collections::BTreeMap<String, (f64, u32)> = Default::default();
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).expect("a record");
-        let e = sums
-            .entry(v["cell"].as_str().unwrap_or("?").to_string())
-            .or_default();
-        e.0 += v["duration_s"].as_f64().unwrap_or(0.0);
+    for r in &runs {
+        let e = sums.entry(r.cell.clone()).or_default();
+        e.0 += r.duration_s;
         e.1 += 1;
     }
     let mean = |c: &str| {

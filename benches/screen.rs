@@ -83,11 +83,10 @@ fn differing(report: &serde_json::Value) -> BTreeSet<(String, String)> {
 
 /// Test executions in a store: test cases in every run's report.
 fn executions(dir: &Path, store: &str) -> u64 {
-    let text = std::fs::read_to_string(dir.join(store).join("runs.jsonl")).unwrap();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .map(|r| r["tests"].as_array().map_or(0, |t| t.len() as u64))
-        .sum()
+    let (runs, _) = flakelab::store::Store::at(&dir.join(store))
+        .load_runs()
+        .unwrap();
+    runs.iter().map(|r| r.tests.len() as u64).sum()
 }
 
 fn main() {

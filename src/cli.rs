@@ -259,6 +259,11 @@ pub struct SessionFlags {
     /// [env: FLAKELAB_JUNIT].
     #[arg(long, value_name = "PATH")]
     pub junit: Option<String>,
+    /// Keep the JUnit reports flakelab had the runner write into the store
+    /// (`junit/<session>/<index>.xml`) after reading them; by default each
+    /// is deleted once its outcomes are recorded [config: `[run] keep_junit`].
+    #[arg(long)]
+    pub keep_junit: bool,
     /// Where the store is and where the subject runs.
     #[command(flatten)]
     pub store: StoreArgs,

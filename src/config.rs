@@ -76,6 +76,8 @@ pub struct RunDefaults {
     pub jobs: Option<usize>,
     /// Time between SIGTERM and SIGKILL (`--kill-grace`).
     pub kill_grace: Option<String>,
+    /// Keep harness-owned JUnit reports after reading them (`--keep-junit`).
+    pub keep_junit: Option<bool>,
 }
 
 /// Redaction settings.

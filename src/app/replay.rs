@@ -11,17 +11,19 @@ pub(super) fn replay_cmd(ctx: &super::Ctx, args: &cli::ReplayArgs) -> Result<i32
     let dir = subject_dir(args.store.dir.as_deref())?;
     let root = store_root(args.store.store.as_deref(), &dir);
     let store = Store::open(&root)?;
-    let (runs, _) = store.load_runs()?;
-    let matching: Vec<&RunRecord> = runs
-        .iter()
+    // Streamed: only the runs that match are kept.
+    let mut runs = store.runs_iter(None)?;
+    let matching: Vec<RunRecord> = runs
+        .by_ref()
         .filter(|r| r.id.starts_with(&args.run))
         .collect();
+    runs.finish()?;
     let run = match matching.as_slice() {
-        [one] => *one,
+        [one] => one,
         [] => {
             return Err(Error::usage(
                 format!("no run `{}` in {}", args.run, root.display()),
-                "copy a run id from a report (`flakelab report`) or from runs.jsonl",
+                "copy a run id from a report (`flakelab report`) or from `flakelab report --format json`",
             ))
         }
         many => {

@@ -22,6 +22,22 @@ pub(super) fn finish_record(
 ) {
     classify(record, started_at, result, settings, prepared);
     super::scrub::run(&settings.redaction, record);
+    drop_report(record, settings);
+}
+
+/// Deletes the run's JUnit report when flakelab had the runner write it
+/// into the store, unless `--keep-junit`: nothing reads it again (the
+/// record holds what it said, and `replay` runs anew).
+fn drop_report(record: &RunRecord, settings: &SessionSpec) {
+    let harness_owned = matches!(
+        settings.junit,
+        Some(super::JunitSource::Harness | super::JunitSource::Recipe)
+    );
+    if let (Some(path), true, false) = (&record.junit, harness_owned, settings.keep_junit) {
+        if path.starts_with(settings.store.root()) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// The masked text of a run's log (empty when it printed nothing). A log

@@ -121,6 +121,8 @@ pub struct SessionSpec {
     pub executor: Executor,
     /// The sham controls among the cells.
     pub shams: Shams,
+    /// Keep harness-owned JUnit reports after they are read (`--keep-junit`).
+    pub keep_junit: bool,
     /// Every recipe known here (for a derived command's runner).
     recipes: Vec<Recipe>,
 }

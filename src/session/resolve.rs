@@ -43,6 +43,8 @@ pub struct Intent {
     pub default_runs: Option<u32>,
     /// Add a sham cell per mechanism the cells use (`run` without `--no-sham`).
     pub shams: bool,
+    /// `--keep-junit`: keep harness-owned JUnit reports after reading them.
+    pub keep_junit: bool,
 }
 
 impl Intent {
@@ -69,6 +71,7 @@ impl Intent {
             },
             default_runs: None,
             shams: false,
+            keep_junit: flags.keep_junit,
         }
     }
 }
@@ -233,7 +236,14 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         cells.push((c, p));
     }
     let store = Store::open(&store_root(intent.store.as_deref(), &dir))?;
+    let keep_junit = intent.keep_junit
+        || layers
+            .file
+            .as_ref()
+            .and_then(|f| f.run.keep_junit)
+            .unwrap_or(false);
     Ok(SessionSpec {
+        keep_junit,
         command,
         dir,
         store,
@@ -305,6 +315,7 @@ pub fn recorded(
         },
         default_runs: None,
         shams: false,
+        keep_junit: false,
     };
     resolve(intent, &Layers::none(), executor)
 }

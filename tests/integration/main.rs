@@ -96,11 +96,14 @@ impl Lab {
         (out.status.code().unwrap_or(-1), json)
     }
 
-    /// Every record in the store's runs.jsonl.
+    /// Every run record in the store, as flakelab reads it back (the
+    /// compact lines of `runs/<session>.jsonl` decoded), as JSON.
     pub fn runs(&self) -> Vec<serde_json::Value> {
-        let text = std::fs::read_to_string(self.store().join("runs.jsonl")).unwrap_or_default();
-        text.lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
+        let (runs, _) = flakelab::store::Store::at(&self.store())
+            .load_runs()
+            .expect("the store reads");
+        runs.iter()
+            .map(|r| serde_json::to_value(r).unwrap())
             .collect()
     }
 }
@@ -152,7 +155,10 @@ pub fn everything_written(outputs: &[Output], store: &Path) -> Vec<(String, Stri
         ));
     }
     let written = files(store);
-    assert!(written.iter().any(|p| p.ends_with("runs.jsonl")));
+    assert!(written
+        .iter()
+        .any(|p| p.parent().is_some_and(|d| d.ends_with("runs"))
+            && p.extension().is_some_and(|x| x == "jsonl")));
     for path in written {
         let bytes = std::fs::read(&path).unwrap();
         texts.push((
