@@ -60,12 +60,13 @@ pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
     let Some(done) = session::run_session(&settings, &stop).await? else {
         return Ok(Verdict::Interrupted.exit_code());
     };
-    let report = report::build(&done.session, &done.runs, done.load);
+    let (runs, load) = done.runs(&settings.store)?;
+    let report = report::build(&done.session, &runs, load);
     if done.interrupted {
         super::print_report(&report, args.format, &settings.redaction);
         return Ok(Verdict::Interrupted.exit_code());
     }
-    let candidates = report::screen_candidates(&report, &done.runs);
+    let candidates = report::screen_candidates(&report, &runs);
     let rule = Rule::new(
         candidates.len(),
         (cap / 2).max(1),
@@ -232,15 +233,16 @@ async fn confirm(
             *left = left.saturating_sub(used);
         }
         let Some(done) = done else { break };
+        let (runs, _) = done.runs(&stage_settings.store)?;
         out.spent_p = looks.iter().map(|l| l.spent_p).fold(out.spent_p, f64::min);
         out.looks.extend(looks);
-        out.all_runs += done.runs.len() as u64;
+        out.all_runs += runs.len() as u64;
         out.sessions.push(done.session.id.clone());
-        out.executions += executions(&done.runs);
+        out.executions += executions(&runs);
         out.selection = words;
-        out.cell = arm(&done.runs, &c.cell, &c.test);
-        out.baseline = arm(&done.runs, "baseline", &c.test);
-        out.stage_runs = done.runs.len() as u64;
+        out.cell = arm(&runs, &c.cell, &c.test);
+        out.baseline = arm(&runs, "baseline", &c.test);
+        out.stage_runs = runs.len() as u64;
         out.decision = decision;
         if exhausted {
             out.note = Some("--max-runs reached".into());

@@ -669,7 +669,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
     }
     sham::compare(&mut cells, session.confidence);
     let recorded = runs.len() as u64;
-    let planned = session.plan.runs.len() as u64;
+    let planned = session.plan.len() as u64;
     Report {
         schema: REPORT_SCHEMA,
         session: session.id.clone(),

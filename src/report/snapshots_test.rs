@@ -144,7 +144,7 @@ fn run(session: &SessionRecord, index: usize, cell: &str, outcome: Outcome) -> R
 fn report() -> super::Report {
     let s = session();
     let mut runs = Vec::new();
-    for spec in &s.plan.runs {
+    for spec in s.plan.iter() {
         let cell = s.plan.cells[spec.cell].as_str();
         let outcome = match cell {
             "baseline" => Outcome::Pass,
