@@ -4,7 +4,7 @@
 //! `exec::schedule`, record each run's end (`finish`) in the store, then
 //! read the session back. Nothing here prints a report.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 use super::finish::finish_record;
@@ -49,6 +49,10 @@ pub struct SessionDone {
     pub session: SessionRecord,
     /// Whether a stop signal cut it short.
     pub interrupted: bool,
+    /// The most runs it held in memory at once (each a job and its starting
+    /// record, from just before it started until it was stored): the runs
+    /// in flight and one ahead, whatever the plan's length.
+    pub held_at_most: usize,
 }
 
 impl SessionDone {
@@ -131,13 +135,17 @@ pub async fn run_session_looking(
     super::scrub::session(&settings.redaction, &mut session);
     settings.store.append_session(&session)?;
 
+    let held = Cell::new(0);
     let interrupted = match on_block.as_mut() {
-        None => execute(settings, &session, plan.iter(), &cell_records, stop.clone()).await?,
+        None => {
+            execute(settings, &session, plan.iter(), &cell_records, stop.clone(), &held).await?
+        }
         Some(look) => {
             let mut interrupted = false;
             for replicate in 0..settings.runs {
                 let block = plan.block(replicate);
-                interrupted = execute(settings, &session, block, &cell_records, stop.clone()).await?;
+                interrupted =
+                    execute(settings, &session, block, &cell_records, stop.clone(), &held).await?;
                 if interrupted {
                     break;
                 }
@@ -152,6 +160,7 @@ pub async fn run_session_looking(
     Ok(Some(SessionDone {
         session,
         interrupted,
+        held_at_most: held.get(),
     }))
 }
 
@@ -167,6 +176,7 @@ fn jobs<'a>(
     specs: impl Iterator<Item = RunSpec> + 'a,
     pending: &'a RefCell<BTreeMap<usize, RunRecord>>,
     error: &'a RefCell<Option<crate::error::Error>>,
+    held: &'a Cell<usize>,
 ) -> impl Iterator<Item = Job> + 'a {
     specs
         .flat_map(move |spec| (0..settings.copies).map(move |copy| (spec, copy)))
@@ -184,24 +194,28 @@ fn jobs<'a>(
         })
         .flatten()
         .map(move |(job, record)| {
-            pending.borrow_mut().insert(job.index, record);
+            let mut pending = pending.borrow_mut();
+            pending.insert(job.index, record);
+            held.set(held.get().max(pending.len()));
             job
         })
 }
 
-/// Runs the planned runs `specs`, appending each finished run to the store.
-/// Returns whether the session was interrupted.
+/// Runs the planned runs `specs`, appending each finished run to the store
+/// (`held` keeps the most runs held at once). Returns whether the session
+/// was interrupted.
 async fn execute(
     settings: &SessionSpec,
     session: &SessionRecord,
     specs: impl Iterator<Item = RunSpec> + Clone,
     cells: &[CellRecord],
     stop: tokio::sync::watch::Receiver<Stop>,
+    held: &Cell<usize>,
 ) -> Result<bool> {
     let total = specs.clone().filter(|s| cells[s.cell].applied).count() * settings.copies;
     let pending: RefCell<BTreeMap<usize, RunRecord>> = RefCell::new(BTreeMap::new());
     let plan_error = RefCell::new(None);
-    let mut queue = jobs(settings, session, cells, specs, &pending, &plan_error).peekable();
+    let mut queue = jobs(settings, session, cells, specs, &pending, &plan_error, held).peekable();
     // The first job is built before anything starts, so a command the
     // recipe cannot build fails the session before its first run.
     queue.peek();
@@ -245,5 +259,57 @@ async fn execute(
     match store_error.or(plan_error.into_inner()) {
         Some(e) => Err(e),
         None => Ok(end.interrupted),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Executor;
+    use crate::session::resolve::{resolve, Intent, Layers};
+
+    /// A session of `runs` per cell through the fake executor (every run
+    /// passes at once), `jobs` at a time: how many runs it held at most,
+    /// and the report folded from its store.
+    fn session_of(runs: u32, jobs: usize) -> (usize, crate::report::Report, usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("fake.toml");
+        std::fs::write(&script, "").unwrap();
+        let executor = Executor::from_script(Some(&script)).unwrap();
+        let mut intent = Intent {
+            command: vec!["true".into()],
+            dir: Some(dir.path().to_path_buf()),
+            cells: vec!["env=X=1".into()],
+            seed: Some(3),
+            ..Intent::default()
+        };
+        intent.flags.runs = Some(runs);
+        intent.flags.jobs = Some(jobs);
+        let spec = resolve(intent, &Layers::none(), &executor).unwrap();
+        let (_tx, stop) = tokio::sync::watch::channel(Stop::Run);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let done = rt.block_on(run_session(&spec, &stop)).unwrap().unwrap();
+        let mut fold = crate::report::Fold::new(&done.session);
+        let load = spec.store.each_run(&done.session.id, |r| fold.add(&r)).unwrap();
+        let entries = fold.entries();
+        (done.held_at_most, fold.finish(load), entries)
+    }
+
+    #[test]
+    fn a_session_holds_the_runs_in_flight_not_its_plan() {
+        let (held_small, small, entries_small) = session_of(50, 2);
+        let (held, report, entries) = session_of(5_000, 2);
+        assert_eq!(report.planned, 10_000);
+        assert_eq!(report.recorded, 10_000);
+        assert!(report.cells.iter().all(|c| c.passed == 5_000), "{:?}", report.cells);
+        // Two in flight and one built ahead, for 100 runs as for 10,000.
+        assert!(held <= 3, "held {held} runs at once");
+        assert_eq!(held, held_small);
+        assert_eq!(small.recorded, 100);
+        // The report's fold over the stored runs holds as much either way.
+        assert_eq!(entries, entries_small);
     }
 }
