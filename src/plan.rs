@@ -25,7 +25,14 @@ pub struct RunSpec {
     pub seed: u64,
 }
 
-/// The interleaved schedule of a session.
+/// The interleaved schedule of a session: a pure function of its cells,
+/// runs per cell, seed and replay overrides, read lazily through
+/// [`Plan::iter`] so that a session of a million planned runs holds one
+/// block (one entry per cell) in memory, not a million run specs.
+///
+/// Stored in the session record as these fields only; a record written
+/// before the plan was lazy also carries a `runs` list, which reading
+/// ignores (the same fields give the same runs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     /// The schedule seed.
@@ -34,33 +41,107 @@ pub struct Plan {
     pub runs_per_cell: u32,
     /// Cell names, in the order given (baseline first when present).
     pub cells: Vec<String>,
-    /// Every run, in execution order.
-    pub runs: Vec<RunSpec>,
+    /// A replay's seed, given to every run instead of the derived one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every_seed: Option<u64>,
+    /// A replay's seed for replicate 0 only (it wins over `every_seed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seed: Option<u64>,
 }
 
 /// Builds the interleaved plan for `cells` with `n` runs each.
 pub fn build(cells: &[String], n: u32, seed: u64) -> Plan {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut runs = Vec::with_capacity(cells.len() * n as usize);
-    let mut block: Vec<usize> = (0..cells.len()).collect();
-    for replicate in 0..n {
-        block.shuffle(&mut rng);
-        for &cell in &block {
-            runs.push(RunSpec {
-                index: runs.len(),
-                cell,
-                replicate,
-                seed: run_seed(seed, replicate),
-            });
-        }
-    }
     Plan {
         seed,
         runs_per_cell: n,
         cells: cells.to_vec(),
-        runs,
+        every_seed: None,
+        first_seed: None,
     }
 }
+
+impl Plan {
+    /// Runs planned in all (cells × runs per cell).
+    pub fn len(&self) -> usize {
+        self.cells.len() * self.runs_per_cell as usize
+    }
+
+    /// Whether nothing is planned.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every run, in execution order, computed as it is read.
+    pub fn iter(&self) -> PlanIter<'_> {
+        PlanIter {
+            plan: self,
+            rng: ChaCha8Rng::seed_from_u64(self.seed),
+            block: (0..self.cells.len()).collect(),
+            replicate: 0,
+            at: 0,
+            index: 0,
+        }
+    }
+
+    /// The runs of replicate block `replicate`, in execution order.
+    pub fn block(&self, replicate: u32) -> impl Iterator<Item = RunSpec> + Clone + '_ {
+        let k = self.cells.len();
+        self.iter().skip(replicate as usize * k).take(k)
+    }
+
+    fn seed_of(&self, replicate: u32) -> u64 {
+        match (self.first_seed, self.every_seed) {
+            (Some(first), _) if replicate == 0 => first,
+            (_, Some(every)) => every,
+            _ => run_seed(self.seed, replicate),
+        }
+    }
+}
+
+/// The runs of a [`Plan`] in execution order: one block's order (one entry
+/// per cell) and the schedule's random state, whatever the plan's length.
+#[derive(Debug, Clone)]
+pub struct PlanIter<'a> {
+    plan: &'a Plan,
+    rng: ChaCha8Rng,
+    block: Vec<usize>,
+    replicate: u32,
+    at: usize,
+    index: usize,
+}
+
+impl Iterator for PlanIter<'_> {
+    type Item = RunSpec;
+
+    fn next(&mut self) -> Option<RunSpec> {
+        if self.block.is_empty() || self.replicate >= self.plan.runs_per_cell {
+            return None;
+        }
+        if self.at == 0 {
+            self.block.shuffle(&mut self.rng);
+        }
+        let spec = RunSpec {
+            index: self.index,
+            cell: self.block[self.at],
+            replicate: self.replicate,
+            seed: self.plan.seed_of(self.replicate),
+        };
+        self.index += 1;
+        self.at += 1;
+        if self.at == self.block.len() {
+            self.at = 0;
+            self.replicate += 1;
+        }
+        Some(spec)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.plan.len() - self.index.min(self.plan.len());
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for PlanIter<'_> {}
 
 /// Derives the seed of replicate `replicate` from the session seed
 /// (SplitMix64 of the pair, so neighbouring replicates get unrelated seeds).
@@ -132,22 +213,46 @@ mod tests {
         (0..k).map(|i| format!("c{i}")).collect()
     }
 
+    /// The plan as it was built before it was lazy: every run materialised
+    /// up front. The lazy order must equal it.
+    fn materialised(cells: &[String], n: u32, seed: u64) -> Vec<RunSpec> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut runs = Vec::with_capacity(cells.len() * n as usize);
+        let mut block: Vec<usize> = (0..cells.len()).collect();
+        for replicate in 0..n {
+            block.shuffle(&mut rng);
+            for &cell in &block {
+                runs.push(RunSpec {
+                    index: runs.len(),
+                    cell,
+                    replicate,
+                    seed: run_seed(seed, replicate),
+                });
+            }
+        }
+        runs
+    }
+
+    fn runs(plan: &Plan) -> Vec<RunSpec> {
+        plan.iter().collect()
+    }
+
     #[test]
     fn same_seed_same_order_other_seed_other_order() {
         let a = build(&names(4), 10, 42);
         let b = build(&names(4), 10, 42);
         let c = build(&names(4), 10, 43);
-        assert_eq!(a, b);
+        assert_eq!(runs(&a), runs(&b));
         assert_ne!(
-            a.runs.iter().map(|r| r.cell).collect::<Vec<_>>(),
-            c.runs.iter().map(|r| r.cell).collect::<Vec<_>>()
+            a.iter().map(|r| r.cell).collect::<Vec<_>>(),
+            c.iter().map(|r| r.cell).collect::<Vec<_>>()
         );
     }
 
     #[test]
     fn blocks_hold_each_cell_once() {
         let plan = build(&names(3), 5, 7);
-        for (r, block) in plan.runs.chunks(3).enumerate() {
+        for (r, block) in runs(&plan).chunks(3).enumerate() {
             let mut cells: Vec<usize> = block.iter().map(|s| s.cell).collect();
             cells.sort();
             assert_eq!(cells, vec![0, 1, 2]);
@@ -193,13 +298,55 @@ mod tests {
         #[test]
         fn every_cell_replicate_pair_appears_once(k in 1usize..6, n in 0u32..30, seed in any::<u64>()) {
             let plan = build(&names(k), n, seed);
-            prop_assert_eq!(plan.runs.len(), k * n as usize);
+            prop_assert_eq!(plan.iter().len(), k * n as usize);
+            prop_assert_eq!(plan.len(), k * n as usize);
             let mut seen = std::collections::HashSet::new();
-            for (i, r) in plan.runs.iter().enumerate() {
+            for (i, r) in plan.iter().enumerate() {
                 prop_assert_eq!(r.index, i);
                 prop_assert!(seen.insert((r.cell, r.replicate)));
                 prop_assert_eq!(r.seed, run_seed(seed, r.replicate));
             }
         }
+
+        #[test]
+        fn lazy_order_is_the_materialised_order(k in 0usize..9, n in 0u32..60, seed in any::<u64>()) {
+            let plan = build(&names(k), n, seed);
+            prop_assert_eq!(runs(&plan), materialised(&names(k), n, seed));
+            for r in 0..n {
+                let block: Vec<RunSpec> = plan.block(r).collect();
+                let old: Vec<RunSpec> = materialised(&names(k), n, seed)
+                    .into_iter()
+                    .filter(|s| s.replicate == r)
+                    .collect();
+                prop_assert_eq!(block, old);
+            }
+        }
+    }
+
+    #[test]
+    fn lazy_order_matches_on_large_plans() {
+        for (k, n, seed) in [(1, 5000, 0), (8, 2000, 42), (33, 300, u64::MAX)] {
+            assert_eq!(runs(&build(&names(k), n, seed)), materialised(&names(k), n, seed));
+        }
+    }
+
+    #[test]
+    fn replay_seeds_override_in_order() {
+        let mut plan = build(&names(2), 3, 9);
+        plan.every_seed = Some(5);
+        plan.first_seed = Some(7);
+        let seeds: Vec<(u32, u64)> = plan.iter().map(|r| (r.replicate, r.seed)).collect();
+        assert_eq!(seeds, vec![(0, 7), (0, 7), (1, 5), (1, 5), (2, 5), (2, 5)]);
+    }
+
+    #[test]
+    fn a_plan_stored_with_its_runs_list_reads() {
+        let old = r#"{"seed":1,"runs_per_cell":2,"cells":["baseline"],"runs":[{"index":0,"cell":0,"replicate":0,"seed":3},{"index":1,"cell":0,"replicate":1,"seed":4}]}"#;
+        let plan: Plan = serde_json::from_str(old).unwrap();
+        assert_eq!(plan, build(&["baseline".into()], 2, 1));
+        assert_eq!(
+            serde_json::to_string(&plan).unwrap(),
+            r#"{"seed":1,"runs_per_cell":2,"cells":["baseline"]}"#
+        );
     }
 }

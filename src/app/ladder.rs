@@ -141,9 +141,10 @@ pub(super) async fn ladder_cmd(ctx: &super::Ctx, args: LadderArgs) -> Result<i32
             continue;
         };
         record.interrupted = done.interrupted;
-        let (count, first) = ladder::count_cell(&done.runs, &target, &criterion, base.confidence);
+        let (runs, _) = done.runs(&settings.store)?;
+        let (count, first) = ladder::count_cell(&runs, &target, &criterion, base.confidence);
         let baseline = (target != "baseline")
-            .then(|| ladder::count_cell(&done.runs, "baseline", &criterion, base.confidence).0)
+            .then(|| ladder::count_cell(&runs, "baseline", &criterion, base.confidence).0)
             .filter(|_| done.session.cells.iter().any(|c| c.name == "baseline"));
         let cell = done.session.cells.iter().find(|c| c.name == target);
         let applied = cell.is_none_or(|c| c.applied);
@@ -226,7 +227,8 @@ async fn confirm_rung(
     let Some(again) = session::run_session(&again, stop).await? else {
         return Ok(None);
     };
-    let (count, _) = ladder::count_cell(&again.runs, target, criterion, settings.confidence);
+    let (runs, _) = again.runs(&settings.store)?;
+    let (count, _) = ladder::count_cell(&runs, target, criterion, settings.confidence);
     Ok(Some(crate::record::RungConfirmation {
         times,
         n: count.n,

@@ -2,6 +2,7 @@
 //! through the same model the live output used ([`shown`]): the report,
 //! the screen design's confirmations, and `--confirm`'s replays.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::cli;
@@ -15,24 +16,44 @@ use crate::store::Store;
 
 /// The report of `session` as the user sees it, live or later: its cells
 /// and tests, the screen design's verdicts when it was screened, and the
-/// confirmations of the sessions that are part of it.
-pub(super) fn shown(store: &Store, session: &SessionRecord) -> Result<(Report, Vec<RunRecord>)> {
-    let (runs, load) = store.runs_of(&session.id)?;
-    let mut report = report::build(session, &runs, load);
-    if let Some(screen) = store.screen_of(&session.id)? {
-        super::screen::apply(&mut report, &screen, &runs);
-    }
+/// confirmations of the sessions that are part of it; with the evidence's
+/// facts about its runs. The session's runs are read once, one at a time,
+/// into the report's fold: memory follows the cells and tests, not the runs.
+pub(super) fn shown(
+    store: &Store,
+    session: &SessionRecord,
+) -> Result<(Report, crate::evidence::RunFacts)> {
     let (sessions, _) = store.load_sessions()?;
-    let mut replays = Vec::new();
-    for s in sessions
+    let replays: Vec<SessionRecord> = sessions
         .into_iter()
         .filter(|s| s.part_of.as_deref() == Some(session.id.as_str()) && s.replay_of.is_some())
-    {
-        let (again, _) = store.runs_of(&s.id)?;
-        replays.push((s, again));
+        .collect();
+    // The runs the confirmations replayed: the only runs kept whole.
+    let replayed: BTreeSet<&str> = replays.iter().filter_map(|s| s.replay_of.as_deref()).collect();
+    let mut fold = report::Fold::new(session);
+    let mut facts = crate::evidence::RunFacts::default();
+    let mut screen_runs = super::screen::ScreenRuns::default();
+    let mut kept: Vec<RunRecord> = Vec::new();
+    let load = store.each_run(&session.id, |r| {
+        fold.add(&r);
+        facts.add(&r);
+        screen_runs.add(&r);
+        if replayed.contains(r.id.as_str()) {
+            kept.push(r);
+        }
+    })?;
+    let mut report = fold.finish(load);
+    if let Some(screen) = store.screen_of(&session.id)? {
+        super::screen::apply(&mut report, &screen, &screen_runs);
     }
-    report.confirmations = report::confirmations(session, &runs, &replays);
-    Ok((report, runs))
+    kept.sort_by_key(|r| r.index);
+    let mut again = Vec::new();
+    for s in replays {
+        let (runs, _) = store.runs_of(&s.id)?;
+        again.push((s, runs));
+    }
+    report.confirmations = report::confirmations(session, &kept, &again);
+    Ok((report, facts))
 }
 
 /// The store of a command that reads one: it must exist.
@@ -92,9 +113,9 @@ pub(super) fn evidence_cmd(ctx: &super::Ctx, args: &cli::EvidenceArgs) -> Result
         .ok_or_else(|| no_session("session or ladder", wanted, store.root()))?;
     let ladder = by_ladder.or_else(|| crate::evidence::ladder_of(&ladders, &session.id));
     let version = runner_version(&ctx.executor, &session);
-    let (report, runs) = shown(&store, &session)?;
+    let (report, facts) = shown(&store, &session)?;
     let evidence =
-        crate::evidence::build_from(&session, &runs, report, ladder, version, &redaction);
+        crate::evidence::build_from(&session, &facts, report, ladder, version, &redaction);
     let text = match args.format {
         cli::EvidenceFormat::Markdown => crate::evidence::markdown::render(&evidence),
         cli::EvidenceFormat::Json => crate::evidence::render_json(&evidence),

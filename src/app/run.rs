@@ -66,9 +66,18 @@ async fn confirm_failures(
     times: u32,
     stop: &tokio::sync::watch::Receiver<Stop>,
 ) -> Result<()> {
+    // Only the failing runs are held (read in file order, then put in plan
+    // order), not the session's every run.
+    let mut failed: Vec<RunRecord> = Vec::new();
+    spec.store.each_run(&done.session.id, |r| {
+        if r.outcome == Outcome::Fail {
+            failed.push(r);
+        }
+    })?;
+    failed.sort_by_key(|r| r.index);
     let mut seen = BTreeSet::new();
     let mut failing: Vec<&RunRecord> = Vec::new();
-    for run in done.runs.iter().filter(|r| r.outcome == Outcome::Fail) {
+    for run in &failed {
         if done.session.signature.is_some() && run.signature_match != Some(true) {
             continue;
         }

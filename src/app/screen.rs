@@ -18,6 +18,29 @@ use crate::verdict::{Findings, Verdict};
 /// Confirmation runs per candidate (both arms) when `-n` is not given.
 pub const DEFAULT_CAP: u32 = 30;
 
+/// What a screened session's report reads from its screen runs: how
+/// many, and the test executions they carried; folded one run at a time.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct ScreenRuns {
+    /// Runs read.
+    pub runs: u64,
+    /// Test executions (per-test records) in them.
+    pub executions: u64,
+    /// Runs with per-test data.
+    pub measured: u64,
+}
+
+impl ScreenRuns {
+    /// Adds one run.
+    pub fn add(&mut self, r: &RunRecord) {
+        self.runs += 1;
+        self.executions += r.tests.len() as u64;
+        if !r.tests.is_empty() {
+            self.measured += 1;
+        }
+    }
+}
+
 /// Failures and runs of `test` in `cell` among `runs`.
 fn arm(runs: &[RunRecord], cell: &str, test: &str) -> (u64, u64) {
     runs.iter()
@@ -60,12 +83,13 @@ pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
     let Some(done) = session::run_session(&settings, &stop).await? else {
         return Ok(Verdict::Interrupted.exit_code());
     };
-    let report = report::build(&done.session, &done.runs, done.load);
+    let (runs, load) = done.runs(&settings.store)?;
+    let report = report::build(&done.session, &runs, load);
     if done.interrupted {
         super::print_report(&report, args.format, &settings.redaction);
         return Ok(Verdict::Interrupted.exit_code());
     }
-    let candidates = report::screen_candidates(&report, &done.runs);
+    let candidates = report::screen_candidates(&report, &runs);
     let rule = Rule::new(
         candidates.len(),
         (cap / 2).max(1),
@@ -232,15 +256,16 @@ async fn confirm(
             *left = left.saturating_sub(used);
         }
         let Some(done) = done else { break };
+        let (runs, _) = done.runs(&stage_settings.store)?;
         out.spent_p = looks.iter().map(|l| l.spent_p).fold(out.spent_p, f64::min);
         out.looks.extend(looks);
-        out.all_runs += done.runs.len() as u64;
+        out.all_runs += runs.len() as u64;
         out.sessions.push(done.session.id.clone());
-        out.executions += executions(&done.runs);
+        out.executions += executions(&runs);
         out.selection = words;
-        out.cell = arm(&done.runs, &c.cell, &c.test);
-        out.baseline = arm(&done.runs, "baseline", &c.test);
-        out.stage_runs = done.runs.len() as u64;
+        out.cell = arm(&runs, &c.cell, &c.test);
+        out.baseline = arm(&runs, "baseline", &c.test);
+        out.stage_runs = runs.len() as u64;
         out.decision = decision;
         if exhausted {
             out.note = Some("--max-runs reached".into());
@@ -257,7 +282,7 @@ async fn confirm(
 /// Puts the confirmations into the report: each candidate's row counts its
 /// deciding stage's runs, Holm over the candidates decides; every other row
 /// of a perturbed cell is a screen row, never a verdict.
-pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &[RunRecord]) {
+pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &ScreenRuns) {
     let (confirmed, rule, screen_runs) = (&record.confirmations, &record.rule, record.screen_runs);
     let alpha = 1.0 - rule.confidence;
     let adjusted = crate::stats::holm(&confirmed.iter().map(|c| c.spent_p).collect::<Vec<_>>());
@@ -357,12 +382,11 @@ pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &[
             d(b).cmp(&d(a)).then(b.k.cmp(&a.k)).then(a.id.cmp(&b.id))
         });
     }
-    let screen_executions = executions(runs);
-    let measured: Vec<&RunRecord> = runs.iter().filter(|r| !r.tests.is_empty()).collect();
-    let per_run = if measured.is_empty() {
+    let screen_executions = runs.executions;
+    let per_run = if runs.measured == 0 {
         0.0
     } else {
-        executions(runs) as f64 / measured.len() as f64
+        runs.executions as f64 / runs.measured as f64
     };
     let fixed_runs = screen::fixed_runs_needed(&rates, pairs_screened, rule.confidence);
     let fixed_executions =
@@ -374,7 +398,7 @@ pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &[
         candidates: confirmed.len(),
         confirmed: differing,
         rule: *rule,
-        runs: (runs.len() as u64, confirm_runs),
+        runs: (runs.runs, confirm_runs),
         executions: (screen_executions, confirm_executions),
         fixed_runs_per_cell: fixed_runs,
         fixed_executions,

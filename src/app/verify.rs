@@ -57,7 +57,8 @@ pub(super) async fn verify_cmd(ctx: &super::Ctx, args: VerifyArgs) -> Result<i32
     let Some(done) = done? else {
         return Ok(Verdict::Interrupted.exit_code());
     };
-    let count = |name: &str| ladder::count_cell(&done.runs, name, &criterion, confidence).0;
+    let (runs, _) = done.runs(&settings.store)?;
+    let count = |name: &str| ladder::count_cell(&runs, name, &criterion, confidence).0;
     let verdicts: Vec<CellVerdict> = names
         .iter()
         .map(|name| {

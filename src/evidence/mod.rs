@@ -13,6 +13,8 @@ pub mod markdown;
 #[cfg(test)]
 mod snapshots_test;
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::record::{HostInfo, RepoInfo};
@@ -274,64 +276,112 @@ fn timestamp(text: &str) -> Option<jiff::Timestamp> {
     text.parse().ok()
 }
 
-fn window(runs: &[RunRecord]) -> Option<Window> {
-    let ran = runs
-        .iter()
-        .filter(|r| !matches!(r.outcome, Outcome::NotApplied))
-        .filter_map(|r| Some((timestamp(&r.started_at)?, r.duration_s)));
-    let mut first: Option<jiff::Timestamp> = None;
-    let mut last: Option<jiff::Timestamp> = None;
-    for (start, duration) in ran {
-        let end = start
-            .checked_add(jiff::SignedDuration::from_secs_f64(duration.max(0.0)))
-            .unwrap_or(start);
-        first = Some(first.map_or(start, |f| f.min(start)));
-        last = Some(last.map_or(end, |l| l.max(end)));
+/// What the evidence reads from a session's runs beyond its report (when
+/// they ran, the recurring signature), folded one run at a time in any
+/// order: one entry per distinct failure signature, never one per run.
+#[derive(Debug, Default)]
+pub struct RunFacts {
+    first: Option<jiff::Timestamp>,
+    last: Option<jiff::Timestamp>,
+    failing: u64,
+    signatures: BTreeMap<String, SignatureSeen>,
+}
+
+/// A failure signature's count and its first run in plan order.
+#[derive(Debug)]
+struct SignatureSeen {
+    count: u64,
+    first_at: usize,
+    run: String,
+    cell: String,
+}
+
+impl RunFacts {
+    /// The facts of `runs`.
+    pub fn of(runs: &[RunRecord]) -> RunFacts {
+        let mut facts = RunFacts::default();
+        for r in runs {
+            facts.add(r);
+        }
+        facts
     }
-    let (first, last) = (first?, last?);
-    let text = |t: jiff::Timestamp| {
-        t.round(jiff::Unit::Millisecond)
-            .map(|t| t.to_string())
-            .unwrap_or_default()
-    };
-    Some(Window {
-        first_start: text(first),
-        last_end: text(last),
-        seconds: (last.as_millisecond() - first.as_millisecond()) as f64 / 1000.0,
-    })
+
+    /// Adds one run.
+    pub fn add(&mut self, r: &RunRecord) {
+        if r.outcome != Outcome::NotApplied {
+            if let Some(start) = timestamp(&r.started_at) {
+                let end = start
+                    .checked_add(jiff::SignedDuration::from_secs_f64(r.duration_s.max(0.0)))
+                    .unwrap_or(start);
+                self.first = Some(self.first.map_or(start, |f| f.min(start)));
+                self.last = Some(self.last.map_or(end, |l| l.max(end)));
+            }
+        }
+        if r.outcome != Outcome::Fail {
+            return;
+        }
+        self.failing += 1;
+        let sig = r.failure_signature.clone().or_else(|| {
+            r.tests
+                .iter()
+                .find(|t| t.failed())
+                .and_then(|t| t.signature.clone())
+        });
+        let Some(sig) = sig else { return };
+        let seen = self.signatures.entry(sig).or_insert_with(|| SignatureSeen {
+            count: 0,
+            first_at: r.index,
+            run: r.id.clone(),
+            cell: r.cell.clone(),
+        });
+        seen.count += 1;
+        if r.index < seen.first_at {
+            seen.first_at = r.index;
+            seen.run = r.id.clone();
+            seen.cell = r.cell.clone();
+        }
+    }
+
+    /// When the runs ran: the first start and the last end.
+    pub fn window(&self) -> Option<Window> {
+        let (first, last) = (self.first?, self.last?);
+        let text = |t: jiff::Timestamp| {
+            t.round(jiff::Unit::Millisecond)
+                .map(|t| t.to_string())
+                .unwrap_or_default()
+        };
+        Some(Window {
+            first_start: text(first),
+            last_end: text(last),
+            seconds: (last.as_millisecond() - first.as_millisecond()) as f64 / 1000.0,
+        })
+    }
+
+    /// The first failure signature seen in two failing runs or more (in
+    /// plan order of first appearance), else the first signature seen.
+    pub fn recurring_signature(&self) -> Option<RecurringSignature> {
+        let first = |repeating: bool| {
+            self.signatures
+                .iter()
+                .filter(|(_, s)| !repeating || s.count >= 2)
+                .min_by_key(|(_, s)| s.first_at)
+        };
+        let (signature, seen) = first(true).or_else(|| first(false))?;
+        Some(RecurringSignature {
+            signature: signature.clone(),
+            runs: seen.count,
+            failing_runs: self.failing,
+            repeats: seen.count >= 2,
+            first_run: seen.run.clone(),
+            cell: seen.cell.clone(),
+        })
+    }
 }
 
 /// The first failure signature seen in two failing runs or more (in plan
 /// order of first appearance), else the first signature seen at all.
 pub fn recurring_signature(runs: &[RunRecord]) -> Option<RecurringSignature> {
-    let mut failing: Vec<&RunRecord> = runs.iter().filter(|r| r.outcome == Outcome::Fail).collect();
-    failing.sort_by_key(|r| r.index);
-    let sig = |r: &RunRecord| -> Option<String> {
-        r.failure_signature.clone().or_else(|| {
-            r.tests
-                .iter()
-                .find(|t| t.failed())
-                .and_then(|t| t.signature.clone())
-        })
-    };
-    let signed: Vec<(&RunRecord, String)> = failing
-        .iter()
-        .filter_map(|r| sig(r).map(|s| (*r, s)))
-        .collect();
-    let count = |s: &str| signed.iter().filter(|(_, t)| t == s).count() as u64;
-    let (run, chosen) = signed
-        .iter()
-        .find(|(_, s)| count(s) >= 2)
-        .or_else(|| signed.first())?;
-    let runs_with = count(chosen);
-    Some(RecurringSignature {
-        signature: chosen.clone(),
-        runs: runs_with,
-        failing_runs: failing.len() as u64,
-        repeats: runs_with >= 2,
-        first_run: run.id.clone(),
-        cell: run.cell.clone(),
-    })
+    RunFacts::of(runs).recurring_signature()
 }
 
 fn cell_lines(report: &Report) -> Vec<CellLine> {
@@ -451,7 +501,7 @@ pub fn build(
 ) -> Evidence {
     build_from(
         session,
-        runs,
+        &RunFacts::of(runs),
         report::build(session, runs, load),
         ladder,
         version,
@@ -460,10 +510,11 @@ pub fn build(
 }
 
 /// Like [`build`], from a report already built (and, for a screened
-/// session, already holding its confirmations).
+/// session, already holding its confirmations) and the facts folded from
+/// the same runs.
 pub fn build_from(
     session: &SessionRecord,
-    runs: &[RunRecord],
+    facts: &RunFacts,
     report: report::Report,
     ladder: Option<&LadderRecord>,
     version: RunnerVersion,
@@ -519,7 +570,7 @@ pub fn build_from(
             note: session.runner_note.clone(),
         },
         flakelab_version: session.flakelab_version.clone(),
-        window: window(runs),
+        window: facts.window(),
         command_line: redaction.line(&format!(
             "cd {} && {}",
             repro::quote(&session.cwd.display().to_string()),
@@ -532,7 +583,7 @@ pub fn build_from(
         runs_per_cell: session.plan.runs_per_cell,
         jobs: session.jobs,
         signature: session.signature.clone(),
-        recurring_signature: recurring_signature(runs),
+        recurring_signature: facts.recurring_signature(),
         cells: cell_lines(&report),
         tests: test_lines(
             &report,

@@ -114,10 +114,11 @@ pub fn watch_signals() -> std::io::Result<watch::Receiver<Stop>> {
 }
 
 /// Runs `jobs` in order, at most `parallel` at once, until all are done or
-/// `stop` leaves [`Stop::Run`].
+/// `stop` leaves [`Stop::Run`]. Jobs are taken from `jobs` as they start
+/// (one ahead), so a lazy iterator keeps only the runs in flight.
 pub async fn schedule(
     executor: &Executor,
-    jobs: Vec<Job>,
+    jobs: impl IntoIterator<Item = Job>,
     parallel: usize,
     limits: ChildLimits,
     mut stop: watch::Receiver<Stop>,
@@ -161,9 +162,10 @@ pub async fn schedule(
             break;
         }
         tokio::select! {
-            joined = running.join_next() => {
+            joined = running.join_next_with_id() => {
                 match joined {
-                    Some(Ok((index, started_at, result, measured))) => {
+                    Some(Ok((id, (index, started_at, result, measured)))) => {
+                        task_index.remove(&id);
                         exclusive_running = false;
                         if result.end != ProcessEnd::Interrupted {
                             on_event(Event::Finished { index, started_at, result, measured });
@@ -173,7 +175,7 @@ pub async fn schedule(
                         // A panicked run task is a harness bug: record it as an
                         // error outcome and keep measuring.
                         exclusive_running = false;
-                        if let Some(&index) = task_index.get(&e.id()) {
+                        if let Some(index) = task_index.remove(&e.id()) {
                             on_event(Event::Finished {
                                 measured: Measured::default(),
                                 index,

@@ -1,14 +1,21 @@
 //! The report model: computed once from a stored session and its run
 //! records, then rendered as a table, JSON or Markdown. Live output and
-//! `flakelab report` go through the same [`build`], so they cannot disagree.
+//! `flakelab report` go through the same [`Fold`] (which [`build`] runs over
+//! a slice), so they cannot disagree, and reading a store of a million runs
+//! holds one run at a time.
 //! Pure: no I/O here except in the renderers' callers.
 
 pub mod catalog;
+pub mod fold;
+#[cfg(test)]
+mod fold_tests;
 pub mod json;
 pub mod ladder;
 pub mod markdown;
 pub mod per_test;
 pub mod progress;
+#[doc(hidden)]
+pub mod reference;
 pub mod sham;
 #[cfg(test)]
 mod snapshots_test;
@@ -23,6 +30,8 @@ use crate::record::{Outcome, RunRecord, SessionRecord};
 use crate::stats;
 use crate::store::LoadStats;
 use crate::verdict::{Findings, Verdict};
+
+pub use fold::Fold;
 
 /// JSON schema tag of the report document.
 pub const REPORT_SCHEMA: &str = "flakelab.report/1";
@@ -477,137 +486,28 @@ pub fn screen_candidates(report: &Report, runs: &[RunRecord]) -> Vec<crate::scre
     out
 }
 
-/// Builds the report of `session` from its `runs`.
+/// Builds the report of `session` from its `runs` (any order): the
+/// [`Fold`] over them.
 pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Report {
-    let counting_signature = session.signature.is_some();
-    let mut data_runs: Vec<per_test::DataRuns> = Vec::new();
-    let mut cells: Vec<CellReport> = session
-        .cells
-        .iter()
-        .map(|c| {
-            let mine = runs.iter().filter(|r| r.cell == c.name);
-            let mut cell = CellReport {
-                name: c.name.clone(),
-                perturbations: c.perturbations.clone(),
-                applied: c.applied,
-                reason: c.reason.clone(),
-                n: 0,
-                k: 0,
-                passed: 0,
-                failed: 0,
-                timed_out: 0,
-                errored: 0,
-                not_applied: 0,
-                planned: u64::from(session.plan.runs_per_cell),
-                rate: 0.0,
-                low: 0.0,
-                high: 1.0,
-                vs_baseline: None,
-                timeouts_vs_baseline: None,
-                sham_of: c.sham_of.clone(),
-                sham: c.sham.clone(),
-                vs_sham: None,
-                tests: Vec::new(),
-                signatures: Vec::new(),
-                runs_with_tests: 0,
-                runs_without_tests: 0,
-                probes: c.probes.clone(),
-                notes: c.notes.clone(),
-                not_applied_reason: None,
-                cpu: None,
-                stragglers: 0,
-                first_failure: None,
-                unmatched_failures: 0,
-            };
-            for r in mine {
-                cell.stragglers += u64::from(r.stragglers);
-                // With a signature, a run reproduced it when its output or a
-                // test's first attempt matched (as the ladder counts), so
-                // every reproduction a test row counts is in its cell's k.
-                let reproduced = r.signature_match == Some(true)
-                    || r.tests.iter().any(|t| t.signature_match == Some(true));
-                match r.outcome {
-                    Outcome::Pass | Outcome::Fail => {
-                        let failed = r.outcome == Outcome::Fail;
-                        if failed {
-                            cell.failed += 1;
-                        } else {
-                            cell.passed += 1;
-                        }
-                        let counted = if counting_signature {
-                            reproduced
-                        } else {
-                            failed
-                        };
-                        if failed && !counted {
-                            cell.unmatched_failures += 1;
-                        }
-                        if counted {
-                            cell.k += 1;
-                            if cell.first_failure.is_none() {
-                                cell.first_failure = Some(FirstFailure {
-                                    run: r.id.clone(),
-                                    repro: r.repro.clone(),
-                                    log: r.log.as_ref().map(|p| p.display().to_string()),
-                                    repro_note: r.repro_note.clone(),
-                                });
-                            }
-                        }
-                    }
-                    Outcome::Timeout => cell.timed_out += 1,
-                    Outcome::Error => cell.errored += 1,
-                    Outcome::NotApplied => {
-                        cell.not_applied += 1;
-                        if c.applied && cell.not_applied_reason.is_none() {
-                            cell.not_applied_reason = r.reason.clone();
-                        }
-                    }
-                }
-            }
-            let ran: Vec<&RunRecord> = runs
-                .iter()
-                .filter(|r| r.cell == c.name && r.end != crate::record::ProcessEnd::NotStarted)
-                .collect();
-            cell.cpu = cell_cpu(&ran);
-            cell.n = cell.passed + cell.failed;
-            if cell.applied && cell.not_applied > 0 && cell.n + cell.timed_out + cell.errored == 0 {
-                // Every run found the cell not applied (a missing plugin, a
-                // helper that could not set it up): so is the cell.
-                cell.applied = false;
-                cell.reason = cell.not_applied_reason.take().or_else(|| {
-                    runs.iter()
-                        .find(|r| r.cell == c.name && r.outcome == Outcome::NotApplied)
-                        .and_then(|r| r.reason.clone())
-                });
-            }
-            let counted: Vec<&RunRecord> = runs
-                .iter()
-                .filter(|r| r.cell == c.name && matches!(r.outcome, Outcome::Pass | Outcome::Fail))
-                .collect();
-            cell.runs_with_tests = counted.iter().filter(|r| !r.tests.is_empty()).count() as u64;
-            cell.runs_without_tests =
-                counted.iter().filter(|r| r.tests_missing.is_some()).count() as u64;
-            cell.tests = per_test::rows(&counted, session.confidence, counting_signature);
-            let mine: Vec<&RunRecord> = runs.iter().filter(|r| r.cell == c.name).collect();
-            let (outcomes, data) = per_test::outcomes(&mine);
-            for t in &mut cell.tests {
-                t.outcomes = outcomes.get(&t.id).copied().unwrap_or_default();
-            }
-            data_runs.push(data);
-            cell.signatures = per_test::group_signatures(
-                counted
-                    .iter()
-                    .filter(|r| r.outcome == Outcome::Fail)
-                    .filter_map(|r| r.failure_signature.as_deref()),
-            );
-            let p = stats::proportion(cell.k, cell.n, session.confidence);
-            cell.rate = p.rate;
-            cell.low = p.low;
-            cell.high = p.high;
-            cell
-        })
-        .collect();
+    let mut fold = Fold::new(session);
+    for r in runs {
+        fold.add(r);
+    }
+    fold.finish(load)
+}
 
+/// The report from each cell's counts and rows (in the session's cell
+/// order) and each cell's runs with per-test data: the comparisons with
+/// the baseline and the shams, and the session's totals. Shared by the
+/// [`Fold`] and the [`reference`] build.
+fn finish_report(
+    session: &SessionRecord,
+    mut cells: Vec<CellReport>,
+    data_runs: Vec<per_test::DataRuns>,
+    recorded: u64,
+    executed: u64,
+    load: LoadStats,
+) -> Report {
     if let Some(base) = cells
         .iter()
         .position(|c| c.perturbations.is_empty() && c.name == "baseline")
@@ -668,8 +568,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         }
     }
     sham::compare(&mut cells, session.confidence);
-    let recorded = runs.len() as u64;
-    let planned = session.plan.runs.len() as u64;
+    let planned = session.plan.len() as u64;
     Report {
         schema: REPORT_SCHEMA,
         session: session.id.clone(),
@@ -685,10 +584,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         left_out: session.left_out.clone(),
         planned,
         recorded,
-        executed: runs
-            .iter()
-            .filter(|r| r.outcome != Outcome::NotApplied)
-            .count() as u64,
+        executed,
         jobs: session.jobs,
         partial: recorded < planned,
         skipped_lines: load.skipped_lines,

@@ -249,7 +249,8 @@ impl DataRuns {
 
 /// Each test's outcome distribution over a cell's runs with per-test data
 /// (runs that passed, failed or timed out), and how many such runs there
-/// were.
+/// were, from the runs all held at once: the reference [`TestsFold`] is
+/// tested against.
 pub fn outcomes(runs: &[&RunRecord]) -> (BTreeMap<String, Outcomes>, DataRuns) {
     let with_data: Vec<&&RunRecord> = runs
         .iter()
@@ -293,9 +294,13 @@ pub fn outcomes(runs: &[&RunRecord]) -> (BTreeMap<String, Outcomes>, DataRuns) {
     (out, data)
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Tally {
     family: String,
+    /// The plan index of the run `family` was last read from.
+    family_at: usize,
+    /// The plan index of `first_failure`.
+    first_at: usize,
     n: u64,
     k: u64,
     skipped: u64,
@@ -324,7 +329,8 @@ fn sorted_counts(counts: BTreeMap<String, u64>) -> Vec<SignatureCount> {
     out
 }
 
-/// The rows of one cell from its runs (counted runs with per-test data).
+/// The rows of one cell from its runs (counted runs with per-test data),
+/// all held at once: the reference [`TestsFold`] is tested against.
 pub fn rows(runs: &[&RunRecord], confidence: f64, counting_signature: bool) -> Vec<TestRow> {
     let with_data: Vec<&&RunRecord> = runs
         .iter()
@@ -359,7 +365,11 @@ pub fn rows(runs: &[&RunRecord], confidence: f64, counting_signature: bool) -> V
             }
         }
     }
-    let total = with_data.len() as u64;
+    finish_rows(tallies, with_data.len() as u64, confidence)
+}
+
+/// The rows from each test's tally over `total` runs with per-test data.
+fn finish_rows(tallies: BTreeMap<String, Tally>, total: u64, confidence: f64) -> Vec<TestRow> {
     tallies
         .into_iter()
         .map(|(id, t)| {
@@ -523,6 +533,133 @@ fn sort(cells: &mut [Vec<TestRow>]) {
                 .then(b.k.cmp(&a.k))
                 .then(a.id.cmp(&b.id))
         });
+    }
+}
+
+/// One test's outcome counts while a cell's runs are read.
+#[derive(Debug, Default)]
+struct OutcomeTally {
+    counts: Outcomes,
+    /// Timed-out runs whose (partial) report listed it.
+    listed_in_timeouts: u64,
+}
+
+/// A cell's per-test rows and outcome distributions, folded one run at a
+/// time in any order: its state is one tally per test (and one count per
+/// distinct failure signature), whatever the number of runs. Gives what
+/// [`rows`] and [`outcomes`] give over the same runs.
+#[derive(Debug, Default)]
+pub struct TestsFold {
+    tallies: BTreeMap<String, Tally>,
+    counted_with_data: u64,
+    outcomes: BTreeMap<String, OutcomeTally>,
+    data: DataRuns,
+}
+
+impl TestsFold {
+    /// Adds one run of the cell.
+    pub fn add(&mut self, run: &RunRecord, counting_signature: bool) {
+        if run.tests.is_empty() {
+            return;
+        }
+        if matches!(run.outcome, Outcome::Pass | Outcome::Fail) {
+            self.counted_with_data += 1;
+            for t in &run.tests {
+                let tally = self.tallies.entry(t.id.clone()).or_default();
+                if tally.seen == 0 || run.index >= tally.family_at {
+                    tally.family = t.family().to_string();
+                    tally.family_at = run.index;
+                }
+                tally.seen += 1;
+                match t.outcome {
+                    TestOutcome::Skip => tally.skipped += 1,
+                    TestOutcome::Pass => tally.n += 1,
+                    TestOutcome::Fail | TestOutcome::Error => {
+                        tally.n += 1;
+                        if counting_signature && t.signature_match != Some(true) {
+                            tally.other += 1;
+                        } else {
+                            tally.k += 1;
+                            if tally.first_failure.is_none() || run.index < tally.first_at {
+                                tally.first_failure = Some(run.id.clone());
+                                tally.first_at = run.index;
+                            }
+                        }
+                        if t.passed_on_rerun {
+                            tally.rerun += 1;
+                        }
+                        if let Some(sig) = &t.signature {
+                            *tally.signatures.entry(sig.clone()).or_default() += 1;
+                        }
+                    }
+                }
+            }
+        }
+        if !matches!(run.outcome, Outcome::Pass | Outcome::Fail | Outcome::Timeout) {
+            return;
+        }
+        for t in &run.tests {
+            let o = &mut self.outcomes.entry(t.id.clone()).or_default().counts;
+            match t.outcome {
+                TestOutcome::Pass => o.passed += 1,
+                TestOutcome::Fail => o.failed += 1,
+                TestOutcome::Error => o.errored += 1,
+                TestOutcome::Skip => o.skipped += 1,
+            }
+        }
+        if run.outcome == Outcome::Timeout {
+            self.data.timed_out += 1;
+            let listed: std::collections::BTreeSet<&str> =
+                run.tests.iter().map(|t| t.id.as_str()).collect();
+            for id in listed {
+                if let Some(o) = self.outcomes.get_mut(id) {
+                    o.listed_in_timeouts += 1;
+                }
+            }
+        } else {
+            self.data.finished += 1;
+        }
+    }
+
+    /// Counted runs that carried per-test data.
+    pub fn runs_with_tests(&self) -> u64 {
+        self.counted_with_data
+    }
+
+    /// Entries held: tallies, outcome counts and signature counts (one per
+    /// test, or per distinct signature; never one per run).
+    pub fn entries(&self) -> usize {
+        self.tallies.len()
+            + self.outcomes.len()
+            + self
+                .tallies
+                .values()
+                .map(|t| t.signatures.len())
+                .sum::<usize>()
+    }
+
+    /// The rows ([`rows`]), each with its outcomes set, and the runs with
+    /// per-test data ([`outcomes`]).
+    pub fn finish(self, confidence: f64) -> (Vec<TestRow>, DataRuns) {
+        let data = self.data;
+        let outcomes: BTreeMap<String, Outcomes> = self
+            .outcomes
+            .into_iter()
+            .map(|(id, t)| {
+                let mut o = t.counts;
+                // A run whose report does not list a test: absent from it,
+                // or, when the run timed out, stopped before it reported.
+                let reported = o.passed + o.failed + o.errored + o.skipped;
+                o.timed_out = data.timed_out - t.listed_in_timeouts;
+                o.absent = data.total() - reported - o.timed_out;
+                (id, o)
+            })
+            .collect();
+        let mut rows = finish_rows(self.tallies, self.counted_with_data, confidence);
+        for t in &mut rows {
+            t.outcomes = outcomes.get(&t.id).copied().unwrap_or_default();
+        }
+        (rows, data)
     }
 }
 

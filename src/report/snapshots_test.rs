@@ -9,7 +9,7 @@ use crate::record::{
 };
 use crate::store::LoadStats;
 
-fn session() -> SessionRecord {
+pub(super) fn session() -> SessionRecord {
     let cells = ["baseline", "tz=Asia/Kathmandu", "netns", "faketime=+365d"];
     let names: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
     SessionRecord {
@@ -61,7 +61,7 @@ fn session() -> SessionRecord {
     }
 }
 
-fn run(session: &SessionRecord, index: usize, cell: &str, outcome: Outcome) -> RunRecord {
+pub(super) fn run(session: &SessionRecord, index: usize, cell: &str, outcome: Outcome) -> RunRecord {
     let failing = outcome == Outcome::Fail;
     RunRecord {
         schema: RUN_SCHEMA.into(),
@@ -144,7 +144,7 @@ fn run(session: &SessionRecord, index: usize, cell: &str, outcome: Outcome) -> R
 fn report() -> super::Report {
     let s = session();
     let mut runs = Vec::new();
-    for spec in &s.plan.runs {
+    for spec in s.plan.iter() {
         let cell = s.plan.cells[spec.cell].as_str();
         let outcome = match cell {
             "baseline" => Outcome::Pass,

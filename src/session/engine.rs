@@ -4,6 +4,7 @@
 //! `exec::schedule`, record each run's end (`finish`) in the store, then
 //! read the session back. Nothing here prints a report.
 
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 use super::finish::finish_record;
@@ -12,9 +13,9 @@ use super::launch::probe_cell;
 use super::{JunitSource, SessionSpec};
 use crate::error::Result;
 use crate::exec::child::Stop;
-use crate::exec::schedule::{self, Event};
+use crate::exec::schedule::{self, Event, Job};
 use crate::host;
-use crate::plan::{self, Plan};
+use crate::plan::{self, RunSpec};
 use crate::record::{CellRecord, Outcome, RunRecord, SessionRecord, SESSION_SCHEMA};
 use crate::report::progress::Progress;
 
@@ -40,20 +41,33 @@ pub fn now_text() -> String {
         .unwrap_or_default()
 }
 
-/// A finished (or interrupted) session, read back from the store.
+/// A finished (or interrupted) session. Its runs are in the store, not
+/// here: a session holds no run once it has ended ([`SessionDone::runs`]
+/// reads them back for the callers that need them all).
 pub struct SessionDone {
     /// The session's record.
     pub session: SessionRecord,
-    /// Its runs, in index order.
-    pub runs: Vec<RunRecord>,
-    /// How the store's runs file read.
-    pub load: crate::store::LoadStats,
     /// Whether a stop signal cut it short.
     pub interrupted: bool,
+    /// The most runs it held in memory at once (each a job and its starting
+    /// record, from just before it started until it was stored): the runs
+    /// in flight and one ahead, whatever the plan's length.
+    pub held_at_most: usize,
 }
 
-/// Probes the cells, records the session, runs its plan and reads its runs
-/// back. `None` when Ctrl-C came while probing (nothing was run).
+impl SessionDone {
+    /// The session's runs read back from `store`, in index order, with how
+    /// the store's runs file read.
+    pub fn runs(
+        &self,
+        store: &crate::store::Store,
+    ) -> Result<(Vec<RunRecord>, crate::store::LoadStats)> {
+        store.runs_of(&self.session.id)
+    }
+}
+
+/// Probes the cells, records the session and runs its plan, building each
+/// run's launch as it starts. `None` when Ctrl-C came while probing (nothing was run).
 pub async fn run_session(
     settings: &SessionSpec,
     stop: &tokio::sync::watch::Receiver<Stop>,
@@ -73,16 +87,8 @@ pub async fn run_session_looking(
     let names: Vec<String> = settings.cells.iter().map(|(c, _)| c.name.clone()).collect();
     let replay = &settings.replay;
     let mut plan = plan::build(&names, settings.runs, settings.seed);
-    if let Some(seed) = replay.seed {
-        for run in &mut plan.runs {
-            run.seed = seed;
-        }
-    }
-    if let Some(seed) = replay.first_seed {
-        for run in plan.runs.iter_mut().filter(|r| r.replicate == 0) {
-            run.seed = seed;
-        }
-    }
+    plan.every_seed = replay.seed;
+    plan.first_seed = replay.first_seed;
 
     let mut cell_records = Vec::new();
     for (i, (cell, prepared)) in settings.cells.iter().enumerate() {
@@ -129,22 +135,17 @@ pub async fn run_session_looking(
     super::scrub::session(&settings.redaction, &mut session);
     settings.store.append_session(&session)?;
 
+    let held = Cell::new(0);
     let interrupted = match on_block.as_mut() {
-        None => execute(settings, &session, &plan, &cell_records, stop.clone()).await?,
+        None => {
+            execute(settings, &session, plan.iter(), &cell_records, stop.clone(), &held).await?
+        }
         Some(look) => {
             let mut interrupted = false;
             for replicate in 0..settings.runs {
-                let block = Plan {
-                    runs: plan
-                        .runs
-                        .iter()
-                        .filter(|r| r.replicate == replicate)
-                        .copied()
-                        .collect(),
-                    ..plan.clone()
-                };
+                let block = plan.block(replicate);
                 interrupted =
-                    execute(settings, &session, &block, &cell_records, stop.clone()).await?;
+                    execute(settings, &session, block, &cell_records, stop.clone(), &held).await?;
                 if interrupted {
                     break;
                 }
@@ -156,40 +157,77 @@ pub async fn run_session_looking(
             interrupted
         }
     };
-    let (runs, load) = settings.store.runs_of(&session_id)?;
     Ok(Some(SessionDone {
         session,
-        runs,
-        load,
         interrupted,
+        held_at_most: held.get(),
     }))
 }
 
-/// Runs the plan, appending each finished run to the store. Returns whether
-/// the session was interrupted.
+/// The jobs of `specs`, built as the scheduler asks for them (a run's
+/// launch, record and paths exist from just before it starts until it
+/// ends, never for the whole plan at once). Each job's starting record goes
+/// into `pending`; a run of a cell that is not applied is stored at once
+/// and yields no job. The first error stops the jobs and is kept in `error`.
+fn jobs<'a>(
+    settings: &'a SessionSpec,
+    session: &'a SessionRecord,
+    cells: &'a [CellRecord],
+    specs: impl Iterator<Item = RunSpec> + 'a,
+    pending: &'a RefCell<BTreeMap<usize, RunRecord>>,
+    error: &'a RefCell<Option<crate::error::Error>>,
+    held: &'a Cell<usize>,
+) -> impl Iterator<Item = Job> + 'a {
+    specs
+        .flat_map(move |spec| (0..settings.copies).map(move |copy| (spec, copy)))
+        .map_while(move |(spec, copy)| {
+            if error.borrow().is_some() {
+                return None;
+            }
+            match plan_process(settings, session, cells, &spec, copy) {
+                Ok(made) => Some(made),
+                Err(e) => {
+                    *error.borrow_mut() = Some(e);
+                    None
+                }
+            }
+        })
+        .flatten()
+        .map(move |(job, record)| {
+            let mut pending = pending.borrow_mut();
+            pending.insert(job.index, record);
+            held.set(held.get().max(pending.len()));
+            job
+        })
+}
+
+/// Runs the planned runs `specs`, appending each finished run to the store
+/// (`held` keeps the most runs held at once). Returns whether the session
+/// was interrupted.
 async fn execute(
     settings: &SessionSpec,
     session: &SessionRecord,
-    plan: &Plan,
+    specs: impl Iterator<Item = RunSpec> + Clone,
     cells: &[CellRecord],
     stop: tokio::sync::watch::Receiver<Stop>,
+    held: &Cell<usize>,
 ) -> Result<bool> {
-    let mut jobs = Vec::new();
-    let mut pending: BTreeMap<usize, RunRecord> = BTreeMap::new();
-    for spec in &plan.runs {
-        for copy in 0..settings.copies {
-            if let Some((job, record)) = plan_process(settings, session, cells, spec, copy)? {
-                pending.insert(job.index, record);
-                jobs.push(job);
-            }
-        }
+    let total = specs.clone().filter(|s| cells[s.cell].applied).count() * settings.copies;
+    let pending: RefCell<BTreeMap<usize, RunRecord>> = RefCell::new(BTreeMap::new());
+    let plan_error = RefCell::new(None);
+    let mut queue = jobs(settings, session, cells, specs, &pending, &plan_error, held).peekable();
+    // The first job is built before anything starts, so a command the
+    // recipe cannot build fails the session before its first run.
+    queue.peek();
+    if let Some(e) = plan_error.borrow_mut().take() {
+        return Err(e);
     }
 
-    let mut progress = Progress::new(jobs.len() as u64);
+    let mut progress = Progress::new(total as u64);
     let mut store_error = None;
     let end = schedule::schedule(
         &settings.executor,
-        jobs,
+        queue,
         settings.jobs,
         settings.limits,
         stop,
@@ -202,7 +240,7 @@ async fn execute(
                 result,
                 measured,
             } => {
-                let Some(mut record) = pending.remove(&index) else {
+                let Some(mut record) = pending.borrow_mut().remove(&index) else {
                     return;
                 };
                 record.cpu_busy = measured.host_busy;
@@ -218,8 +256,60 @@ async fn execute(
     )
     .await;
     progress.finish();
-    match store_error {
+    match store_error.or(plan_error.into_inner()) {
         Some(e) => Err(e),
         None => Ok(end.interrupted),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Executor;
+    use crate::session::resolve::{resolve, Intent, Layers};
+
+    /// A session of `runs` per cell through the fake executor (every run
+    /// passes at once), `jobs` at a time: how many runs it held at most,
+    /// and the report folded from its store.
+    fn session_of(runs: u32, jobs: usize) -> (usize, crate::report::Report, usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("fake.toml");
+        std::fs::write(&script, "").unwrap();
+        let executor = Executor::from_script(Some(&script)).unwrap();
+        let mut intent = Intent {
+            command: vec!["true".into()],
+            dir: Some(dir.path().to_path_buf()),
+            cells: vec!["env=X=1".into()],
+            seed: Some(3),
+            ..Intent::default()
+        };
+        intent.flags.runs = Some(runs);
+        intent.flags.jobs = Some(jobs);
+        let spec = resolve(intent, &Layers::none(), &executor).unwrap();
+        let (_tx, stop) = tokio::sync::watch::channel(Stop::Run);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let done = rt.block_on(run_session(&spec, &stop)).unwrap().unwrap();
+        let mut fold = crate::report::Fold::new(&done.session);
+        let load = spec.store.each_run(&done.session.id, |r| fold.add(&r)).unwrap();
+        let entries = fold.entries();
+        (done.held_at_most, fold.finish(load), entries)
+    }
+
+    #[test]
+    fn a_session_holds_the_runs_in_flight_not_its_plan() {
+        let (held_small, small, entries_small) = session_of(50, 2);
+        let (held, report, entries) = session_of(5_000, 2);
+        assert_eq!(report.planned, 10_000);
+        assert_eq!(report.recorded, 10_000);
+        assert!(report.cells.iter().all(|c| c.passed == 5_000), "{:?}", report.cells);
+        // Two in flight and one built ahead, for 100 runs as for 10,000.
+        assert!(held <= 3, "held {held} runs at once");
+        assert_eq!(held, held_small);
+        assert_eq!(small.recorded, 100);
+        // The report's fold over the stored runs holds as much either way.
+        assert_eq!(entries, entries_small);
     }
 }

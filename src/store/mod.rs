@@ -318,6 +318,20 @@ impl Store {
         all.sort_by_key(|r| r.index);
         Ok((all, runs.finish()?))
     }
+
+    /// Hands every run of the session with exactly this id to `each`, in
+    /// file order (not index order), without holding them: the streaming
+    /// read the report folds over. The stats describe the whole file.
+    ///
+    /// A thin wrapper over today's tolerant read, added for the streaming
+    /// report (issue #20 item 5); the compact store replaces its body.
+    pub fn each_run(&self, session: &str, mut each: impl FnMut(RunRecord)) -> Result<LoadStats> {
+        each_line(
+            &self.root.join(RUNS_FILE),
+            |r: &RunRecord| r.session == session,
+            |r| each(r),
+        )
+    }
 }
 
 /// Whether `name` is one normal path component (a session id).
@@ -383,16 +397,27 @@ fn ends_with_newline(file: &mut File) -> std::io::Result<bool> {
 /// counted in [`LoadStats::skipped_lines`]; a record whose id was seen
 /// earlier in the file is counted in [`LoadStats::duplicate_ids`] and
 /// dropped. A missing file reads as empty.
-fn read_lines<T, F>(path: &Path, mut keep: F) -> Result<(Vec<T>, LoadStats)>
+fn read_lines<T, F>(path: &Path, keep: F) -> Result<(Vec<T>, LoadStats)>
 where
     T: DeserializeOwned + Keyed,
     F: FnMut(&T) -> bool,
 {
     let mut records = Vec::new();
+    let stats = each_line(path, keep, |r| records.push(r))?;
+    Ok((records, stats))
+}
+
+/// [`read_lines`], handing each kept record to `sink` instead of holding it.
+fn each_line<T, F, S>(path: &Path, mut keep: F, mut sink: S) -> Result<LoadStats>
+where
+    T: DeserializeOwned + Keyed,
+    F: FnMut(&T) -> bool,
+    S: FnMut(T),
+{
     let mut stats = LoadStats::default();
     let file = match File::open(path) {
         Ok(file) => file,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok((records, stats)),
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(stats),
         Err(e) => return Err(Error::store(path, e, HINT_READ)),
     };
     let mut reader = BufReader::new(file);
@@ -421,10 +446,10 @@ where
             continue;
         }
         if keep(&record) {
-            records.push(record);
+            sink(record);
         }
     }
-    Ok((records, stats))
+    Ok(stats)
 }
 
 #[cfg(test)]

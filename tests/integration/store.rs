@@ -104,7 +104,12 @@ fn records_hold_what_reproduces_the_run() {
     assert_eq!(session["seed"].as_u64(), Some(5));
     assert!(session["host"]["cpus"].as_u64().unwrap() >= 1);
     assert!(!session["host"]["kernel"].as_str().unwrap().is_empty());
-    assert_eq!(session["plan"]["runs"].as_array().unwrap().len(), 1);
+    // The plan is stored as what builds it (cells, runs per cell, seed),
+    // not as a list of every planned run: one cell of one run.
+    assert_eq!(session["plan"]["runs_per_cell"].as_u64(), Some(1));
+    assert_eq!(session["plan"]["cells"].as_array().unwrap().len(), 1);
+    assert_eq!(session["plan"]["seed"].as_u64(), Some(5));
+    assert!(session["plan"].get("runs").is_none(), "{session}");
 }
 
 fn fixture(name: &str) -> std::path::PathBuf {

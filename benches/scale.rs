@@ -1,0 +1,226 @@
+//! Benchmark: memory and time at scale (issue #20, item 5).
+//!
+//! (a) A store of RUNS small runs (one million by default) in one session,
+//! written through `Store::append_run` from the records of a real
+//! `flakelab run` (so they follow the current format). Then
+//! `flakelab report --format json` on it — the fold, one run at a time —
+//! against today's former path measured in the same run: every run read
+//! into a `Vec` (`Store::runs_of`) and `report::reference::build`, in a
+//! child process of this bench. Wall time and maximum resident set size of
+//! each (`/usr/bin/time -v`), and their ratios; the two JSON documents must
+//! be identical.
+//!
+//! (b) `flakelab run -n PLANNED -p env=X=1 -- true` (one million planned
+//! runs by default) through the fake executor (every run passes at once,
+//! so this measures the harness, not a million forks): its resident set
+//! sampled from `/proc` while it runs, interrupted with SIGINT after
+//! SECONDS; the resident set after the first thousand runs and at the end,
+//! and the growth per run between them.
+//!
+//! Run with `nice -n 19 cargo bench --bench scale` (optionally
+//! `-- RUNS PLANNED SECONDS`).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use flakelab::record::{RunRecord, SessionRecord};
+use flakelab::store::Store;
+
+/// `/usr/bin/time -v`'s wall time and maximum resident set of `cmd`, and
+/// its stdout.
+fn measured(cmd: &mut Command) -> (f64, u64, Vec<u8>) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let times = dir.path().join("time.txt");
+    let program = cmd.get_program().to_owned();
+    let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+    let start = Instant::now();
+    let out = Command::new("/usr/bin/time")
+        .arg("-v")
+        .arg("-o")
+        .arg(&times)
+        .arg(program)
+        .args(args)
+        .stderr(Stdio::null())
+        .output()
+        .expect("/usr/bin/time runs (apt-get install -y time)");
+    let wall = start.elapsed().as_secs_f64();
+    let text = std::fs::read_to_string(&times).expect("time's report");
+    let rss_kb = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("time -v reports the maximum resident set");
+    (wall, rss_kb, out.stdout)
+}
+
+/// Today's former path, in this bench's child process: every run held.
+fn reference(store: &Path, session: &str) {
+    let store = Store::open(store).expect("store");
+    let session = store.session(Some(session)).expect("read").expect("session");
+    let (runs, load) = store.runs_of(&session.id).expect("runs");
+    let report = flakelab::report::reference::build(&session, &runs, load);
+    let text = flakelab::report::json::render(&report);
+    std::io::stdout().write_all(text.as_bytes()).expect("stdout");
+}
+
+/// The records of a real two-cell session of two runs, to copy from.
+fn template(flakelab: &str, dir: &Path) -> (SessionRecord, Vec<RunRecord>) {
+    let script = dir.join("fake.toml");
+    std::fs::write(&script, "").expect("script");
+    let status = Command::new(flakelab)
+        .arg("--fake-executor")
+        .arg(&script)
+        .args(["run", "-n", "2", "-p", "env=X=1", "--store"])
+        .arg(dir.join("template"))
+        .arg("-C")
+        .arg(dir)
+        .args(["--", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("flakelab runs");
+    assert!(status.success(), "template session: {status}");
+    let store = Store::open(&dir.join("template")).expect("template store");
+    let session = store.session(None).expect("read").expect("a session");
+    let (runs, _) = store.runs_of(&session.id).expect("runs");
+    (session, runs)
+}
+
+fn report_bench(flakelab: &str, runs: u32) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (mut session, examples) = template(flakelab, dir.path());
+    let root = dir.path().join("big");
+    let store = Store::open(&root).expect("store");
+    session.id = "20261201-000000-beef".into();
+    session.plan.runs_per_cell = runs / 2;
+    store.append_session(&session).expect("session");
+    let start = Instant::now();
+    for index in 0..(runs / 2 * 2) as usize {
+        let mut r = examples[index % examples.len()].clone();
+        r.index = index;
+        r.replicate = (index / 2) as u32;
+        r.session = session.id.clone();
+        r.id = format!("{}.{index:07}", session.id);
+        store.append_run(&r).expect("append");
+    }
+    let bytes = std::fs::metadata(root.join("runs.jsonl")).map_or(0, |m| m.len());
+    println!(
+        "(a) store of {} runs written in {:.1} s ({} MB of runs)",
+        runs / 2 * 2,
+        start.elapsed().as_secs_f64(),
+        bytes / 1_000_000
+    );
+    let mut fold = Command::new(flakelab);
+    fold.args(["report", "--format", "json", "--store"])
+        .arg(&root)
+        .arg("-C")
+        .arg(dir.path())
+        .arg(&session.id);
+    let (fold_s, fold_kb, fold_out) = measured(&mut fold);
+    let mut old = Command::new(std::env::current_exe().expect("own path"));
+    old.arg("--reference").arg(&root).arg(&session.id);
+    let (ref_s, ref_kb, ref_out) = measured(&mut old);
+    assert!(!fold_out.is_empty(), "flakelab report printed nothing");
+    assert_eq!(
+        String::from_utf8_lossy(&fold_out),
+        String::from_utf8_lossy(&ref_out),
+        "the fold and the reference disagree"
+    );
+    println!("    flakelab report (fold):        {fold_s:6.2} s, {:7.1} MB max RSS", fold_kb as f64 / 1024.0);
+    println!("    every run held (reference):    {ref_s:6.2} s, {:7.1} MB max RSS", ref_kb as f64 / 1024.0);
+    println!(
+        "    ratio fold / reference:        {:6.2} time, {:6.3} memory (targets: < 1 s, < 256 MB)",
+        fold_s / ref_s,
+        fold_kb as f64 / ref_kb as f64
+    );
+}
+
+/// VmRSS of `pid` in kB.
+fn rss_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn lines(path: &Path) -> u64 {
+    std::fs::read(path).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count() as u64)
+}
+
+fn session_bench(flakelab: &str, planned: u32, seconds: u64) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("fake.toml");
+    std::fs::write(&script, "").expect("script");
+    let store = dir.path().join("store");
+    let per_cell = planned / 2;
+    let mut child = Command::new(flakelab)
+        .arg("--fake-executor")
+        .arg(&script)
+        .args(["run", "-n", &per_cell.to_string(), "-p", "env=X=1", "--store"])
+        .arg(&store)
+        .arg("-C")
+        .arg(dir.path())
+        .args(["--", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("flakelab runs");
+    let pid = child.id();
+    let runs_file = store.join("runs.jsonl");
+    let start = Instant::now();
+    let mut early: Option<(u64, u64)> = None;
+    let mut last = (0, 0);
+    let mut peak = 0;
+    while start.elapsed() < Duration::from_secs(seconds) {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        let Some(rss) = rss_kb(pid) else { break };
+        let done = lines(&runs_file);
+        peak = peak.max(rss);
+        if early.is_none() && done >= 1000 {
+            early = Some((done, rss));
+        }
+        last = (done, rss);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    );
+    let status = child.wait().expect("flakelab ends");
+    let recorded = lines(&runs_file);
+    println!(
+        "(b) flakelab run of {} planned runs (fake executor), interrupted after {:.0} s ({status}): {recorded} runs recorded",
+        per_cell * 2,
+        start.elapsed().as_secs_f64()
+    );
+    println!("    max RSS sampled: {:.1} MB (target: < 64 MB)", peak as f64 / 1024.0);
+    if let Some((runs0, rss0)) = early {
+        let (runs1, rss1) = last;
+        println!(
+            "    RSS at {runs0} runs: {:.1} MB; at {runs1} runs: {:.1} MB; growth {:.1} bytes per run",
+            rss0 as f64 / 1024.0,
+            rss1 as f64 / 1024.0,
+            (rss1 as f64 - rss0 as f64) * 1024.0 / (runs1.saturating_sub(runs0)).max(1) as f64
+        );
+    }
+}
+
+fn main() {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    if raw.first().map(String::as_str) == Some("--reference") {
+        reference(Path::new(&raw[1]), &raw[2]);
+        return;
+    }
+    let args: Vec<&String> = raw.iter().filter(|a| !a.starts_with('-')).collect();
+    let runs: u32 = args.first().and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let planned: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let seconds: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(30);
+    let flakelab = env!("CARGO_BIN_EXE_flakelab");
+    report_bench(flakelab, runs);
+    session_bench(flakelab, planned, seconds);
+}
