@@ -96,11 +96,11 @@ fn cell_costs(flakelab: &str, dir: &std::path::Path, runs: u32) {
         println!("per-cell costs: skipped (a cell was not applied here: see `flakelab doctor`)");
         return;
     }
-    let (runs, _) = flakelab::store::Store::at(&store)
+    let (records, _) = flakelab::store::Store::at(&store)
         .load_runs()
         .expect("records");
     let mut sums: std::collections::BTreeMap<String, (f64, u32)> = Default::default();
-    for r in &runs {
+    for r in &records {
         let e = sums.entry(r.cell.clone()).or_default();
         e.0 += r.duration_s;
         e.1 += 1;

@@ -112,8 +112,24 @@ fn main() {
     let out = Command::new(env!("CARGO_BIN_EXE_flakelab"))
         .current_dir(dir.path())
         .env("SUITE_EXPIRES", expires.to_string())
-        .args(["run", "--format", "json", "--seed", "1", "--no-sham", "-n", "10"])
-        .args(["-p", "tz=Pacific/Kiritimati", "-p", "faketime=+365d", "-p", "shuffle"])
+        .args([
+            "run",
+            "--format",
+            "json",
+            "--seed",
+            "1",
+            "--no-sham",
+            "-n",
+            "10",
+        ])
+        .args([
+            "-p",
+            "tz=Pacific/Kiritimati",
+            "-p",
+            "faketime=+365d",
+            "-p",
+            "shuffle",
+        ])
         .args(["--", "python3", "suite.py"])
         .output()
         .expect("flakelab runs");
@@ -147,7 +163,10 @@ fn main() {
     println!("  ratio run/1 : run/2 = {:.1} : 1", v1 / v2);
     assert_eq!(cells.len(), 4);
     assert!(pairs >= 4 * 10 * 2000, "{pairs} pairs");
-    assert!(v2 <= 2.0, "the compact store holds {v2:.3} bytes per (test, run)");
+    assert!(
+        v2 <= 2.0,
+        "the compact store holds {v2:.3} bytes per (test, run)"
+    );
 
     print_speeds("runs of the 2,000-test suite", runs.len(), speeds(&runs));
 

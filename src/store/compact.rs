@@ -170,7 +170,10 @@ struct CompiledContext {
 
 impl CompiledContext {
     fn new(c: Context) -> Option<CompiledContext> {
-        let opt = |t: Option<String>| t.map(|t| Compiled::parse(&t)).map_or(Some(None), |c| c.map(Some));
+        let opt = |t: Option<String>| {
+            t.map(|t| Compiled::parse(&t))
+                .map_or(Some(None), |c| c.map(Some))
+        };
         Some(CompiledContext {
             argv: c
                 .argv
@@ -688,7 +691,10 @@ fn decode(state: &WriterState, line: RunLine) -> Option<RunRecord> {
         return None;
     }
     let mut tests = Vec::with_capacity(n);
-    let mut absent = line.ab.chunks_exact(2).map(|r| (r[0] as usize, r[1] as usize));
+    let mut absent = line
+        .ab
+        .chunks_exact(2)
+        .map(|r| (r[0] as usize, r[1] as usize));
     let mut next_absent = absent.next();
     let mut exceptions = line.t.into_iter().peekable();
     let mut k = 0;

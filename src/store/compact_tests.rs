@@ -165,7 +165,11 @@ fn a_run_line_holds_only_what_is_unusual() {
     assert_eq!(lines.len(), 4, "{text}");
     assert!(lines[0].starts_with(r#"{"schema":"flakelab.tests/2","w":""#));
     assert!(lines[1].starts_with(r#"{"schema":"flakelab.context/2","w":""#));
-    assert!(lines[1].contains(r#""FLAKELAB_RUN_ID":"{id}""#), "{}", lines[1]);
+    assert!(
+        lines[1].contains(r#""FLAKELAB_RUN_ID":"{id}""#),
+        "{}",
+        lines[1]
+    );
     assert!(lines[1].contains("-p '{{x}}'"), "{}", lines[1]);
     for line in &lines[2..] {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -350,7 +354,10 @@ fn a_cut_short_write_loses_only_its_run_and_the_next_append_heals() {
     // The next append (a new writer: the old one crashed) starts a line.
     store.append_run(&run(2, "baseline", more.clone())).unwrap();
     let (back, stats) = read(&store);
-    assert_eq!(back, vec![run(0, "baseline", suite(5)), run(2, "baseline", more)]);
+    assert_eq!(
+        back,
+        vec![run(0, "baseline", suite(5)), run(2, "baseline", more)]
+    );
     assert_eq!(stats.skipped_lines, 1);
 }
 
@@ -365,7 +372,10 @@ fn reading_one_session_does_not_open_another_sessions_file() {
     // Make the other session's file unreadable: reading this one still works.
     let path = store.runs_path(&other.session).unwrap();
     std::fs::write(&path, "garbage\n").unwrap();
-    assert_eq!(read(&store), (vec![run(0, "baseline", suite(3))], LoadStats::default()));
+    assert_eq!(
+        read(&store),
+        (vec![run(0, "baseline", suite(3))], LoadStats::default())
+    );
     let mut count = 0;
     let stats = store
         .each_run(SESSION, |r| {
@@ -428,7 +438,10 @@ fn arb_run() -> impl Strategy<Value = RunRecord> {
         .prop_map(|(index, tests, cell, seed, duration, code, nolog)| {
             // One record per test id, as the JUnit reader gives.
             let mut seen = std::collections::HashSet::new();
-            let tests = tests.into_iter().filter(|t| seen.insert(t.id.clone())).collect();
+            let tests = tests
+                .into_iter()
+                .filter(|t| seen.insert(t.id.clone()))
+                .collect();
             let mut r = run(index, cell, tests);
             r.seed = seed;
             r.duration_s = duration;

@@ -11,10 +11,10 @@
 //! is skipped and counted, and a duplicate id is read once (the first wins).
 
 pub mod compact;
-mod runs;
-mod template;
 #[cfg(test)]
 mod compact_tests;
+mod runs;
+mod template;
 
 pub use runs::RunIter;
 
@@ -52,7 +52,8 @@ pub const JUNIT_DIR: &str = "junit";
 const HINT_OPEN: &str = "choose a writable directory with --store";
 const HINT_WRITE: &str =
     "check that the store is writable and the disk is not full, or choose another directory with --store";
-pub(crate) const HINT_READ: &str = "check the store's permissions, or choose another directory with --store";
+pub(crate) const HINT_READ: &str =
+    "check the store's permissions, or choose another directory with --store";
 
 /// An opened store directory. Clones share the encoders of the sessions
 /// they write.
@@ -171,14 +172,12 @@ impl Store {
         let dir = self.root.join(RUNS_DIR);
         fs::create_dir_all(&dir).map_err(|e| Error::store(&dir, e, HINT_WRITE))?;
         let mut writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
-        let writer = writers
-            .entry(record.session.clone())
-            .or_insert_with(|| {
-                compact::Writer::new(
-                    format!("{:08x}", rand::random::<u32>()),
-                    record.session.clone(),
-                )
-            });
+        let writer = writers.entry(record.session.clone()).or_insert_with(|| {
+            compact::Writer::new(
+                format!("{:08x}", rand::random::<u32>()),
+                record.session.clone(),
+            )
+        });
         let pending = writer
             .encode(record)
             .map_err(|e| Error::store(&path, e, HINT_WRITE))?;

@@ -160,7 +160,12 @@ mod tests {
     use proptest::prelude::*;
 
     fn vars() -> Vars<'static> {
-        Vars::new("20250101-000000-abcd.00042", "20250101-000000-abcd", 712848796, 42)
+        Vars::new(
+            "20250101-000000-abcd.00042",
+            "20250101-000000-abcd",
+            712848796,
+            42,
+        )
     }
 
     #[test]
@@ -174,7 +179,12 @@ mod tests {
             t,
             "FLAKELAB_RUN_ID={id} seed={seed} junit/{session}/{index}.xml {{run}} 100042 7128487960"
         );
-        let other = Vars::new("20250102-000000-ffff.00007", "20250102-000000-ffff", 99999, 7);
+        let other = Vars::new(
+            "20250102-000000-ffff.00007",
+            "20250102-000000-ffff",
+            99999,
+            7,
+        );
         assert_eq!(
             Compiled::parse(&t).unwrap().expand(&other),
             "FLAKELAB_RUN_ID=20250102-000000-ffff.00007 seed=99999 junit/20250102-000000-ffff/00007.xml {run} 100042 7128487960"

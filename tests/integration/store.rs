@@ -222,7 +222,9 @@ fn harness_owned_reports_are_deleted_once_read_unless_kept() {
     assert_eq!(left, Vec::<std::path::PathBuf>::new());
     // The outcomes were read before the files went.
     let runs = lab.runs();
-    assert!(runs.iter().all(|r| r["tests"].as_array().unwrap().len() >= 3));
+    assert!(runs
+        .iter()
+        .all(|r| r["tests"].as_array().unwrap().len() >= 3));
 
     let kept = Lab::new();
     let session = junit_session(&kept, &["--seed", "11", "--keep-junit"]);
