@@ -28,9 +28,20 @@ use std::time::{Duration, Instant};
 use flakelab::record::{RunRecord, SessionRecord};
 use flakelab::store::Store;
 
-/// `/usr/bin/time -v`'s wall time and maximum resident set of `cmd`, and
-/// its stdout.
-fn measured(cmd: &mut Command) -> (f64, u64, Vec<u8>) {
+/// What `/usr/bin/time -v` saw of one command.
+struct Measure {
+    /// Wall seconds (inflated on a shared host: the CPU time says more).
+    wall: f64,
+    /// User and system CPU seconds.
+    cpu: f64,
+    /// Maximum resident set, kB.
+    rss_kb: u64,
+    /// Its stdout.
+    out: Vec<u8>,
+}
+
+/// `/usr/bin/time -v`'s figures for `cmd`.
+fn measured(cmd: &mut Command) -> Measure {
     let dir = tempfile::tempdir().expect("temp dir");
     let times = dir.path().join("time.txt");
     let program = cmd.get_program().to_owned();
@@ -47,22 +58,33 @@ fn measured(cmd: &mut Command) -> (f64, u64, Vec<u8>) {
         .expect("/usr/bin/time runs (apt-get install -y time)");
     let wall = start.elapsed().as_secs_f64();
     let text = std::fs::read_to_string(&times).expect("time's report");
-    let rss_kb = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("time -v reports the maximum resident set");
-    (wall, rss_kb, out.stdout)
+    let field = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("time -v reports {name}"))
+    };
+    Measure {
+        wall,
+        cpu: field("User time (seconds): ") + field("System time (seconds): "),
+        rss_kb: field("Maximum resident set size (kbytes): ") as u64,
+        out: out.stdout,
+    }
 }
 
 /// Today's former path, in this bench's child process: every run held.
 fn reference(store: &Path, session: &str) {
     let store = Store::open(store).expect("store");
-    let session = store.session(Some(session)).expect("read").expect("session");
+    let session = store
+        .session(Some(session))
+        .expect("read")
+        .expect("session");
     let (runs, load) = store.runs_of(&session.id).expect("runs");
     let report = flakelab::report::reference::build(&session, &runs, load);
     let text = flakelab::report::json::render(&report);
-    std::io::stdout().write_all(text.as_bytes()).expect("stdout");
+    std::io::stdout()
+        .write_all(text.as_bytes())
+        .expect("stdout");
 }
 
 /// The records of a real two-cell session of two runs, to copy from.
@@ -118,22 +140,31 @@ fn report_bench(flakelab: &str, runs: u32) {
         .arg("-C")
         .arg(dir.path())
         .arg(&session.id);
-    let (fold_s, fold_kb, fold_out) = measured(&mut fold);
+    let fold = measured(&mut fold);
     let mut old = Command::new(std::env::current_exe().expect("own path"));
     old.arg("--reference").arg(&root).arg(&session.id);
-    let (ref_s, ref_kb, ref_out) = measured(&mut old);
-    assert!(!fold_out.is_empty(), "flakelab report printed nothing");
+    let old = measured(&mut old);
+    assert!(!fold.out.is_empty(), "flakelab report printed nothing");
     assert_eq!(
-        String::from_utf8_lossy(&fold_out),
-        String::from_utf8_lossy(&ref_out),
+        String::from_utf8_lossy(&fold.out),
+        String::from_utf8_lossy(&old.out),
         "the fold and the reference disagree"
     );
-    println!("    flakelab report (fold):        {fold_s:6.2} s, {:7.1} MB max RSS", fold_kb as f64 / 1024.0);
-    println!("    every run held (reference):    {ref_s:6.2} s, {:7.1} MB max RSS", ref_kb as f64 / 1024.0);
+    let line = |name: &str, m: &Measure| {
+        println!(
+            "    {name:<30} {:6.2} s wall, {:6.2} s CPU, {:7.1} MB max RSS",
+            m.wall,
+            m.cpu,
+            m.rss_kb as f64 / 1024.0
+        );
+    };
+    line("flakelab report (fold):", &fold);
+    line("every run held (reference):", &old);
     println!(
-        "    ratio fold / reference:        {:6.2} time, {:6.3} memory (targets: < 1 s, < 256 MB)",
-        fold_s / ref_s,
-        fold_kb as f64 / ref_kb as f64
+        "    ratio fold / reference:        {:6.2} wall, {:6.2} CPU, {:6.3} memory (targets: < 1 s, < 256 MB)",
+        fold.wall / old.wall,
+        fold.cpu / old.cpu,
+        fold.rss_kb as f64 / old.rss_kb as f64
     );
 }
 
@@ -159,7 +190,14 @@ fn session_bench(flakelab: &str, planned: u32, seconds: u64) {
     let mut child = Command::new(flakelab)
         .arg("--fake-executor")
         .arg(&script)
-        .args(["run", "-n", &per_cell.to_string(), "-p", "env=X=1", "--store"])
+        .args([
+            "run",
+            "-n",
+            &per_cell.to_string(),
+            "-p",
+            "env=X=1",
+            "--store",
+        ])
         .arg(&store)
         .arg("-C")
         .arg(dir.path())
@@ -198,7 +236,10 @@ fn session_bench(flakelab: &str, planned: u32, seconds: u64) {
         per_cell * 2,
         start.elapsed().as_secs_f64()
     );
-    println!("    max RSS sampled: {:.1} MB (target: < 64 MB)", peak as f64 / 1024.0);
+    println!(
+        "    max RSS sampled: {:.1} MB (target: < 64 MB)",
+        peak as f64 / 1024.0
+    );
     if let Some((runs0, rss0)) = early {
         let (runs1, rss1) = last;
         println!(
@@ -217,8 +258,14 @@ fn main() {
         return;
     }
     let args: Vec<&String> = raw.iter().filter(|a| !a.starts_with('-')).collect();
-    let runs: u32 = args.first().and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
-    let planned: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let runs: u32 = args
+        .first()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
+    let planned: u32 = args
+        .get(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
     let seconds: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(30);
     let flakelab = env!("CARGO_BIN_EXE_flakelab");
     report_bench(flakelab, runs);

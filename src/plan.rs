@@ -326,7 +326,10 @@ mod tests {
     #[test]
     fn lazy_order_matches_on_large_plans() {
         for (k, n, seed) in [(1, 5000, 0), (8, 2000, 42), (33, 300, u64::MAX)] {
-            assert_eq!(runs(&build(&names(k), n, seed)), materialised(&names(k), n, seed));
+            assert_eq!(
+                runs(&build(&names(k), n, seed)),
+                materialised(&names(k), n, seed)
+            );
         }
     }
 

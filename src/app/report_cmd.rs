@@ -29,7 +29,10 @@ pub(super) fn shown(
         .filter(|s| s.part_of.as_deref() == Some(session.id.as_str()) && s.replay_of.is_some())
         .collect();
     // The runs the confirmations replayed: the only runs kept whole.
-    let replayed: BTreeSet<&str> = replays.iter().filter_map(|s| s.replay_of.as_deref()).collect();
+    let replayed: BTreeSet<&str> = replays
+        .iter()
+        .filter_map(|s| s.replay_of.as_deref())
+        .collect();
     let mut fold = report::Fold::new(session);
     let mut facts = crate::evidence::RunFacts::default();
     let mut screen_runs = super::screen::ScreenRuns::default();

@@ -165,7 +165,11 @@ impl<'s> Fold<'s> {
                 }
                 if counted {
                     cell.k += 1;
-                    if cell.first_failure.as_ref().is_none_or(|(at, _)| r.index < *at) {
+                    if cell
+                        .first_failure
+                        .as_ref()
+                        .is_none_or(|(at, _)| r.index < *at)
+                    {
                         cell.first_failure = Some((
                             r.index,
                             FirstFailure {
@@ -191,7 +195,11 @@ impl<'s> Fold<'s> {
             Outcome::NotApplied => {
                 cell.not_applied += 1;
                 if let Some(reason) = r.reason.as_ref().filter(|_| applied) {
-                    if cell.not_applied_reason.as_ref().is_none_or(|(at, _)| r.index < *at) {
+                    if cell
+                        .not_applied_reason
+                        .as_ref()
+                        .is_none_or(|(at, _)| r.index < *at)
+                    {
                         cell.not_applied_reason = Some((r.index, reason.clone()));
                     }
                 }

@@ -47,10 +47,14 @@ fn make(
         Outcome::Timeout => ProcessEnd::TimedOut { signal: 15 },
         _ => ProcessEnd::Exited { code: 1 },
     };
-    r.started_at = format!("2026-11-29T12:{:02}:{:02}.000Z", index / 60 % 60, index % 60);
-    r.stragglers = u32::from(flag && index % 3 == 0);
+    r.started_at = format!(
+        "2026-11-29T12:{:02}:{:02}.000Z",
+        index / 60 % 60,
+        index % 60
+    );
+    r.stragglers = u32::from(flag && index.is_multiple_of(3));
     r.reason = (outcome == Outcome::NotApplied && flag).then(|| format!("no helper {index}"));
-    r.tests_missing = (r.tests.is_empty() || flag && index % 5 == 0).then(|| "no report".into());
+    r.tests_missing = (r.tests.is_empty() || flag && index.is_multiple_of(5)).then(|| "no report".into());
     r.signature_match = (sig == 1).then_some(true);
     r.failure_signature = (sig > 0).then(|| format!("E{sig}"));
     r.tests = if outcome == Outcome::NotApplied || outcome == Outcome::Error {
@@ -127,7 +131,19 @@ fn the_fold_holds_as_much_after_ten_thousand_runs_as_after_one_hundred() {
     let s = session();
     let runs = |n: usize| -> Vec<RunRecord> {
         (0..n)
-            .map(|i| make(&s, i, ((i % 3) as u8, [Some(0), Some((i % 2) as u8), None, Some(3)], (i % 3) as u8, i % 2 == 0, 0)))
+            .map(|i| {
+                make(
+                    &s,
+                    i,
+                    (
+                        (i % 3) as u8,
+                        [Some(0), Some((i % 2) as u8), None, Some(3)],
+                        (i % 3) as u8,
+                        i % 2 == 0,
+                        0,
+                    ),
+                )
+            })
             .collect()
     };
     let entries = |n: usize| {
@@ -139,6 +155,9 @@ fn the_fold_holds_as_much_after_ten_thousand_runs_as_after_one_hundred() {
         fold.entries()
     };
     let small = entries(100);
-    assert!(small > s.cells.len(), "the fold holds the cells and their tests");
+    assert!(
+        small > s.cells.len(),
+        "the fold holds the cells and their tests"
+    );
     assert_eq!(entries(10_000), small);
 }

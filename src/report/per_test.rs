@@ -595,7 +595,10 @@ impl TestsFold {
                 }
             }
         }
-        if !matches!(run.outcome, Outcome::Pass | Outcome::Fail | Outcome::Timeout) {
+        if !matches!(
+            run.outcome,
+            Outcome::Pass | Outcome::Fail | Outcome::Timeout
+        ) {
             return;
         }
         for t in &run.tests {

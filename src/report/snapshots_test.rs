@@ -61,7 +61,12 @@ pub(super) fn session() -> SessionRecord {
     }
 }
 
-pub(super) fn run(session: &SessionRecord, index: usize, cell: &str, outcome: Outcome) -> RunRecord {
+pub(super) fn run(
+    session: &SessionRecord,
+    index: usize,
+    cell: &str,
+    outcome: Outcome,
+) -> RunRecord {
     let failing = outcome == Outcome::Fail;
     RunRecord {
         schema: RUN_SCHEMA.into(),

@@ -138,14 +138,29 @@ pub async fn run_session_looking(
     let held = Cell::new(0);
     let interrupted = match on_block.as_mut() {
         None => {
-            execute(settings, &session, plan.iter(), &cell_records, stop.clone(), &held).await?
+            execute(
+                settings,
+                &session,
+                plan.iter(),
+                &cell_records,
+                stop.clone(),
+                &held,
+            )
+            .await?
         }
         Some(look) => {
             let mut interrupted = false;
             for replicate in 0..settings.runs {
                 let block = plan.block(replicate);
-                interrupted =
-                    execute(settings, &session, block, &cell_records, stop.clone(), &held).await?;
+                interrupted = execute(
+                    settings,
+                    &session,
+                    block,
+                    &cell_records,
+                    stop.clone(),
+                    &held,
+                )
+                .await?;
                 if interrupted {
                     break;
                 }
@@ -293,7 +308,10 @@ mod tests {
             .unwrap();
         let done = rt.block_on(run_session(&spec, &stop)).unwrap().unwrap();
         let mut fold = crate::report::Fold::new(&done.session);
-        let load = spec.store.each_run(&done.session.id, |r| fold.add(&r)).unwrap();
+        let load = spec
+            .store
+            .each_run(&done.session.id, |r| fold.add(&r))
+            .unwrap();
         let entries = fold.entries();
         (done.held_at_most, fold.finish(load), entries)
     }
@@ -304,7 +322,11 @@ mod tests {
         let (held, report, entries) = session_of(5_000, 2);
         assert_eq!(report.planned, 10_000);
         assert_eq!(report.recorded, 10_000);
-        assert!(report.cells.iter().all(|c| c.passed == 5_000), "{:?}", report.cells);
+        assert!(
+            report.cells.iter().all(|c| c.passed == 5_000),
+            "{:?}",
+            report.cells
+        );
         // Two in flight and one built ahead, for 100 runs as for 10,000.
         assert!(held <= 3, "held {held} runs at once");
         assert_eq!(held, held_small);

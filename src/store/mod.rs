@@ -328,7 +328,7 @@ impl Store {
         each_line(
             &self.root.join(RUNS_FILE),
             |r: &RunRecord| r.session == session,
-            |r| each(r),
+            &mut each,
         )
     }
 }
