@@ -319,6 +319,63 @@ where
     Ok((records, stats))
 }
 
+// Added for `flakelab merge` (issue #20): which directories are stores, and
+// a joined session record taking the place of the one a store holds.
+impl Store {
+    /// Whether `dir` holds a store (its sessions file), as opposed to a
+    /// directory that merely contains one.
+    pub fn is_store(dir: &Path) -> bool {
+        dir.join(SESSIONS_FILE).is_file()
+    }
+
+    /// Puts `record` in place of the stored session with its id (or appends
+    /// it when there is none), under the sessions file's lock: every other
+    /// line, readable or not, is kept byte for byte, and the file is
+    /// replaced by a rename, so a crash leaves the old file or the new one.
+    pub fn replace_session(&self, record: &SessionRecord) -> Result<()> {
+        let path = self.root.join(SESSIONS_FILE);
+        let io_err = |e: std::io::Error| Error::store(&path, e, HINT_WRITE);
+        let json = serde_json::to_string(record).map_err(|e| Error::store(&path, e, HINT_WRITE))?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)
+            .map_err(io_err)?;
+        file.lock().map_err(io_err)?;
+        let result = (|| {
+            let mut text = Vec::new();
+            file.seek(SeekFrom::Start(0))?;
+            file.read_to_end(&mut text)?;
+            let mut out = Vec::with_capacity(text.len() + json.len() + 1);
+            let mut replaced = false;
+            for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                let same = !replaced
+                    && serde_json::from_slice::<SessionRecord>(line).is_ok_and(|s| s.id == record.id);
+                if same {
+                    out.extend_from_slice(json.as_bytes());
+                    replaced = true;
+                } else {
+                    out.extend_from_slice(line);
+                }
+                out.push(b'\n');
+            }
+            if !replaced {
+                out.extend_from_slice(json.as_bytes());
+                out.push(b'\n');
+            }
+            let tmp = path.with_extension("jsonl.merge-tmp");
+            let mut new = File::create(&tmp)?;
+            new.write_all(&out)?;
+            new.sync_all()?;
+            fs::rename(&tmp, &path)
+        })();
+        let unlocked = file.unlock();
+        result.map_err(io_err)?;
+        unlocked.map_err(io_err)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,6 +455,7 @@ mod tests {
             left_out: Vec::new(),
             rung: None,
             part_of: None,
+            shards: None,
         }
     }
 

@@ -68,7 +68,8 @@ pub async fn run_session_looking(
     stop: &tokio::sync::watch::Receiver<Stop>,
     mut on_block: Option<OnBlock<'_>>,
 ) -> Result<Option<SessionDone>> {
-    let session_id = new_session_id();
+    let session_id = (settings.sharding.as_ref())
+        .map_or_else(new_session_id, |s| s.session_id.clone());
     let started_at = now_text();
     let names: Vec<String> = settings.cells.iter().map(|(c, _)| c.name.clone()).collect();
     let replay = &settings.replay;
@@ -125,15 +126,19 @@ pub async fn run_session_looking(
         },
         rung: settings.rung.clone(),
         part_of: settings.part_of.clone(),
+        shards: None,
     };
     super::scrub::session(&settings.redaction, &mut session);
+    if let Some(s) = &settings.sharding {
+        session.shards = Some(crate::shard::shard_set(&session, s.shard));
+    }
     settings.store.append_session(&session)?;
 
     let interrupted = match on_block.as_mut() {
         None => execute(settings, &session, &plan, &cell_records, stop.clone()).await?,
         Some(look) => {
             let mut interrupted = false;
-            for replicate in 0..settings.runs {
+            for replicate in (0..settings.runs).filter(|&r| owns(settings, r)) {
                 let block = Plan {
                     runs: plan
                         .runs
@@ -165,6 +170,12 @@ pub async fn run_session_looking(
     }))
 }
 
+/// Whether this process runs replicate block `replicate` (every block,
+/// unless it is one shard of a sharded session).
+fn owns(settings: &SessionSpec, replicate: u32) -> bool {
+    (settings.sharding.as_ref()).is_none_or(|s| s.shard.owns(replicate))
+}
+
 /// Runs the plan, appending each finished run to the store. Returns whether
 /// the session was interrupted.
 async fn execute(
@@ -176,7 +187,7 @@ async fn execute(
 ) -> Result<bool> {
     let mut jobs = Vec::new();
     let mut pending: BTreeMap<usize, RunRecord> = BTreeMap::new();
-    for spec in &plan.runs {
+    for spec in plan.runs.iter().filter(|r| owns(settings, r.replicate)) {
         for copy in 0..settings.copies {
             if let Some((job, record)) = plan_process(settings, session, cells, spec, copy)? {
                 pending.insert(job.index, record);

@@ -67,6 +67,16 @@ pub struct Shams {
     pub by_cell: BTreeMap<String, String>,
 }
 
+/// This process's shard of a session run as N shards, and the session id
+/// every shard shares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sharding {
+    /// Which shard.
+    pub shard: crate::shard::Shard,
+    /// The shared session id.
+    pub session_id: String,
+}
+
 /// One session, fully resolved and validated before its first run.
 #[derive(Debug, Clone)]
 pub struct SessionSpec {
@@ -121,6 +131,8 @@ pub struct SessionSpec {
     pub executor: Executor,
     /// The sham controls among the cells.
     pub shams: Shams,
+    /// The shard of a sharded session this process runs (`run --shard`).
+    pub sharding: Option<Sharding>,
     /// Every recipe known here (for a derived command's runner).
     recipes: Vec<Recipe>,
 }
@@ -171,6 +183,12 @@ impl SessionSpec {
             .by_cell
             .retain(|cell, sham| kept(cell) && kept(sham));
         Ok(self)
+    }
+
+    /// The same session as one shard of a sharded session (None: whole).
+    pub fn sharded(mut self, sharding: Option<Sharding>) -> SessionSpec {
+        self.sharding = sharding;
+        self
     }
 
     /// The same session with `runs` runs per cell.
