@@ -52,7 +52,11 @@ pub fn planned_runs(index: u32, total: u32, runs_per_cell: u32, cells: usize) ->
 
 /// Parses `I/N` (1-based, 1 ≤ I ≤ N).
 pub fn parse(text: &str) -> Result<Shard, String> {
-    let bad = || format!("`--shard {text}` is not I/N with 1 ≤ I ≤ N (e.g. `--shard 2/4`; shards count from 1)");
+    let bad = || {
+        format!(
+            "`--shard {text}` is not I/N with 1 ≤ I ≤ N (e.g. `--shard 2/4`; shards count from 1)"
+        )
+    };
     let (i, n) = text.split_once('/').ok_or_else(bad)?;
     let index: u32 = i.trim().parse().map_err(|_| bad())?;
     let total: u32 = n.trim().parse().map_err(|_| bad())?;
@@ -107,7 +111,10 @@ pub fn resolve(
             "`--shards N` takes the shard's index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job), which is not set".to_string()
         })?;
         Some((
-            Shard { index: i + 1, total },
+            Shard {
+                index: i + 1,
+                total,
+            },
             format!("JOB_COMPLETION_INDEX={i} of --shards {total} (0-based)"),
         ))
     } else {
@@ -169,15 +176,19 @@ pub fn session_id(
         ])
     } else if let Some(pipeline) = get("CI_PIPELINE_ID") {
         let name = get("CI_JOB_NAME").unwrap_or_default();
-        Some(vec!["gitlab".into(), pipeline, strip_parallel_suffix(&name)])
-    } else if let Some(build) = get("BUILDKITE_BUILD_ID") {
         Some(vec![
-            "buildkite".into(),
-            build,
-            get("BUILDKITE_STEP_ID").unwrap_or_default(),
+            "gitlab".into(),
+            pipeline,
+            strip_parallel_suffix(&name),
         ])
     } else {
-        None
+        get("BUILDKITE_BUILD_ID").map(|build| {
+            vec![
+                "buildkite".into(),
+                build,
+                get("BUILDKITE_STEP_ID").unwrap_or_default(),
+            ]
+        })
     };
     let parts = parts.ok_or_else(|| {
         "a sharded session needs an id every shard shares, and no CI run id (GITHUB_RUN_ID, CI_PIPELINE_ID, BUILDKITE_BUILD_ID) is set".to_string()
@@ -210,7 +221,10 @@ fn sanitize(part: &str) -> String {
             }
         })
         .collect();
-    s.trim_matches(|c| c == '-' || c == '.').chars().take(60).collect()
+    s.trim_matches(|c| c == '-' || c == '.')
+        .chars()
+        .take(60)
+        .collect()
 }
 
 /// The session seed shards derive when no `--seed` is given: from the
@@ -276,7 +290,13 @@ pub fn shard_set(session: &SessionRecord, shard: Shard) -> ShardSet {
                 .cells
                 .iter()
                 .filter(|c| !c.applied)
-                .map(|c| format!("{}: {}", c.name, c.reason.as_deref().unwrap_or("not applied")))
+                .map(|c| {
+                    format!(
+                        "{}: {}",
+                        c.name,
+                        c.reason.as_deref().unwrap_or("not applied")
+                    )
+                })
                 .collect(),
         }],
     }
@@ -336,7 +356,11 @@ pub fn join(a: &SessionRecord, b: &SessionRecord) -> Result<SessionRecord, Strin
     // cells are applied only where every shard applied them.
     let lowest_a = sa.present.iter().map(|p| p.index).min().unwrap_or(u32::MAX);
     let lowest_b = sb.present.iter().map(|p| p.index).min().unwrap_or(u32::MAX);
-    let mut joined = if lowest_b < lowest_a { b.clone() } else { a.clone() };
+    let mut joined = if lowest_b < lowest_a {
+        b.clone()
+    } else {
+        a.clone()
+    };
     let other = if lowest_b < lowest_a { a } else { b };
     for (cell, theirs) in joined.cells.iter_mut().zip(&other.cells) {
         if cell.applied && !theirs.applied {
@@ -373,7 +397,11 @@ pub fn first_difference<T: Serialize>(a: &T, b: &T) -> String {
                     t
                 }
             };
-            return format!("`{k}` is {} in one and {} in the other", show(x.get(k)), show(y.get(k)));
+            return format!(
+                "`{k}` is {} in one and {} in the other",
+                show(x.get(k)),
+                show(y.get(k))
+            );
         }
     }
     "their content".into()
@@ -549,7 +577,7 @@ pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -659,13 +687,21 @@ mod tests {
         let k8s = env_of(&[("JOB_COMPLETION_INDEX", "3")]);
         let (s, _) = resolve(None, Some(4), &k8s).unwrap().unwrap();
         assert_eq!((s.index, s.total), (4, 4));
-        assert!(resolve(None, Some(4), &none).unwrap_err().contains("JOB_COMPLETION_INDEX"));
-        assert!(resolve(None, None, &env_of(&[("JOB_COMPLETION_INDEX", "4")]))
-            .unwrap()
-            .is_none());
+        assert!(resolve(None, Some(4), &none)
+            .unwrap_err()
+            .contains("JOB_COMPLETION_INDEX"));
+        assert!(
+            resolve(None, None, &env_of(&[("JOB_COMPLETION_INDEX", "4")]))
+                .unwrap()
+                .is_none()
+        );
         let out = env_of(&[("JOB_COMPLETION_INDEX", "4")]);
-        assert!(resolve(None, Some(4), &out).unwrap_err().contains("out of range"));
-        assert!(resolve(Some("1/3"), Some(4), &none).unwrap_err().contains("disagrees"));
+        assert!(resolve(None, Some(4), &out)
+            .unwrap_err()
+            .contains("out of range"));
+        assert!(resolve(Some("1/3"), Some(4), &none)
+            .unwrap_err()
+            .contains("disagrees"));
     }
 
     #[test]
@@ -674,7 +710,11 @@ mod tests {
         let mut seen = vec![0u32; plan.runs.len()];
         for index in 1..=4 {
             let shard = Shard { index, total: 4 };
-            let mine: Vec<_> = plan.runs.iter().filter(|r| shard.owns(r.replicate)).collect();
+            let mine: Vec<_> = plan
+                .runs
+                .iter()
+                .filter(|r| shard.owns(r.replicate))
+                .collect();
             assert_eq!(mine.len() as u64, planned_runs(index, 4, 10, 3));
             // Every cell equally often in each shard: the baseline beside its cells.
             for cell in 0..3 {
@@ -688,7 +728,9 @@ mod tests {
         assert!(seen.iter().all(|&n| n == 1));
         // 10 blocks in 4 shards: 3, 3, 2, 2 blocks.
         assert_eq!(
-            (1..=4).map(|i| planned_runs(i, 4, 10, 3)).collect::<Vec<_>>(),
+            (1..=4)
+                .map(|i| planned_runs(i, 4, 10, 3))
+                .collect::<Vec<_>>(),
             vec![9, 9, 6, 6]
         );
     }
@@ -698,7 +740,9 @@ mod tests {
         let none = env_of(&[]);
         assert_eq!(session_id(Some("nightly-7"), &none).unwrap(), "nightly-7");
         assert!(session_id(Some("../x"), &none).is_err());
-        assert!(session_id(None, &none).unwrap_err().contains("GITHUB_RUN_ID"));
+        assert!(session_id(None, &none)
+            .unwrap_err()
+            .contains("GITHUB_RUN_ID"));
         let gh = env_of(&[
             ("GITHUB_RUN_ID", "981"),
             ("GITHUB_RUN_ATTEMPT", "2"),

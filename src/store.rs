@@ -351,7 +351,8 @@ impl Store {
             let mut replaced = false;
             for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                 let same = !replaced
-                    && serde_json::from_slice::<SessionRecord>(line).is_ok_and(|s| s.id == record.id);
+                    && serde_json::from_slice::<SessionRecord>(line)
+                        .is_ok_and(|s| s.id == record.id);
                 if same {
                     out.extend_from_slice(json.as_bytes());
                     replaced = true;

@@ -45,7 +45,11 @@ pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
         Some(d) => d.clone(),
         None => PathBuf::from(crate::store::DEFAULT_ROOT),
     };
-    let sources: Vec<Source> = args.stores.iter().map(|p| open_source(p)).collect::<Result<_>>()?;
+    let sources: Vec<Source> = args
+        .stores
+        .iter()
+        .map(|p| open_source(p))
+        .collect::<Result<_>>()?;
     let existed = Store::is_store(&into);
     let dest = existed.then(|| Store::open(&into)).transpose()?;
 
@@ -245,9 +249,8 @@ fn copy_files(from: &Store, to: &Store, run: &RunRecord) -> Result<()> {
             continue;
         }
         if let Some(parent) = dst.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                Error::store(parent, e, "check that the merged store is writable")
-            })?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Error::store(parent, e, "check that the merged store is writable"))?;
         }
         std::fs::copy(&src, &dst)
             .map_err(|e| Error::store(&dst, e, "check that the merged store is writable"))?;
@@ -279,10 +282,16 @@ fn open_source(path: &Path) -> Result<Source> {
     let name = path.to_string_lossy().to_lowercase();
     let gz = name.ends_with(".tar.gz") || name.ends_with(".tgz");
     if !gz && !name.ends_with(".tar") {
-        return Err(not_store("is neither a directory nor a .tar / .tar.gz / .tgz archive"));
+        return Err(not_store(
+            "is neither a directory nor a .tar / .tar.gz / .tgz archive",
+        ));
     }
     let tmp = tempfile::tempdir().map_err(|e| {
-        Error::store(std::env::temp_dir(), e, "set TMPDIR to a writable directory")
+        Error::store(
+            std::env::temp_dir(),
+            e,
+            "set TMPDIR to a writable directory",
+        )
     })?;
     let file = std::fs::File::open(path)
         .map_err(|e| Error::store(path, e, "check the archive's permissions"))?;

@@ -828,7 +828,10 @@ fn stress_text(cell: &CellReport, s: &CellStress, baseline: Option<&CellReport>)
 /// Notes under the table: excluded runs, stragglers, partial sessions.
 pub fn notes(report: &Report) -> Vec<String> {
     let mut out = Vec::new();
-    let shards_missing = report.shards.as_ref().is_some_and(|s| !s.missing.is_empty());
+    let shards_missing = report
+        .shards
+        .as_ref()
+        .is_some_and(|s| !s.missing.is_empty());
     if report.partial {
         out.push(format!(
             "partial session: {} of {} planned runs were recorded ({})",

