@@ -264,7 +264,8 @@ fn plan_fields(session: &SessionRecord, total: u32) -> Vec<(&'static str, String
 }
 
 /// The plan digest of a session split in `total` shards: SHA-256 over
-/// [`plan_fields`], hex.
+/// the fields every shard must share (flakelab version, command, seed,
+/// cells, runs per cell, shards, confidence, signature, timeout), hex.
 pub fn plan_digest(session: &SessionRecord, total: u32) -> String {
     let mut h = Sha256::new();
     for (name, value) in plan_fields(session, total) {
