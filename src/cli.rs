@@ -116,7 +116,7 @@ the defaults; the same for `ladder` and `verify` (which take no matrix).
 Sharding: `--shard I/N` runs shard I of N of one session (each into its own
 store; GitLab's and Buildkite's parallel-job variables shard it too), and
 `flakelab merge` joins the stores into the report of the whole plan; see
-`flakelab merge --help` and the book's "Sharding over CI".
+`flakelab merge --help` and the book's chapter Sharding over CI.
 
 Runners: a recognised runner (`flakelab recipes`) gets a JUnit report path,
 its usage errors and empty runs become errors, and shuffle/workers cells work.

@@ -429,6 +429,9 @@ pub struct ShardHost {
     pub context: String,
     /// Runs of the shard recorded in the store.
     pub runs: u64,
+    /// Cells not applied on that host, with why (`cell: reason`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_applied: Vec<String>,
 }
 
 /// One cell's rates per host context, tested before pooling.
@@ -501,6 +504,7 @@ pub fn summary(session: &SessionRecord, runs: &[RunRecord]) -> Option<ShardsRepo
                 .iter()
                 .filter(|r| shard_of(r.replicate, set.total) == part.index)
                 .count() as u64,
+            not_applied: part.not_applied.clone(),
         });
     }
     let missing = (1..=set.total)
@@ -614,6 +618,9 @@ pub fn notes(report: &ShardsReport) -> Vec<String> {
             s.context,
             thousands(s.runs)
         ));
+        for cell in &s.not_applied {
+            out.push(format!("on shard {}'s host, not applied: {cell}", s.index));
+        }
     }
     for m in &report.missing {
         out.push(missing_text(m, report.total));
