@@ -467,6 +467,31 @@ mod tests {
     }
 
     #[test]
+    fn a_replaced_session_takes_its_place_and_every_other_line_stays() {
+        let (_d, store) = store();
+        assert!(!Store::is_store(store.root()));
+        store.append_session(&session("a")).unwrap();
+        store.append_session(&session("b")).unwrap();
+        let path = store.root().join(SESSIONS_FILE);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{not json\n").unwrap();
+        assert!(Store::is_store(store.root()));
+        let mut a = session("a");
+        a.seed = 99;
+        store.replace_session(&a).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].contains("\"seed\":99"), "{}", lines[0]);
+        assert!(lines[1].contains("\"id\":\"b\""));
+        assert_eq!(lines[2], "{not json");
+        assert_eq!(store.session(Some("a")).unwrap().unwrap().seed, 99);
+        // A session not held is appended.
+        store.replace_session(&session("c")).unwrap();
+        assert_eq!(store.load_sessions().unwrap().0.len(), 3);
+    }
+
+    #[test]
     fn open_creates_root_and_logs() {
         let (_dir, store) = store();
         assert!(store.root().join(LOGS_DIR).is_dir());
