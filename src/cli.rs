@@ -54,6 +54,10 @@ pub enum Command {
     /// (detected from its files, or given after `--`) and defaults for `run`.
     #[command(after_long_help = INIT_AFTER_HELP)]
     Init(InitArgs),
+    /// Merge stores (shards of one session, or any stores) into one:
+    /// runs deduplicated, sharded sessions joined, conflicts refused.
+    #[command(after_long_help = MERGE_AFTER_HELP)]
+    Merge(MergeArgs),
     /// Print how many runs a measurement needs.
     Plan(PlanArgs),
     /// Re-render a stored session (the latest by default).
@@ -108,6 +112,11 @@ Exit codes (one precedence for run, replay, ladder and verify; the first that ho
 
 Settings: flags, then FLAKELAB_* variables, then [run] in flakelab.toml, then
 the defaults; the same for `ladder` and `verify` (which take no matrix).
+
+Sharding: `--shard I/N` runs shard I of N of one session (each into its own
+store; GitLab's and Buildkite's parallel-job variables shard it too), and
+`flakelab merge` joins the stores into the report of the whole plan; see
+`flakelab merge --help` and the book's chapter Sharding over CI.
 
 Runners: a recognised runner (`flakelab recipes`) gets a JUnit report path,
 its usage errors and empty runs become errors, and shuffle/workers cells work.
@@ -312,6 +321,24 @@ pub struct RunArgs {
     /// failure rates is bounded below this.
     #[arg(long, default_value_t = 0.3, value_name = "RATE")]
     pub clear_below: f64,
+    /// Run shard I of N of the session (1-based, e.g. `2/4`): every shard
+    /// builds the same seeded plan and runs replicate blocks r with
+    /// r mod N = I − 1, each into its own store, for `flakelab merge`.
+    /// Without it, GitLab's CI_NODE_INDEX/CI_NODE_TOTAL (1-based) or
+    /// Buildkite's BUILDKITE_PARALLEL_JOB/BUILDKITE_PARALLEL_JOB_COUNT
+    /// (0-based) shard the session when set.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// The number of shards, the index coming from JOB_COMPLETION_INDEX
+    /// (0-based: a Kubernetes Indexed Job).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub shards: Option<u32>,
+    /// The id every shard of a sharded session shares [default:
+    /// FLAKELAB_SESSION_ID, else made of the CI run's id: GITHUB_RUN_ID,
+    /// CI_PIPELINE_ID or BUILDKITE_BUILD_ID]. Without --seed, the seed is
+    /// derived from it, so every shard gets the same.
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -320,6 +347,34 @@ pub struct RunArgs {
     pub session: SessionFlags,
 }
 
+/// `flakelab merge`.
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// The stores to merge: directories, or `.tar` / `.tar.gz` / `.tgz`
+    /// archives holding one.
+    #[arg(required = true, value_name = "STORE")]
+    pub stores: Vec<PathBuf>,
+    /// The store merged into (created when absent; its own records are kept)
+    /// [default: .flakelab in the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub into: Option<PathBuf>,
+}
+
+const MERGE_AFTER_HELP: &str = "\
+Runs are deduplicated by id, and the records of one sharded session (one id,
+`run --shard I/N`) are joined into one session listing every shard. A record
+held twice with different content, or a shard of another plan (another
+seed, command, cells, runs per cell, shard count or flakelab version), is
+refused with the differing field named, and nothing is written. Missing
+shards are named (\"shard 3 of 8 not present: 1,250 planned runs missing\"),
+here and by `flakelab report`. Merging a store a second time changes nothing.
+
+Exit codes: 0 merged (or nothing new), 2 a conflict, an unreadable input or
+a usage error (nothing written).
+
+Example:
+  flakelab merge shards/* --into merged && flakelab report --store merged";
+
 /// `flakelab init`.
 #[derive(Debug, Clone, Args)]
 pub struct InitArgs {
@@ -327,13 +382,28 @@ pub struct InitArgs {
     /// project's files are read [default: the current directory].
     #[arg(short = 'C', long = "dir", value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Overwrite an existing flakelab.toml.
+    /// Overwrite an existing flakelab.toml (or CI file, with --ci).
     #[arg(long)]
     pub force: bool,
+    /// Write a CI pipeline instead of flakelab.toml: one session as a
+    /// matrix of shards, each shard's store kept, and a job that merges
+    /// them and reports (`github`: .github/workflows/flakelab.yml;
+    /// `gitlab`: flakelab.gitlab-ci.yml, to include from .gitlab-ci.yml).
+    #[arg(long, value_enum, value_name = "SYSTEM")]
+    pub ci: Option<CiSystem>,
     /// The test command and its arguments (after `--`) [default: detected
     /// from the project's files].
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// The CI systems `init --ci` writes a pipeline for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CiSystem {
+    /// GitHub Actions: a `strategy.matrix` of shards and a merge job.
+    Github,
+    /// GitLab CI: a `parallel:` job of shards and a merge job.
+    Gitlab,
 }
 
 /// `flakelab ladder`.

@@ -473,8 +473,21 @@ pub fn summary(plan: &Plan, path: &Path) -> String {
 /// Writes `text` to `dir/flakelab.toml`; an existing file is a usage error
 /// (and stays untouched) unless `force`.
 pub fn write(dir: &Path, text: &str, force: bool) -> Result<PathBuf> {
+    write_at(dir.join(FILE_NAME), text, force)
+}
+
+/// Writes `text` to `path` (creating its directory); an existing file is a
+/// usage error (and stays untouched) unless `force`.
+fn write_at(path: PathBuf, text: &str, force: bool) -> Result<PathBuf> {
     use std::io::Write as _;
-    let path = dir.join(FILE_NAME);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            Error::usage(
+                format!("cannot create {}: {e}", parent.display()),
+                "check the directory's permissions, or pass -C DIR",
+            )
+        })?;
+    }
     let mut options = std::fs::OpenOptions::new();
     options.write(true);
     if force {
@@ -540,6 +553,40 @@ pub fn init(dir: &Path, command: &[String], force: bool) -> Result<String> {
     crate::config::parse(&text, &path)?;
     let path = write(dir, &text, force)?;
     Ok(summary(&plan, &path))
+}
+
+/// The GitHub Actions workflow `init --ci github` writes (the book's CI
+/// chapter shows this text).
+pub const GITHUB_WORKFLOW: &str = include_str!("../templates/ci/github.yml");
+/// The GitLab CI file `init --ci gitlab` writes (the book's CI chapter shows
+/// this text).
+pub const GITLAB_PIPELINE: &str = include_str!("../templates/ci/gitlab.yml");
+
+/// Where `init --ci SYSTEM` writes, relative to the project, and what.
+pub fn ci_file(system: crate::cli::CiSystem) -> (&'static str, &'static str) {
+    match system {
+        crate::cli::CiSystem::Github => (".github/workflows/flakelab.yml", GITHUB_WORKFLOW),
+        crate::cli::CiSystem::Gitlab => ("flakelab.gitlab-ci.yml", GITLAB_PIPELINE),
+    }
+}
+
+/// `flakelab init --ci SYSTEM` in `dir`: writes the CI file; returns the
+/// summary to print.
+pub fn init_ci(dir: &Path, system: crate::cli::CiSystem, force: bool) -> Result<String> {
+    let (rel, text) = ci_file(system);
+    let path = write_at(dir.join(rel), text, force)?;
+    let mut out = format!(
+        "wrote {}: one flakelab session as 4 shards, each shard's store kept as an artifact, and a merge job that reports\n",
+        path.display()
+    );
+    if !dir.join(FILE_NAME).exists() {
+        out.push_str("next: `flakelab init` writes the flakelab.toml whose `[lane] command`, `[run] matrix` and `[run] runs` every shard runs\n");
+    }
+    if system == crate::cli::CiSystem::Gitlab {
+        out.push_str("next: add `include: flakelab.gitlab-ci.yml` to .gitlab-ci.yml\n");
+    }
+    out.push_str("the shard count is 4: change `parallel:` (GitLab) or `matrix.shard` and SHARDS (GitHub) together\n");
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ pub mod report;
 pub mod repro;
 pub mod screen;
 pub mod session;
+pub mod shard;
 pub mod signature;
 pub mod stats;
 pub mod store;

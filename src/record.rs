@@ -528,6 +528,41 @@ pub struct SessionRecord {
     /// one candidate (`flakelab report` without an id skips such sessions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part_of: Option<String>,
+    /// The shards of a session run as N shards (`run --shard I/N`): a
+    /// shard's own store holds one, a merged store every shard merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardSet>,
+}
+
+/// The shards of one sharded session that a store holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardSet {
+    /// How many shards the session was split into.
+    pub total: u32,
+    /// The digest every shard of the session shares: flakelab's version, the
+    /// command, the cells, runs per cell, seed, confidence, signature,
+    /// timeout and the number of shards (`shard::plan_digest`).
+    pub plan_digest: String,
+    /// The shards present, by index.
+    pub present: Vec<ShardPart>,
+}
+
+/// One shard of a sharded session: where and when it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardPart {
+    /// The shard's index, 1-based.
+    pub index: u32,
+    /// The machine it ran on.
+    pub host: HostInfo,
+    /// When it started (RFC 3339, UTC).
+    pub started_at: String,
+    /// The runner's version line on that machine, when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_version: Option<String>,
+    /// Cells whose perturbation was not proven to apply on that machine,
+    /// with why (`cell: reason`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_applied: Vec<String>,
 }
 
 /// What makes a session one rung of a `flakelab ladder`.

@@ -10,6 +10,16 @@ use crate::session::subject_dir;
 
 pub(super) fn init_cmd(args: &cli::InitArgs) -> Result<i32> {
     let dir = subject_dir(args.dir.as_deref())?;
+    if let Some(system) = args.ci {
+        if !args.command.is_empty() {
+            return Err(Error::usage(
+                "--ci writes a CI pipeline, which runs the `[lane] command` of flakelab.toml, not a command after `--`",
+                "run `flakelab init -- CMD` for flakelab.toml, then `flakelab init --ci SYSTEM`",
+            ));
+        }
+        super::print_text(&crate::init::init_ci(&dir, system, args.force)?);
+        return Ok(EXIT_OK);
+    }
     super::print_text(&crate::init::init(&dir, &args.command, args.force)?);
     Ok(EXIT_OK)
 }

@@ -14,6 +14,7 @@ mod demo;
 mod info;
 mod internal;
 mod ladder;
+mod merge;
 mod replay;
 mod report_cmd;
 mod run;
@@ -39,6 +40,7 @@ pub fn run(cli: cli::Cli) -> Result<i32> {
         Command::Replay(args) => replay::replay_cmd(&ctx, &args),
         Command::Demo(args) => demo::demo_cmd(&ctx, &args),
         Command::Report(args) => report_cmd::report_cmd(&args),
+        Command::Merge(args) => merge::merge_cmd(&args),
         Command::Evidence(args) => report_cmd::evidence_cmd(&ctx, &args),
         Command::Init(args) => info::init_cmd(&args),
         Command::Doctor => info::doctor_cmd(),

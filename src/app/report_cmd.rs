@@ -44,6 +44,7 @@ pub(super) fn shown(
         if replayed.contains(r.id.as_str()) {
             kept.push(r);
         }
+        Ok(())
     })?;
     let mut report = fold.finish(load);
     if let Some(screen) = store.screen_of(&session.id)? {

@@ -23,7 +23,78 @@ pub(super) fn spec_of(ctx: &super::Ctx, args: &RunArgs) -> Result<SessionSpec> {
     session::resolve(intent, &Layers::of_project(&dir)?, &ctx.executor)
 }
 
+/// This process's shard of the session, when it is one: from `--shard`,
+/// `--shards` and the CI system's variables (`crate::shard::resolve`).
+fn sharding_of(args: &RunArgs) -> Result<Option<(crate::shard::Shard, String)>> {
+    let env = |k: &str| std::env::var(k).ok();
+    let found = crate::shard::resolve(args.shard.as_deref(), args.shards, &env).map_err(|m| {
+        Error::usage(
+            m,
+            "give --shard I/N with 1 ≤ I ≤ N (e.g. --shard 2/4), the same N in every shard",
+        )
+    })?;
+    if let (Some((_, from)), Design::Screen) = (&found, args.design) {
+        return Err(Error::usage(
+            format!("the screen design cannot be sharded ({from}): its confirmation stage picks each next run from every earlier screen and confirmation result, which no single shard holds"),
+            "shard the fixed design (drop --design screen), or run the screen design on one machine",
+        ));
+    }
+    if found.is_none() && args.session_id.is_some() {
+        return Err(Error::usage(
+            "--session-id names the session every shard shares, and this session is not sharded",
+            "add --shard I/N, or drop --session-id",
+        ));
+    }
+    Ok(found)
+}
+
+/// Makes `spec` shard `shard`: the shared session id, and the seed derived
+/// from it when none is given; refuses a store that already holds it.
+fn shard_spec(
+    args: &RunArgs,
+    mut spec: SessionSpec,
+    (shard, from): (crate::shard::Shard, String),
+) -> Result<SessionSpec> {
+    let env = |k: &str| std::env::var(k).ok();
+    let id = crate::shard::session_id(args.session_id.as_deref(), &env).map_err(|m| {
+        Error::usage(
+            m,
+            "give --session-id ID (or FLAKELAB_SESSION_ID), the same in every shard of the session",
+        )
+    })?;
+    if spec.runs < shard.total {
+        return Err(Error::usage(
+            format!(
+                "{} runs per cell are {} replicate blocks, too few for {} shards: a shard runs whole blocks",
+                spec.runs, spec.runs, shard.total
+            ),
+            format!("use at most {} shards, or -n {} or more", spec.runs.max(1), shard.total),
+        ));
+    }
+    if (spec.store.session(Some(&id))?).is_some_and(|s| s.id == id) {
+        return Err(Error::usage(
+            format!(
+                "the store {} already holds session {id}",
+                spec.store.root().display()
+            ),
+            "give each shard its own store (--store DIR) and merge them with `flakelab merge`; a new session needs another --session-id",
+        ));
+    }
+    if args.session.seed.is_none() {
+        spec = spec.with_seed(crate::shard::seed_of(&id));
+    }
+    eprintln!(
+        "flakelab: shard {} of {} ({from}) of session {id}, seed {}",
+        shard.index, shard.total, spec.seed
+    );
+    Ok(spec.sharded(Some(session::Sharding {
+        shard,
+        session_id: id,
+    })))
+}
+
 pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
+    let sharding = sharding_of(&args)?;
     if args.design == Design::Screen {
         if args.confirm.is_some() {
             return Err(Error::usage(
@@ -39,7 +110,10 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
             "use --confirm 1 or more (e.g. --confirm 5)",
         ));
     }
-    let spec = spec_of(ctx, &args)?;
+    let mut spec = spec_of(ctx, &args)?;
+    if let Some(shard) = sharding {
+        spec = shard_spec(&args, spec, shard)?;
+    }
     let stop = super::start_watching()?;
     let Some(done) = session::run_session(&spec, &stop).await? else {
         return Ok(Verdict::Interrupted.exit_code());
@@ -73,6 +147,7 @@ async fn confirm_failures(
         if r.outcome == Outcome::Fail {
             failed.push(r);
         }
+        Ok(())
     })?;
     failed.sort_by_key(|r| r.index);
     let mut seen = BTreeSet::new();
@@ -110,6 +185,7 @@ async fn confirm_failures(
         );
         let replay = spec
             .clone()
+            .sharded(None)
             .replaying(run, times)?
             .part_of(&done.session.id);
         if session::run_session(&replay, stop).await?.is_none() {

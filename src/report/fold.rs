@@ -23,6 +23,7 @@ pub struct Fold<'s> {
     by_name: HashMap<String, usize>,
     recorded: u64,
     executed: u64,
+    shards: crate::shard::ShardTally,
 }
 
 /// One cell's counts while its runs are read.
@@ -126,12 +127,14 @@ impl<'s> Fold<'s> {
             by_name,
             recorded: 0,
             executed: 0,
+            shards: Default::default(),
         }
     }
 
     /// Adds one run (of this session; any order).
     pub fn add(&mut self, r: &RunRecord) {
         self.recorded += 1;
+        self.shards.add(self.session, r);
         if r.outcome != Outcome::NotApplied {
             self.executed += 1;
         }
@@ -247,6 +250,7 @@ impl<'s> Fold<'s> {
             self.recorded,
             self.executed,
             load,
+            crate::shard::summary(session, &self.shards),
         )
     }
 }

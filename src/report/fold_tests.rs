@@ -54,7 +54,8 @@ fn make(
     );
     r.stragglers = u32::from(flag && index.is_multiple_of(3));
     r.reason = (outcome == Outcome::NotApplied && flag).then(|| format!("no helper {index}"));
-    r.tests_missing = (r.tests.is_empty() || flag && index.is_multiple_of(5)).then(|| "no report".into());
+    r.tests_missing =
+        (r.tests.is_empty() || flag && index.is_multiple_of(5)).then(|| "no report".into());
     r.signature_match = (sig == 1).then_some(true);
     r.failure_signature = (sig > 0).then(|| format!("E{sig}"));
     r.tests = if outcome == Outcome::NotApplied || outcome == Outcome::Error {

@@ -283,6 +283,10 @@ pub struct Report {
     /// `--design screen`: how the runs were spent, against the fixed design.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub design: Option<crate::screen::DesignSummary>,
+    /// A sharded session: which hosts ran which shards, the shards missing,
+    /// and per cell whether the rate differs between hosts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<crate::shard::ShardsReport>,
 }
 
 /// One failing run's conditions replayed K times (`--confirm K`).
@@ -507,6 +511,7 @@ fn finish_report(
     recorded: u64,
     executed: u64,
     load: LoadStats,
+    shards: Option<crate::shard::ShardsReport>,
 ) -> Report {
     if let Some(base) = cells
         .iter()
@@ -591,6 +596,7 @@ fn finish_report(
         cells,
         confirmations: Vec::new(),
         design: None,
+        shards,
     }
 }
 
@@ -719,12 +725,23 @@ fn stress_text(cell: &CellReport, s: &CellStress, baseline: Option<&CellReport>)
 /// Notes under the table: excluded runs, stragglers, partial sessions.
 pub fn notes(report: &Report) -> Vec<String> {
     let mut out = Vec::new();
+    let shards_missing = report
+        .shards
+        .as_ref()
+        .is_some_and(|s| !s.missing.is_empty());
     if report.partial {
         out.push(format!(
-            "partial session: {} of {} planned runs were recorded (interrupted)",
-            report.recorded, report.planned
+            "partial session: {} of {} planned runs were recorded ({})",
+            report.recorded,
+            report.planned,
+            if shards_missing {
+                "shards missing"
+            } else {
+                "interrupted"
+            }
         ));
     }
+    out.extend(report.shards.iter().flat_map(crate::shard::notes));
     if report.executed > 0 && report.cells.iter().all(|c| c.n == 0 && c.timed_out == 0) {
         out.push(
             "nothing was measured: every run errored (see each record's `reason`)".to_string(),

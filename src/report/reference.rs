@@ -146,5 +146,10 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         .iter()
         .filter(|r| r.outcome != Outcome::NotApplied)
         .count() as u64;
-    finish_report(session, cells, data_runs, recorded, executed, load)
+    let mut shards = crate::shard::ShardTally::default();
+    for r in runs {
+        shards.add(session, r);
+    }
+    let shards = crate::shard::summary(session, &shards);
+    finish_report(session, cells, data_runs, recorded, executed, load, shards)
 }

@@ -58,6 +58,7 @@ pub(super) fn session() -> SessionRecord {
         left_out: vec!["shuffled-order: cannot shuffle: …".into()],
         rung: None,
         part_of: None,
+        shards: None,
     }
 }
 

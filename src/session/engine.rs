@@ -82,7 +82,8 @@ pub async fn run_session_looking(
     stop: &tokio::sync::watch::Receiver<Stop>,
     mut on_block: Option<OnBlock<'_>>,
 ) -> Result<Option<SessionDone>> {
-    let session_id = new_session_id();
+    let session_id =
+        (settings.sharding.as_ref()).map_or_else(new_session_id, |s| s.session_id.clone());
     let started_at = now_text();
     let names: Vec<String> = settings.cells.iter().map(|(c, _)| c.name.clone()).collect();
     let replay = &settings.replay;
@@ -131,8 +132,12 @@ pub async fn run_session_looking(
         },
         rung: settings.rung.clone(),
         part_of: settings.part_of.clone(),
+        shards: None,
     };
     super::scrub::session(&settings.redaction, &mut session);
+    if let Some(s) = &settings.sharding {
+        session.shards = Some(crate::shard::shard_set(&session, s.shard));
+    }
     settings.store.append_session(&session)?;
 
     let held = Cell::new(0);
@@ -141,7 +146,7 @@ pub async fn run_session_looking(
             execute(
                 settings,
                 &session,
-                plan.iter(),
+                plan.iter().filter(|r| owns(settings, r.replicate)),
                 &cell_records,
                 stop.clone(),
                 &held,
@@ -150,7 +155,7 @@ pub async fn run_session_looking(
         }
         Some(look) => {
             let mut interrupted = false;
-            for replicate in 0..settings.runs {
+            for replicate in (0..settings.runs).filter(|&r| owns(settings, r)) {
                 let block = plan.block(replicate);
                 interrupted = execute(
                     settings,
@@ -177,6 +182,12 @@ pub async fn run_session_looking(
         interrupted,
         held_at_most: held.get(),
     }))
+}
+
+/// Whether this process runs replicate block `replicate` (every block,
+/// unless it is one shard of a sharded session).
+fn owns(settings: &SessionSpec, replicate: u32) -> bool {
+    (settings.sharding.as_ref()).is_none_or(|s| s.shard.owns(replicate))
 }
 
 /// The jobs of `specs`, built as the scheduler asks for them (a run's
@@ -310,7 +321,10 @@ mod tests {
         let mut fold = crate::report::Fold::new(&done.session);
         let load = spec
             .store
-            .each_run(&done.session.id, |r| fold.add(&r))
+            .each_run(&done.session.id, |r| {
+                fold.add(&r);
+                Ok(())
+            })
             .unwrap();
         let entries = fold.entries();
         (done.held_at_most, fold.finish(load), entries)

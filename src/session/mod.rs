@@ -67,6 +67,16 @@ pub struct Shams {
     pub by_cell: BTreeMap<String, String>,
 }
 
+/// This process's shard of a session run as N shards, and the session id
+/// every shard shares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sharding {
+    /// Which shard.
+    pub shard: crate::shard::Shard,
+    /// The shared session id.
+    pub session_id: String,
+}
+
 /// One session, fully resolved and validated before its first run.
 #[derive(Debug, Clone)]
 pub struct SessionSpec {
@@ -123,6 +133,8 @@ pub struct SessionSpec {
     pub shams: Shams,
     /// Keep harness-owned JUnit reports after they are read (`--keep-junit`).
     pub keep_junit: bool,
+    /// The shard of a sharded session this process runs (`run --shard`).
+    pub sharding: Option<Sharding>,
     /// Every recipe known here (for a derived command's runner).
     recipes: Vec<Recipe>,
 }
@@ -173,6 +185,12 @@ impl SessionSpec {
             .by_cell
             .retain(|cell, sham| kept(cell) && kept(sham));
         Ok(self)
+    }
+
+    /// The same session as one shard of a sharded session (None: whole).
+    pub fn sharded(mut self, sharding: Option<Sharding>) -> SessionSpec {
+        self.sharding = sharding;
+        self
     }
 
     /// The same session with `runs` runs per cell.

@@ -273,6 +273,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         cell_dirs: Vec::new(),
         part_of: None,
         replay: Replay::default(),
+        sharding: None,
         executor: executor.clone(),
         shams,
         recipes,

@@ -317,20 +317,6 @@ impl Store {
         all.sort_by_key(|r| r.index);
         Ok((all, runs.finish()?))
     }
-
-    /// Hands every run of the session with exactly this id to `each`, in
-    /// file order (not index order), without holding them: the streaming
-    /// read the report folds over. The stats describe the whole file.
-    ///
-    /// A thin wrapper over today's tolerant read, added for the streaming
-    /// report (issue #20 item 5); the compact store replaces its body.
-    pub fn each_run(&self, session: &str, mut each: impl FnMut(RunRecord)) -> Result<LoadStats> {
-        each_line(
-            &self.root.join(RUNS_FILE),
-            |r: &RunRecord| r.session == session,
-            &mut each,
-        )
-    }
 }
 
 /// Whether `name` is one normal path component (a session id).
@@ -451,6 +437,64 @@ where
     Ok(stats)
 }
 
+// Added for `flakelab merge` (issue #20): which directories are stores, and
+// a joined session record taking the place of the one a store holds.
+impl Store {
+    /// Whether `dir` holds a store (its sessions file), as opposed to a
+    /// directory that merely contains one.
+    pub fn is_store(dir: &Path) -> bool {
+        dir.join(SESSIONS_FILE).is_file()
+    }
+
+    /// Puts `record` in place of the stored session with its id (or appends
+    /// it when there is none), under the sessions file's lock: every other
+    /// line, readable or not, is kept byte for byte, and the file is
+    /// replaced by a rename, so a crash leaves the old file or the new one.
+    pub fn replace_session(&self, record: &SessionRecord) -> Result<()> {
+        let path = self.root.join(SESSIONS_FILE);
+        let io_err = |e: std::io::Error| Error::store(&path, e, HINT_WRITE);
+        let json = serde_json::to_string(record).map_err(|e| Error::store(&path, e, HINT_WRITE))?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)
+            .map_err(io_err)?;
+        file.lock().map_err(io_err)?;
+        let result = (|| {
+            let mut text = Vec::new();
+            file.seek(SeekFrom::Start(0))?;
+            file.read_to_end(&mut text)?;
+            let mut out = Vec::with_capacity(text.len() + json.len() + 1);
+            let mut replaced = false;
+            for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                let same = !replaced
+                    && serde_json::from_slice::<SessionRecord>(line)
+                        .is_ok_and(|s| s.id == record.id);
+                if same {
+                    out.extend_from_slice(json.as_bytes());
+                    replaced = true;
+                } else {
+                    out.extend_from_slice(line);
+                }
+                out.push(b'\n');
+            }
+            if !replaced {
+                out.extend_from_slice(json.as_bytes());
+                out.push(b'\n');
+            }
+            let tmp = path.with_extension("jsonl.merge-tmp");
+            let mut new = File::create(&tmp)?;
+            new.write_all(&out)?;
+            new.sync_all()?;
+            fs::rename(&tmp, &path)
+        })();
+        let unlocked = file.unlock();
+        result.map_err(io_err)?;
+        unlocked.map_err(io_err)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -530,6 +574,7 @@ mod tests {
             left_out: Vec::new(),
             rung: None,
             part_of: None,
+            shards: None,
         }
     }
 
@@ -537,6 +582,31 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join(".flakelab")).unwrap();
         (dir, store)
+    }
+
+    #[test]
+    fn a_replaced_session_takes_its_place_and_every_other_line_stays() {
+        let (_d, store) = store();
+        assert!(!Store::is_store(store.root()));
+        store.append_session(&session("a")).unwrap();
+        store.append_session(&session("b")).unwrap();
+        let path = store.root().join(SESSIONS_FILE);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{not json\n").unwrap();
+        assert!(Store::is_store(store.root()));
+        let mut a = session("a");
+        a.seed = 99;
+        store.replace_session(&a).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].contains("\"seed\":99"), "{}", lines[0]);
+        assert!(lines[1].contains("\"id\":\"b\""));
+        assert_eq!(lines[2], "{not json");
+        assert_eq!(store.session(Some("a")).unwrap().unwrap().seed, 99);
+        // A session not held is appended.
+        store.replace_session(&session("c")).unwrap();
+        assert_eq!(store.load_sessions().unwrap().0.len(), 3);
     }
 
     #[test]

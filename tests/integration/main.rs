@@ -22,6 +22,7 @@ mod runner_node;
 mod sandbox;
 mod screen;
 mod sham;
+mod shard;
 mod store;
 mod stress;
 mod verify;
@@ -180,6 +181,18 @@ pub fn scrub(c: &mut Command) {
             || n.starts_with("FAKETIME")
             || n.starts_with("FLAKELAB")
             || n == "LD_PRELOAD"
+            // CI variables that would shard a session (`run --shard`).
+            || matches!(
+                n.as_ref(),
+                "CI_NODE_INDEX"
+                    | "CI_NODE_TOTAL"
+                    | "BUILDKITE_PARALLEL_JOB"
+                    | "BUILDKITE_PARALLEL_JOB_COUNT"
+                    | "JOB_COMPLETION_INDEX"
+                    | "GITHUB_RUN_ID"
+                    | "CI_PIPELINE_ID"
+                    | "BUILDKITE_BUILD_ID"
+            )
         {
             c.env_remove(&name);
         }

@@ -1,0 +1,341 @@
+//! `flakelab merge STORE... [--into DIR]`: stores (directories, or `.tar` /
+//! `.tar.gz` archives of one, as CI artifacts come) merged into one through
+//! the store's own reads and appends. Everything is read and checked first
+//! (runs deduplicated by id, a sharded session's records joined with
+//! `shard::join`, a conflict refused with the field named); only then is
+//! anything written, so a refused merge writes nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use crate::cli::MergeArgs;
+use crate::error::{Error, Result, EXIT_OK};
+use crate::record::{LadderRecord, RunRecord, SessionRecord};
+use crate::screen::ScreenRecord;
+use crate::shard;
+use crate::store::Store;
+
+/// One input, opened: its store and the name it is shown by.
+struct Source {
+    shown: String,
+    store: Store,
+    /// Holds an unpacked archive until the merge is done.
+    _unpacked: Option<tempfile::TempDir>,
+}
+
+/// What the merged store will hold, and where each record came from.
+#[derive(Default)]
+struct Merged {
+    sessions: Vec<SessionRecord>,
+    session_from: BTreeMap<String, String>,
+    runs: BTreeMap<String, (RunRecord, usize)>,
+    screens: BTreeMap<String, ScreenRecord>,
+    ladders: BTreeMap<String, LadderRecord>,
+}
+
+fn conflict(message: String) -> Error {
+    Error::usage(
+        message,
+        "merge only stores of one plan (the same seed, command, cells, runs per cell, shard count and flakelab version); nothing was written",
+    )
+}
+
+pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
+    let into = match &args.into {
+        Some(d) => d.clone(),
+        None => PathBuf::from(crate::store::DEFAULT_ROOT),
+    };
+    let sources: Vec<Source> = args
+        .stores
+        .iter()
+        .map(|p| open_source(p))
+        .collect::<Result<_>>()?;
+    let existed = Store::is_store(&into);
+    let dest = existed.then(|| Store::open(&into)).transpose()?;
+
+    // Read and check everything: the destination's own records first.
+    let mut merged = Merged::default();
+    let held = match &dest {
+        Some(d) => read_into(&mut merged, d, &into.display().to_string(), usize::MAX)?,
+        None => Held::default(),
+    };
+    for (i, source) in sources.iter().enumerate() {
+        read_into(&mut merged, &source.store, &source.shown, i)?;
+    }
+
+    // Then write what is new.
+    let dest = match dest {
+        Some(d) => d,
+        None => Store::open(&into)?,
+    };
+    let mut new_sessions = 0;
+    for s in &merged.sessions {
+        match held.sessions.get(&s.id) {
+            Some(old) if old == s => {}
+            Some(_) => {
+                dest.replace_session(s)?;
+                new_sessions += 1;
+            }
+            None => {
+                dest.append_session(s)?;
+                new_sessions += 1;
+            }
+        }
+    }
+    let mut new_runs = 0u64;
+    let mut runs: Vec<&(RunRecord, usize)> = merged.runs.values().collect();
+    runs.sort_by(|a, b| (&a.0.session, a.0.index).cmp(&(&b.0.session, b.0.index)));
+    for (run, from) in runs {
+        if *from == usize::MAX {
+            continue;
+        }
+        copy_files(&sources[*from].store, &dest, run)?;
+        dest.append_run(run)?;
+        new_runs += 1;
+    }
+    for (id, screen) in &merged.screens {
+        if !held.screens.contains(id) {
+            dest.append_screen(screen)?;
+        }
+    }
+    for (id, ladder) in &merged.ladders {
+        if !held.ladders.contains(id) {
+            dest.append_ladder(ladder)?;
+        }
+    }
+
+    println!(
+        "merged {} store(s) into {}: {} session(s) ({} new or joined), {} run(s) ({} new)",
+        sources.len(),
+        into.display(),
+        merged.sessions.len(),
+        new_sessions,
+        merged.runs.len(),
+        new_runs
+    );
+    for s in &merged.sessions {
+        let Some(set) = &s.shards else { continue };
+        let present: Vec<String> = set.present.iter().map(|p| p.index.to_string()).collect();
+        println!(
+            "session {}: {} of {} shards present ({})",
+            s.id,
+            set.present.len(),
+            set.total,
+            present.join(", ")
+        );
+        for index in (1..=set.total).filter(|i| set.present.iter().all(|p| p.index != *i)) {
+            let missing = shard::MissingShard {
+                index,
+                planned_runs: shard::planned_runs(
+                    index,
+                    set.total,
+                    s.plan.runs_per_cell,
+                    s.plan.cells.len(),
+                ),
+            };
+            println!("  {}", shard::missing_text(&missing, set.total));
+        }
+    }
+    if !existed && merged.sessions.is_empty() {
+        eprintln!("flakelab: the stores held no session");
+    }
+    Ok(EXIT_OK)
+}
+
+/// The ids the destination already held.
+#[derive(Default)]
+struct Held {
+    sessions: BTreeMap<String, SessionRecord>,
+    screens: std::collections::BTreeSet<String>,
+    ladders: std::collections::BTreeSet<String>,
+}
+
+/// Reads one store's records into `merged`, checking each against what is
+/// there: source `index` (`usize::MAX` for the destination itself).
+fn read_into(merged: &mut Merged, store: &Store, shown: &str, index: usize) -> Result<Held> {
+    let mut held = Held::default();
+    let (sessions, _) = store.load_sessions()?;
+    let ids: Vec<String> = sessions.iter().map(|s| s.id.clone()).collect();
+    for s in sessions {
+        if index == usize::MAX {
+            held.sessions.insert(s.id.clone(), s.clone());
+        }
+        match merged.sessions.iter_mut().find(|m| m.id == s.id) {
+            Some(m) => {
+                *m = shard::join(m, &s).map_err(|why| {
+                    conflict(format!(
+                        "{why} (in {} and {shown})",
+                        merged.session_from.get(&s.id).map_or("?", String::as_str)
+                    ))
+                })?;
+            }
+            None => {
+                merged.session_from.insert(s.id.clone(), shown.to_string());
+                merged.sessions.push(s);
+            }
+        }
+    }
+    for id in &ids {
+        let (runs, _) = store.runs_of(id)?;
+        for run in runs {
+            match merged.runs.get(&run.id) {
+                Some((held_run, _)) if *held_run == run => {}
+                Some((held_run, _)) => {
+                    return Err(conflict(format!(
+                        "run {} is held twice with different content: {} (in {shown})",
+                        run.id,
+                        shard::first_difference(held_run, &run)
+                    )));
+                }
+                None => {
+                    merged.runs.insert(run.id.clone(), (run, index));
+                }
+            }
+        }
+        if let Some(screen) = store.screen_of(id)? {
+            if index == usize::MAX {
+                held.screens.insert(id.clone());
+            }
+            match merged.screens.get(id) {
+                Some(h) if *h == screen => {}
+                Some(h) => {
+                    return Err(conflict(format!(
+                        "the screen record of session {id} differs: {} (in {shown})",
+                        shard::first_difference(h, &screen)
+                    )))
+                }
+                None => {
+                    merged.screens.insert(id.clone(), screen);
+                }
+            }
+        }
+    }
+    let (ladders, _) = store.load_ladders()?;
+    for l in ladders {
+        if index == usize::MAX {
+            held.ladders.insert(l.id.clone());
+        }
+        match merged.ladders.get(&l.id) {
+            Some(h) if *h == l => {}
+            Some(h) => {
+                return Err(conflict(format!(
+                    "ladder {} is held twice with different content: {} (in {shown})",
+                    l.id,
+                    shard::first_difference(h, &l)
+                )))
+            }
+            None => {
+                merged.ladders.insert(l.id.clone(), l);
+            }
+        }
+    }
+    Ok(held)
+}
+
+/// A store-relative path that stays inside the store.
+fn inside(path: &Path) -> bool {
+    path.is_relative() && path.components().all(|c| matches!(c, Component::Normal(_)))
+}
+
+/// Copies a run's log and JUnit report (those kept in its store) along.
+fn copy_files(from: &Store, to: &Store, run: &RunRecord) -> Result<()> {
+    for rel in [&run.log, &run.junit].into_iter().flatten() {
+        if !inside(rel) {
+            continue;
+        }
+        let src = from.root().join(rel);
+        let dst = to.root().join(rel);
+        if !src.is_file() || dst.exists() {
+            continue;
+        }
+        if let Some(parent) = dst.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Error::store(parent, e, "check that the merged store is writable"))?;
+        }
+        std::fs::copy(&src, &dst)
+            .map_err(|e| Error::store(&dst, e, "check that the merged store is writable"))?;
+    }
+    Ok(())
+}
+
+/// Opens one input: a store directory, a directory holding one store, or
+/// an archive of one (unpacked into a temporary directory).
+fn open_source(path: &Path) -> Result<Source> {
+    let shown = path.display().to_string();
+    let not_store = |what: &str| {
+        Error::usage(
+            format!("{shown} {what}"),
+            "give store directories (e.g. .flakelab) or .tar / .tar.gz archives of one",
+        )
+    };
+    if path.is_dir() {
+        let root = find_store(path).ok_or_else(|| not_store("holds no flakelab store"))?;
+        return Ok(Source {
+            shown,
+            store: Store::open(&root)?,
+            _unpacked: None,
+        });
+    }
+    if !path.is_file() {
+        return Err(not_store("does not exist"));
+    }
+    let name = path.to_string_lossy().to_lowercase();
+    let gz = name.ends_with(".tar.gz") || name.ends_with(".tgz");
+    if !gz && !name.ends_with(".tar") {
+        return Err(not_store(
+            "is neither a directory nor a .tar / .tar.gz / .tgz archive",
+        ));
+    }
+    let tmp = tempfile::tempdir().map_err(|e| {
+        Error::store(
+            std::env::temp_dir(),
+            e,
+            "set TMPDIR to a writable directory",
+        )
+    })?;
+    let file = std::fs::File::open(path)
+        .map_err(|e| Error::store(path, e, "check the archive's permissions"))?;
+    let reader: Box<dyn std::io::Read> = if gz {
+        Box::new(flate2::read::GzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
+    // `unpack` refuses entries that would land outside the directory.
+    tar::Archive::new(reader)
+        .unpack(tmp.path())
+        .map_err(|e| not_store(&format!("cannot be unpacked: {e}")))?;
+    let root = find_store(tmp.path()).ok_or_else(|| not_store("holds no flakelab store"))?;
+    Ok(Source {
+        shown,
+        store: Store::open(&root)?,
+        _unpacked: Some(tmp),
+    })
+}
+
+/// `dir` itself when it is a store, else the one store up to three levels
+/// below it (an artifact's or archive's wrapping directories).
+fn find_store(dir: &Path) -> Option<PathBuf> {
+    if Store::is_store(dir) {
+        return Some(dir.to_path_buf());
+    }
+    let mut level = vec![dir.to_path_buf()];
+    for _ in 0..3 {
+        let mut next = Vec::new();
+        for d in &level {
+            let Ok(entries) = std::fs::read_dir(d) else {
+                continue;
+            };
+            let mut children: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_dir())
+                .collect();
+            children.sort();
+            if let Some(found) = children.iter().find(|p| Store::is_store(p)) {
+                return Some(found.clone());
+            }
+            next.extend(children);
+        }
+        level = next;
+    }
+    None
+}
