@@ -520,6 +520,10 @@ pub struct SessionRecord {
     /// one candidate (`flakelab report` without an id skips such sessions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part_of: Option<String>,
+    /// Problems of the session as a whole that did not stop it (no warden:
+    /// a killed flakelab would leave the runs' processes running).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// What makes a session one rung of a `flakelab ladder`.

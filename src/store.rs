@@ -398,6 +398,7 @@ mod tests {
             left_out: Vec::new(),
             rung: None,
             part_of: None,
+            warnings: Vec::new(),
         }
     }
 

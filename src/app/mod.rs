@@ -48,6 +48,7 @@ pub fn run(cli: cli::Cli) -> Result<i32> {
         Command::Probe(args) => internal::probe_cmd(&args),
         Command::Exec(args) => internal::exec_cmd(&args),
         Command::DemoSuite(args) => internal::demo_suite_cmd(&args),
+        Command::Warden => Ok(crate::exec::warden::helper()),
     }
 }
 
@@ -65,8 +66,9 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         })
 }
 
-/// Watches for Ctrl-C and makes flakelab a child subreaper: call once per
-/// process, before the first session.
+/// Watches for Ctrl-C, makes flakelab a child subreaper and starts the
+/// warden (`exec::warden`; a warden that cannot start becomes a warning on
+/// each session): call once per process, before the first session.
 fn start_watching() -> Result<tokio::sync::watch::Receiver<Stop>> {
     let stop = crate::exec::schedule::watch_signals().map_err(|e| {
         Error::harness(
@@ -80,6 +82,8 @@ fn start_watching() -> Result<tokio::sync::watch::Receiver<Stop>> {
             "flakelab needs Linux's PR_SET_CHILD_SUBREAPER to find processes that escape a run",
         ));
     }
+    // Its refusal is read back by each session (`exec::warden::status`).
+    let _ = crate::exec::warden::start();
     Ok(stop)
 }
 

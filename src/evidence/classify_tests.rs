@@ -60,6 +60,7 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
         left_out: vec![],
         rung: None,
         part_of: None,
+        warnings: Vec::new(),
     }
 }
 

@@ -58,6 +58,7 @@ fn session() -> SessionRecord {
         left_out: vec!["shuffled-order: cannot shuffle: …".into()],
         rung: None,
         part_of: None,
+        warnings: Vec::new(),
     }
 }
 

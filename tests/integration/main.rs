@@ -24,6 +24,7 @@ mod screen;
 mod sham;
 mod store;
 mod stress;
+mod survive;
 mod verify;
 
 use std::path::{Path, PathBuf};
