@@ -32,14 +32,21 @@ pub fn run(cli: cli::Cli) -> Result<i32> {
     let executor = Executor::from_script(cli.fake_executor.as_deref())
         .map_err(|e| Error::usage(e, "fix the script (see `src/exec/fake.rs`)"))?;
     let ctx = Ctx { executor };
-    match cli.command {
-        Command::Run(args) => runtime()?.block_on(run::run_cmd(&ctx, args)),
-        Command::Ladder(args) => runtime()?.block_on(ladder::ladder_cmd(&ctx, args)),
-        Command::Verify(args) => runtime()?.block_on(verify::verify_cmd(&ctx, args)),
-        Command::Replay(args) => replay::replay_cmd(&ctx, &args),
-        Command::Demo(args) => demo::demo_cmd(&ctx, &args),
+    let code = dispatch(&ctx, cli.command);
+    // Nothing of this flakelab outlives its exit, its warden included.
+    crate::exec::warden::finish();
+    code
+}
+
+fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
+    match command {
+        Command::Run(args) => runtime()?.block_on(run::run_cmd(ctx, args)),
+        Command::Ladder(args) => runtime()?.block_on(ladder::ladder_cmd(ctx, args)),
+        Command::Verify(args) => runtime()?.block_on(verify::verify_cmd(ctx, args)),
+        Command::Replay(args) => replay::replay_cmd(ctx, &args),
+        Command::Demo(args) => demo::demo_cmd(ctx, &args),
         Command::Report(args) => report_cmd::report_cmd(&args),
-        Command::Evidence(args) => report_cmd::evidence_cmd(&ctx, &args),
+        Command::Evidence(args) => report_cmd::evidence_cmd(ctx, &args),
         Command::Init(args) => info::init_cmd(&args),
         Command::Doctor => info::doctor_cmd(),
         Command::Recipes(args) => info::recipes_cmd(&args),

@@ -55,16 +55,20 @@ static WARDEN: OnceLock<Result<Lifeline, String>> = OnceLock::new();
 
 /// Our end of the lifeline.
 struct Lifeline {
-    /// The write end; `None` once a write failed (the warden is gone).
+    /// The write end; `None` once a write failed (the warden is gone) or
+    /// [`finish`] closed it.
     pipe: Mutex<Option<File>>,
+    /// The warden, waited for by [`finish`].
+    child: Mutex<Option<std::process::Child>>,
 }
 
 /// Starts the warden for this process, once; later calls return the first
 /// answer. `Err` says why there is no warden (the session then warns).
 pub fn start() -> Result<(), String> {
     let started = WARDEN.get_or_init(|| {
-        spawn_warden().map(|pipe| Lifeline {
+        spawn_warden().map(|(pipe, child)| Lifeline {
             pipe: Mutex::new(Some(pipe)),
+            child: Mutex::new(Some(child)),
         })
     });
     started.as_ref().map(|_| ()).map_err(Clone::clone)
@@ -84,7 +88,25 @@ pub fn status() -> Option<String> {
     }
 }
 
-fn spawn_warden() -> Result<File, String> {
+/// Closes the lifeline and waits for the warden to end, after it has ended
+/// whatever runs were never released (none, on a normal end): call once
+/// flakelab is done, so that nothing of it outlives its exit. A no-op when
+/// no warden was started.
+pub fn finish() {
+    let Some(Ok(lifeline)) = WARDEN.get() else {
+        return;
+    };
+    if let Ok(mut pipe) = lifeline.pipe.lock() {
+        *pipe = None;
+    }
+    if let Ok(mut child) = lifeline.child.lock() {
+        if let Some(mut child) = child.take() {
+            let _ = child.wait();
+        }
+    }
+}
+
+fn spawn_warden() -> Result<(File, std::process::Child), String> {
     if std::env::var_os(DISABLE_VAR).is_some_and(|v| !v.is_empty()) {
         return Err(format!("{DISABLE_VAR} is set (a test-only switch)"));
     }
@@ -94,6 +116,8 @@ fn spawn_warden() -> Result<File, String> {
         pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"))?;
     let child = Command::new(&exe)
         .arg(SUBCOMMAND)
+        // It needs no variable, and carries none of a subject's markers.
+        .env_clear()
         .stdin(Stdio::from(read))
         // Not our stdout or stderr: a reader of flakelab's output must see
         // end-of-file when flakelab ends, not when its warden does.
@@ -106,10 +130,8 @@ fn spawn_warden() -> Result<File, String> {
         .map_err(|e| format!("cannot start {} {SUBCOMMAND}: {e}", exe.display()))?;
     // Lines wait in the pipe until the warden reads them, and it reads all
     // of them before acting on end-of-file: a kill right after the first
-    // spawn is covered even if the warden has not been scheduled yet. It is
-    // never waited for: while we live it only ends when we do.
-    drop(child);
-    Ok(File::from(write))
+    // spawn is covered even if the warden has not been scheduled yet.
+    Ok((File::from(write), child))
 }
 
 fn send(line: std::fmt::Arguments<'_>) {
@@ -284,6 +306,7 @@ pub fn check(self_exe: &Path) -> Result<String, String> {
         pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"))?;
     let mut warden = Command::new(self_exe)
         .arg(SUBCOMMAND)
+        .env_clear()
         .stdin(Stdio::from(read))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
