@@ -47,6 +47,8 @@ pub const DISABLE_VAR: &str = "FLAKELAB_TEST_NO_WARDEN";
 pub const SUBCOMMAND: &str = "__warden";
 /// How many kill-and-rescan rounds the warden makes at most.
 const ROUNDS: usize = 1000;
+/// Rounds in a row that must find nothing before the warden is done.
+const QUIET_ROUNDS: usize = 3;
 /// Pause between rounds, so killed processes get to die.
 const PAUSE: Duration = Duration::from_millis(10);
 
@@ -213,10 +215,21 @@ pub fn helper() -> i32 {
         let _ = ignore(sig);
     }
     let mut roll = Roll::default();
-    let stdin = io::stdin();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
-        roll.apply(&line);
+    let mut stdin = io::stdin().lock();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match stdin.read_until(b'\n', &mut line) {
+            // End-of-file: flakelab is gone.
+            Ok(0) => break,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                roll.apply(text.trim_end_matches('\n'));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // The lifeline cannot be read any more: as good as gone.
+            Err(_) => break,
+        }
     }
     if roll.runs.is_empty() {
         return 0;
@@ -234,13 +247,14 @@ fn ignore(sig: Signal) -> nix::Result<SigHandler> {
     unsafe { signal(sig, SigHandler::SigIgn) }
 }
 
-/// Kills the roll's groups and marked processes until a round finds none
-/// alive (at most [`ROUNDS`]).
+/// Kills the roll's groups and marked processes until [`QUIET_ROUNDS`]
+/// rounds in a row find none alive (at most [`ROUNDS`]).
 fn end_all(roll: &Roll) {
     let me = std::process::id() as i32;
     let entries = roll.entries();
     let groups = roll.groups();
     let mut live_groups = groups.clone();
+    let mut quiet = 0;
     for _ in 0..ROUNDS {
         // A group of zombies still takes a signal: only the scan below says
         // whether anything is alive.
@@ -250,7 +264,10 @@ fn end_all(roll: &Roll) {
         for &pid in &found {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
-        if found.is_empty() {
+        // A few quiet rounds, not one: a run flakelab was spawning when it
+        // died carries its marker only once its exec is through.
+        quiet = if found.is_empty() { quiet + 1 } else { 0 };
+        if quiet >= QUIET_ROUNDS {
             return;
         }
         std::thread::sleep(PAUSE);
