@@ -116,8 +116,16 @@ fn spawn_warden() -> Result<(File, std::process::Child), String> {
         .map_err(|e| format!("cannot find flakelab's own executable: {e}"))?;
     let (read, write) =
         pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"))?;
+    // Non-blocking on our side only: pipe2 would set it on both ends.
+    nix::fcntl::fcntl(
+        std::os::fd::AsRawFd::as_raw_fd(&write),
+        nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK),
+    )
+    .map_err(|e| format!("cannot set up the pipe: {e}"))?;
     let child = Command::new(&exe)
         .arg(SUBCOMMAND)
+        // Holds no directory (a mount) busy.
+        .current_dir("/")
         // It needs no variable, and carries none of a subject's markers.
         .env_clear()
         .stdin(Stdio::from(read))
@@ -136,7 +144,10 @@ fn spawn_warden() -> Result<(File, std::process::Child), String> {
     Ok((File::from(write), child))
 }
 
-fn send(line: std::fmt::Arguments<'_>) {
+/// Writes one line in one `write` (atomic below `PIPE_BUF`). The write end
+/// is non-blocking: a warden that stopped reading (a full pipe) never
+/// stalls a session; it is then taken as gone, and [`status`] says so.
+fn send(line: &str) {
     let Some(Ok(lifeline)) = WARDEN.get() else {
         return;
     };
@@ -144,7 +155,7 @@ fn send(line: std::fmt::Arguments<'_>) {
         return;
     };
     if let Some(pipe) = guard.as_mut() {
-        if pipe.write_fmt(line).is_err() {
+        if pipe.write_all(line.as_bytes()).is_err() {
             *guard = None;
         }
     }
@@ -152,17 +163,17 @@ fn send(line: std::fmt::Arguments<'_>) {
 
 /// Tells the warden a run with `marker` is about to start.
 pub fn enlist(marker: &str) {
-    send(format_args!("+{marker}\n"));
+    send(&format!("+{marker}\n"));
 }
 
 /// Tells the warden the run with `marker` leads process group `pgid`.
 pub fn grouped(marker: &str, pgid: i32) {
-    send(format_args!("={pgid} {marker}\n"));
+    send(&format!("={pgid} {marker}\n"));
 }
 
 /// Tells the warden the run with `marker` is over and swept.
 pub fn release(marker: &str) {
-    send(format_args!("-{marker}\n"));
+    send(&format!("-{marker}\n"));
 }
 
 /// The runs the warden holds: marker to process group (once known).
