@@ -69,6 +69,11 @@ pub enum Command {
     /// Re-run one recorded run exactly (same command, cell, seed) K times.
     Replay(ReplayArgs),
     /// Check which perturbations this host can apply, and how to fix the rest.
+    ///
+    /// Also checks the survivor guard: whether the processes of a session's
+    /// runs are ended even when flakelab itself is killed (SIGKILL, the OOM
+    /// killer). Where it is unavailable, sessions still run and record a
+    /// warning.
     Doctor,
     /// List the declared perturbations and matrices, or show one.
     Perturbations(PerturbationsArgs),
@@ -85,6 +90,10 @@ pub enum Command {
     /// Internal: the bundled example suite, acting as a test runner.
     #[command(name = "__demo-suite", hide = true)]
     DemoSuite(DemoSuiteArgs),
+    /// Internal: the warden, which ends the runs' processes when the
+    /// flakelab that started it dies (reads its lifeline on stdin).
+    #[command(name = "__warden", hide = true)]
+    Warden,
 }
 
 const RUN_AFTER_HELP: &str = "\

@@ -1,5 +1,6 @@
-//! `flakelab doctor`: one line per capability a perturbation needs, each `ok`
-//! or the reason and the fix. Checks that need a process go through our own
+//! `flakelab doctor`: one line per capability a perturbation needs (and the
+//! survivor guard, which ends a killed flakelab's runs), each `ok` or the
+//! reason and the fix. Checks that need a process go through our own
 //! `__exec` helper, exactly as a cell would.
 
 use std::fmt::Write as _;
@@ -85,7 +86,28 @@ pub fn run(host: &HostFacts) -> Vec<Check> {
         needed: false,
     });
     checks.push(cgroups());
+    checks.push(warden(&host.self_exe));
     checks
+}
+
+/// Whether a killed flakelab's runs are ended here (`exec::warden`).
+fn warden(self_exe: &Path) -> Check {
+    let (ok, detail) = match crate::exec::warden::check(self_exe) {
+        Ok(detail) => (true, detail),
+        Err(why) => (false, why),
+    };
+    Check {
+        name: "survivor guard",
+        ok,
+        detail,
+        fix: Some(
+            "without it a flakelab killed by SIGKILL or the OOM killer leaves its runs' processes \
+             running (sessions say so in a warning); unset FLAKELAB_TEST_NO_WARDEN, and mount /proc \
+             without hidepid so that a process's environment can be read"
+                .into(),
+        ),
+        needed: false,
+    }
 }
 
 fn user_namespaces() -> Check {

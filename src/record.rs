@@ -532,6 +532,10 @@ pub struct SessionRecord {
     /// shard's own store holds one, a merged store every shard merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<ShardSet>,
+    /// Problems of the session as a whole that did not stop it (no warden:
+    /// a killed flakelab would leave the runs' processes running).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The shards of one sharded session that a store holds.

@@ -33,15 +33,22 @@ pub fn run(cli: cli::Cli) -> Result<i32> {
     let executor = Executor::from_script(cli.fake_executor.as_deref())
         .map_err(|e| Error::usage(e, "fix the script (see `src/exec/fake.rs`)"))?;
     let ctx = Ctx { executor };
-    match cli.command {
-        Command::Run(args) => runtime()?.block_on(run::run_cmd(&ctx, args)),
-        Command::Ladder(args) => runtime()?.block_on(ladder::ladder_cmd(&ctx, args)),
-        Command::Verify(args) => runtime()?.block_on(verify::verify_cmd(&ctx, args)),
-        Command::Replay(args) => replay::replay_cmd(&ctx, &args),
-        Command::Demo(args) => demo::demo_cmd(&ctx, &args),
+    let code = dispatch(&ctx, cli.command);
+    // Nothing of this flakelab outlives its exit, its warden included.
+    crate::exec::warden::finish();
+    code
+}
+
+fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
+    match command {
+        Command::Run(args) => runtime()?.block_on(run::run_cmd(ctx, args)),
+        Command::Ladder(args) => runtime()?.block_on(ladder::ladder_cmd(ctx, args)),
+        Command::Verify(args) => runtime()?.block_on(verify::verify_cmd(ctx, args)),
+        Command::Replay(args) => replay::replay_cmd(ctx, &args),
+        Command::Demo(args) => demo::demo_cmd(ctx, &args),
         Command::Report(args) => report_cmd::report_cmd(&args),
         Command::Merge(args) => merge::merge_cmd(&args),
-        Command::Evidence(args) => report_cmd::evidence_cmd(&ctx, &args),
+        Command::Evidence(args) => report_cmd::evidence_cmd(ctx, &args),
         Command::Init(args) => info::init_cmd(&args),
         Command::Doctor => info::doctor_cmd(),
         Command::Recipes(args) => info::recipes_cmd(&args),
@@ -50,6 +57,7 @@ pub fn run(cli: cli::Cli) -> Result<i32> {
         Command::Probe(args) => internal::probe_cmd(&args),
         Command::Exec(args) => internal::exec_cmd(&args),
         Command::DemoSuite(args) => internal::demo_suite_cmd(&args),
+        Command::Warden => Ok(crate::exec::warden::helper()),
     }
 }
 
@@ -67,8 +75,9 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         })
 }
 
-/// Watches for Ctrl-C and makes flakelab a child subreaper: call once per
-/// process, before the first session.
+/// Watches for Ctrl-C, makes flakelab a child subreaper and starts the
+/// warden (`exec::warden`; a warden that cannot start becomes a warning on
+/// each session): call once per process, before the first session.
 fn start_watching() -> Result<tokio::sync::watch::Receiver<Stop>> {
     let stop = crate::exec::schedule::watch_signals().map_err(|e| {
         Error::harness(
@@ -82,6 +91,8 @@ fn start_watching() -> Result<tokio::sync::watch::Receiver<Stop>> {
             "flakelab needs Linux's PR_SET_CHILD_SUBREAPER to find processes that escape a run",
         ));
     }
+    // Its refusal is read back by each session (`exec::warden::status`).
+    let _ = crate::exec::warden::start();
     Ok(stop)
 }
 

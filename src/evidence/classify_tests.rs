@@ -61,6 +61,7 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
         rung: None,
         part_of: None,
         shards: None,
+        warnings: Vec::new(),
     }
 }
 

@@ -28,6 +28,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::inspect::{Inspector, SeenProcess, Watch, Watcher, POLL_MIN};
+use super::warden;
 use crate::record::ProcessEnd;
 
 /// The variable that marks every process of a run. Its value (the run's
@@ -204,6 +205,9 @@ pub async fn run_child_watched(
     let sink = log.map(LazyFile::new);
     let cap = CapLog::new(sink, limits.log_head, limits.log_tail);
 
+    // The warden learns the marker before the spawn: a flakelab killed from
+    // here on leaves nothing of this run behind.
+    warden::enlist(marker);
     let started = Instant::now();
     let spawned = cmd.spawn();
     // The Command keeps the Stdio values (our copies of the pipe's write
@@ -216,6 +220,7 @@ pub async fn run_child_watched(
                 "cannot start `{program}` in {}: {err}",
                 launch.cwd.display()
             );
+            warden::release(marker);
             let mut result = ChildResult::not_run(spawn_failed(message), warnings);
             result.duration = started.elapsed();
             return result;
@@ -231,6 +236,7 @@ pub async fn run_child_watched(
         return ChildResult::not_run(spawn_failed(message), warnings);
     };
     let pgid = Pid::from_raw(pgid);
+    warden::grouped(marker, pgid.as_raw());
     let guard = GroupGuard { pgid: Some(pgid) };
     // The spawn returns once the leader has exec'd: its programs are known
     // from their files at once.
@@ -274,6 +280,7 @@ pub async fn run_child_watched(
     };
     let stragglers = sweep(pgid, marker, &mut warnings).await;
     guard.disarm();
+    warden::release(marker);
 
     let drained = finish_drain(reader, cancel, &mut warnings).await;
     let (output_bytes, output_dropped) = match drained {

@@ -14,6 +14,7 @@ pub mod inspect;
 pub mod query;
 pub mod schedule;
 pub mod stress;
+pub mod warden;
 
 pub use executor::{Executor, Measured, ProbeAnswer, ProbeCall};
 pub use query::query;

@@ -1,5 +1,5 @@
 //! The run loop: starts planned runs in order with at most P at once,
-//! watches SIGINT/SIGTERM, and emits an [`Event`] as each run starts and
+//! watches SIGINT/SIGTERM/SIGHUP, and emits an [`Event`] as each run starts and
 //! ends. Nothing here prints or writes the store: the caller consumes events.
 //!
 //! The first signal stops scheduling and stops every running group
@@ -84,19 +84,22 @@ pub struct ScheduleEnd {
     pub interrupted: bool,
 }
 
-/// Listens for SIGINT and SIGTERM for the rest of the process's life: the
+/// Listens for SIGINT, SIGTERM and SIGHUP (a closed terminal) for the rest
+/// of the process's life: the
 /// first turns the returned channel to [`Stop::Graceful`], the second to
 /// [`Stop::Kill`]. Call once, inside the runtime, before the first child.
 pub fn watch_signals() -> std::io::Result<watch::Receiver<Stop>> {
     let (tx, rx) = watch::channel(Stop::Run);
     let mut int = signal(SignalKind::interrupt())?;
     let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
     tokio::spawn(async move {
         let mut count = 0;
         loop {
             tokio::select! {
                 Some(()) = int.recv() => {}
                 Some(()) = term.recv() => {}
+                Some(()) = hup.recv() => {}
                 else => break,
             }
             count += 1;

@@ -263,6 +263,9 @@ pub struct Report {
     pub runner_note: Option<String>,
     /// Matrix cells this runner could not take, with why.
     pub left_out: Vec<String>,
+    /// The session's own warnings (no warden, …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Runs planned in all.
     pub planned: u64,
     /// Runs recorded (including the not-applied placeholders).
@@ -587,6 +590,7 @@ fn finish_report(
         runner: session.runner.clone(),
         runner_note: session.runner_note.clone(),
         left_out: session.left_out.clone(),
+        warnings: session.warnings.clone(),
         planned,
         recorded,
         executed,
@@ -762,6 +766,9 @@ pub fn notes(report: &Report) -> Vec<String> {
         }
     }
     out.extend(sham::notes(report));
+    for warning in &report.warnings {
+        out.push(format!("warning: {warning}"));
+    }
     for cell in &report.left_out {
         out.push(format!("left out of the matrix: {cell}"));
     }

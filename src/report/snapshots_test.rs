@@ -59,6 +59,7 @@ pub(super) fn session() -> SessionRecord {
         rung: None,
         part_of: None,
         shards: None,
+        warnings: Vec::new(),
     }
 }
 

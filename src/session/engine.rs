@@ -133,6 +133,7 @@ pub async fn run_session_looking(
         rung: settings.rung.clone(),
         part_of: settings.part_of.clone(),
         shards: None,
+        warnings: survivor_warning(&settings.executor).into_iter().collect(),
     };
     super::scrub::session(&settings.redaction, &mut session);
     if let Some(s) = &settings.sharding {
@@ -182,6 +183,20 @@ pub async fn run_session_looking(
         interrupted,
         held_at_most: held.get(),
     }))
+}
+
+/// The session's warning when nothing would end its runs' processes if
+/// flakelab itself were killed (no warden: `exec::warden`); none for the
+/// fake executor, which starts nothing.
+fn survivor_warning(executor: &crate::exec::Executor) -> Option<String> {
+    if !matches!(executor, crate::exec::Executor::Real) {
+        return None;
+    }
+    crate::exec::warden::status().map(|why| {
+        format!(
+            "no warden ({why}): if flakelab is killed, the processes of its runs keep running;              they are still ended when flakelab ends on its own or by Ctrl-C/SIGTERM/SIGHUP              (see `flakelab doctor`)"
+        )
+    })
 }
 
 /// Whether this process runs replicate block `replicate` (every block,

@@ -575,6 +575,7 @@ mod tests {
             rung: None,
             part_of: None,
             shards: None,
+            warnings: Vec::new(),
         }
     }
 

@@ -7,6 +7,7 @@ mod config_init;
 mod evidence;
 mod fake;
 mod honest;
+mod hostile;
 mod junit_corpus;
 mod junit_e2e;
 mod kernel;
@@ -25,6 +26,7 @@ mod sham;
 mod shard;
 mod store;
 mod stress;
+mod survive;
 mod verify;
 
 use std::path::{Path, PathBuf};
