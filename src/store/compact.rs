@@ -11,7 +11,7 @@
 //!   repeats (cell, perturbations, argv, cwd, env, repro line, report and
 //!   log paths, workers), with the run's id, session, seed and index as
 //!   placeholders
-//!   (see [`super::template`]);
+//!   (see `store::template`);
 //! - `flakelab.run/2`: one run: its index, context, replicate, seed, times
 //!   and ends, and of its tests only the count of table entries it covers
 //!   (`n`), the ranges of them it did not run (`ab`), and those whose record

@@ -53,7 +53,20 @@ fn values_the_subject_prints_reach_no_file_of_the_store_and_no_output() {
             .unwrap()
     };
     let run = flakelab(&[
-        "run", "-n", "4", "--seed", "7", "--runner", "none", "-p", &cell, "--", "sh", "-c", &script,
+        "run",
+        "-n",
+        "4",
+        "--seed",
+        "7",
+        "--runner",
+        "none",
+        "--keep-junit",
+        "-p",
+        &cell,
+        "--",
+        "sh",
+        "-c",
+        &script,
     ]);
     assert_eq!(
         run.status.code(),
@@ -73,7 +86,8 @@ fn values_the_subject_prints_reach_no_file_of_the_store_and_no_output() {
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "xml"))
         .collect();
-    // Every run printed and wrote a report: the files are kept, masked.
+    // Every run printed and wrote a report: with --keep-junit the reports
+    // are kept (masked); without, they are deleted once read.
     assert_eq!((logs.len(), reports.len()), (8, 8), "{written:?}");
     for (name, text) in &texts {
         for (secret, part) in SECRETS {

@@ -158,13 +158,25 @@ fn wait_for_run(lab: &Lab, index: usize) {
 /// The store as `flakelab report --format json` reads it back, checked
 /// against the raw lines: every line a whole record, each counted once.
 fn check_records(lab: &Lab) -> serde_json::Value {
-    let raw = std::fs::read_to_string(lab.store().join("runs.jsonl")).unwrap_or_default();
-    let lines = raw.lines().filter(|l| !l.trim().is_empty()).count();
+    // Every session's own runs file (`runs/<session>.jsonl`): its run lines,
+    // beside the test table and context lines the compact format writes.
+    let mut raw = String::new();
+    let mut lines = 0;
+    if let Ok(dir) = std::fs::read_dir(lab.store().join("runs")) {
+        for file in dir {
+            let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+            assert!(
+                text.is_empty() || text.ends_with('\n'),
+                "a torn last line:\n{text}"
+            );
+            lines += text
+                .lines()
+                .filter(|l| l.contains("\"flakelab.run/"))
+                .count();
+            raw.push_str(&text);
+        }
+    }
     assert_eq!(lab.runs().len(), lines, "an unreadable record:\n{raw}");
-    assert!(
-        raw.is_empty() || raw.ends_with('\n'),
-        "a torn last line:\n{raw}"
-    );
     let out = lab.run(&["report", "--format", "json"]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("no report ({e}): {}", String::from_utf8_lossy(&out.stderr)));
