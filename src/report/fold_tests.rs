@@ -54,7 +54,8 @@ fn make(
     );
     r.stragglers = u32::from(flag && index.is_multiple_of(3));
     r.reason = (outcome == Outcome::NotApplied && flag).then(|| format!("no helper {index}"));
-    r.tests_missing = (r.tests.is_empty() || flag && index.is_multiple_of(5)).then(|| "no report".into());
+    r.tests_missing =
+        (r.tests.is_empty() || flag && index.is_multiple_of(5)).then(|| "no report".into());
     r.signature_match = (sig == 1).then_some(true);
     r.failure_signature = (sig > 0).then(|| format!("E{sig}"));
     r.tests = if outcome == Outcome::NotApplied || outcome == Outcome::Error {
@@ -160,4 +161,38 @@ fn the_fold_holds_as_much_after_ten_thousand_runs_as_after_one_hundred() {
         "the fold holds the cells and their tests"
     );
     assert_eq!(entries(10_000), small);
+}
+
+#[test]
+fn the_snapshot_fixture_read_back_from_a_store_in_any_order_renders_the_same_json() {
+    // The fixture the JSON snapshot holds, built the former way.
+    let s = session();
+    let runs: Vec<RunRecord> = s
+        .plan
+        .iter()
+        .map(|spec| {
+            let cell = s.plan.cells[spec.cell].as_str();
+            let outcome = match cell {
+                "baseline" => Outcome::Pass,
+                "tz=Asia/Kathmandu" => Outcome::Fail,
+                "netns" => Outcome::NotApplied,
+                _ => Outcome::Timeout,
+            };
+            run(&s, spec.index, cell, outcome)
+        })
+        .collect();
+    let want = super::json::render(&reference::build(&s, &runs, LoadStats::default()));
+    // Written in a shuffled order, then folded one run at a time.
+    let dir = tempfile::tempdir().unwrap();
+    let store = crate::store::Store::open(dir.path()).unwrap();
+    store.append_session(&s).unwrap();
+    let mut shuffled = runs.clone();
+    shuffled.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(11));
+    for r in &shuffled {
+        store.append_run(r).unwrap();
+    }
+    let mut fold = Fold::new(&s);
+    let load = store.each_run(&s.id, |r| fold.add(&r)).unwrap();
+    assert_eq!(fold.runs(), runs.len() as u64);
+    assert_eq!(super::json::render(&fold.finish(load)), want);
 }
