@@ -162,3 +162,37 @@ fn the_fold_holds_as_much_after_ten_thousand_runs_as_after_one_hundred() {
     );
     assert_eq!(entries(10_000), small);
 }
+
+#[test]
+fn the_snapshot_fixture_read_back_from_a_store_in_any_order_renders_the_same_json() {
+    // The fixture the JSON snapshot holds, built the former way.
+    let s = session();
+    let runs: Vec<RunRecord> = s
+        .plan
+        .iter()
+        .map(|spec| {
+            let cell = s.plan.cells[spec.cell].as_str();
+            let outcome = match cell {
+                "baseline" => Outcome::Pass,
+                "tz=Asia/Kathmandu" => Outcome::Fail,
+                "netns" => Outcome::NotApplied,
+                _ => Outcome::Timeout,
+            };
+            run(&s, spec.index, cell, outcome)
+        })
+        .collect();
+    let want = super::json::render(&reference::build(&s, &runs, LoadStats::default()));
+    // Written in a shuffled order, then folded one run at a time.
+    let dir = tempfile::tempdir().unwrap();
+    let store = crate::store::Store::open(dir.path()).unwrap();
+    store.append_session(&s).unwrap();
+    let mut shuffled = runs.clone();
+    shuffled.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(11));
+    for r in &shuffled {
+        store.append_run(r).unwrap();
+    }
+    let mut fold = Fold::new(&s);
+    let load = store.each_run(&s.id, |r| fold.add(&r)).unwrap();
+    assert_eq!(fold.runs(), runs.len() as u64);
+    assert_eq!(super::json::render(&fold.finish(load)), want);
+}
