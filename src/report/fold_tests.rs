@@ -192,7 +192,12 @@ fn the_snapshot_fixture_read_back_from_a_store_in_any_order_renders_the_same_jso
         store.append_run(r).unwrap();
     }
     let mut fold = Fold::new(&s);
-    let load = store.each_run(&s.id, |r| fold.add(&r)).unwrap();
+    let load = store
+        .each_run(&s.id, |r| {
+            fold.add(&r);
+            Ok(())
+        })
+        .unwrap();
     assert_eq!(fold.runs(), runs.len() as u64);
     assert_eq!(super::json::render(&fold.finish(load)), want);
 }
