@@ -86,6 +86,39 @@ impl Error {
         }
     }
 
+    /// A store error from an I/O error: a full disk, a read-only
+    /// filesystem, a quota or a permission refusal is named as such, with
+    /// its own fix; any other error keeps `hint`.
+    pub fn store_io(path: impl Into<PathBuf>, err: &std::io::Error, hint: &str) -> Self {
+        let (what, fix) = match err.raw_os_error().map(nix::errno::Errno::from_raw) {
+            Some(nix::errno::Errno::ENOSPC) => (
+                "the filesystem holding the store is full",
+                "free space on that filesystem, or choose another directory with --store; \
+                 the runs recorded so far are kept and readable",
+            ),
+            Some(nix::errno::Errno::EDQUOT) => (
+                "the disk quota of the filesystem holding the store is exhausted",
+                "free space within the quota, or choose another directory with --store; \
+                 the runs recorded so far are kept and readable",
+            ),
+            Some(nix::errno::Errno::EROFS) => (
+                "the store is on a read-only filesystem",
+                "remount it read-write, or choose a writable directory with --store; \
+                 the runs recorded so far are kept and readable",
+            ),
+            Some(nix::errno::Errno::EACCES | nix::errno::Errno::EPERM) => (
+                "permission denied",
+                "make the store writable by this user, or choose another directory with --store",
+            ),
+            _ => return Error::store(path, err, hint),
+        };
+        Error::Store {
+            path: path.into(),
+            message: format!("{what} ({err})"),
+            hint: fix.to_string(),
+        }
+    }
+
     /// What failed, in one line, without the hint (the first line of the
     /// error as displayed).
     pub fn message(&self) -> String {

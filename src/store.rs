@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::record::{LadderRecord, RunRecord, SessionRecord};
+use crate::record::{LadderRecord, RunRecord, SessionEndRecord, SessionRecord};
 
 /// The default store directory, relative to the working directory.
 pub const DEFAULT_ROOT: &str = ".flakelab";
@@ -29,6 +29,8 @@ pub const SESSIONS_FILE: &str = "sessions.jsonl";
 pub const SCREENS_FILE: &str = "screens.jsonl";
 /// File holding one [`LadderRecord`] per line.
 pub const LADDERS_FILE: &str = "ladders.jsonl";
+/// File holding one [`SessionEndRecord`] per line.
+pub const SESSION_ENDS_FILE: &str = "session-ends.jsonl";
 /// Directory holding captured output, one subdirectory per session.
 pub const LOGS_DIR: &str = "logs";
 /// Directory (under the store) of harness-owned JUnit reports.
@@ -72,6 +74,12 @@ impl Keyed for SessionRecord {
     }
 }
 
+impl Keyed for SessionEndRecord {
+    fn key(&self) -> &str {
+        &self.session
+    }
+}
+
 impl Keyed for LadderRecord {
     fn key(&self) -> &str {
         &self.id
@@ -89,7 +97,7 @@ impl Store {
     /// `root/logs`.
     pub fn open(root: &Path) -> Result<Store> {
         let logs = root.join(LOGS_DIR);
-        fs::create_dir_all(&logs).map_err(|e| Error::store(&logs, e, HINT_OPEN))?;
+        fs::create_dir_all(&logs).map_err(|e| Error::store_io(&logs, &e, HINT_OPEN))?;
         Ok(Store {
             root: root.to_path_buf(),
         })
@@ -126,7 +134,7 @@ impl Store {
             ));
         }
         let dir = self.root.join(kind).join(session);
-        fs::create_dir_all(&dir).map_err(|e| Error::store(&dir, e, HINT_WRITE))?;
+        fs::create_dir_all(&dir).map_err(|e| Error::store_io(&dir, &e, HINT_WRITE))?;
         Ok(dir.join(file))
     }
 
@@ -156,6 +164,20 @@ impl Store {
     /// [`Store::load_runs`].
     pub fn load_ladders(&self) -> Result<(Vec<LadderRecord>, LoadStats)> {
         read_lines(&self.root.join(LADDERS_FILE), |_| true)
+    }
+
+    /// Appends a session's end record to `session-ends.jsonl`.
+    pub fn append_session_end(&self, record: &SessionEndRecord) -> Result<()> {
+        append_line(&self.root.join(SESSION_ENDS_FILE), record)
+    }
+
+    /// The end record of `session`, if it recorded one.
+    pub fn session_end(&self, session: &str) -> Result<Option<SessionEndRecord>> {
+        let (mut found, _) = read_lines(
+            &self.root.join(SESSION_ENDS_FILE),
+            |r: &SessionEndRecord| r.session == session,
+        )?;
+        Ok(found.pop())
     }
 
     /// Appends one record to `screens.jsonl` and flushes it.
@@ -234,7 +256,7 @@ impl Store {
 /// separator, the record and its newline go out in one write.
 fn append_line<T: Serialize>(path: &Path, record: &T) -> Result<()> {
     let json = serde_json::to_string(record).map_err(|e| Error::store(path, e, HINT_WRITE))?;
-    let io_err = |e: std::io::Error| Error::store(path, e, HINT_WRITE);
+    let io_err = |e: std::io::Error| Error::store_io(path, &e, HINT_WRITE);
 
     let mut file = OpenOptions::new()
         .read(true)

@@ -127,6 +127,9 @@ pub async fn run_session_looking(
         part_of: settings.part_of.clone(),
     };
     super::scrub::session(&settings.redaction, &mut session);
+    // Held until the end record is appended, so a reader tells a running
+    // session from one killed without a stop (see `liveness`).
+    let running = crate::liveness::Running::start(&settings.store, &session_id)?;
     settings.store.append_session(&session)?;
 
     let interrupted = match on_block.as_mut() {
@@ -156,6 +159,7 @@ pub async fn run_session_looking(
             interrupted
         }
     };
+    running.end(interrupted)?;
     let (runs, load) = settings.store.runs_of(&session_id)?;
     Ok(Some(SessionDone {
         session,

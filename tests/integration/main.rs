@@ -6,6 +6,7 @@ mod clock;
 mod config_init;
 mod evidence;
 mod fake;
+mod fuzz_replay;
 mod honest;
 mod junit_corpus;
 mod junit_e2e;
