@@ -81,12 +81,15 @@ impl Running {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(|e| Error::store_io(dir, &e, hint))?;
         }
-        let file = OpenOptions::new()
+        OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
             .open(&path)
             .map_err(|e| Error::store_io(&path, &e, hint))?;
+        // Held open read-only: a file open for writing would keep the
+        // store's filesystem from being remounted read-only.
+        let file = File::open(&path).map_err(|e| Error::store_io(&path, &e, hint))?;
         file.lock().map_err(|e| Error::store_io(&path, &e, hint))?;
         Ok(Running {
             store: store.clone(),

@@ -19,6 +19,7 @@ use crate::store::Store;
 pub(super) fn shown(store: &Store, session: &SessionRecord) -> Result<(Report, Vec<RunRecord>)> {
     let (runs, load) = store.runs_of(&session.id)?;
     let mut report = report::build(session, &runs, load);
+    report.session_end = Some(crate::liveness::state(store, &session.id)?.word());
     if let Some(screen) = store.screen_of(&session.id)? {
         super::screen::apply(&mut report, &screen, &runs);
     }

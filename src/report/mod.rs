@@ -266,6 +266,11 @@ pub struct Report {
     pub partial: bool,
     /// Store lines skipped on read (truncated or corrupt).
     pub skipped_lines: usize,
+    /// How the session ended, as its store tells: `finished`,
+    /// `interrupted`, `failed`, `running`, or `no_stop` (no end record and
+    /// no harness holding it: killed). Absent when not read from a store.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_end: Option<&'static str>,
     /// The cells, in plan order (baseline first).
     pub cells: Vec<CellReport>,
     /// `--confirm K`: each distinct failing run replayed K times.
@@ -692,6 +697,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         jobs: session.jobs,
         partial: recorded < planned,
         skipped_lines: load.skipped_lines,
+        session_end: None,
         cells,
         confirmations: Vec::new(),
         design: None,
@@ -823,11 +829,24 @@ fn stress_text(cell: &CellReport, s: &CellStress, baseline: Option<&CellReport>)
 /// Notes under the table: excluded runs, stragglers, partial sessions.
 pub fn notes(report: &Report) -> Vec<String> {
     let mut out = Vec::new();
-    if report.partial {
-        out.push(format!(
+    match report.session_end {
+        Some("no_stop") => out.push(format!(
+            "ended without a stop: {} of {} planned runs were recorded, then the harness was killed (or the machine went down)",
+            report.recorded, report.planned
+        )),
+        Some("running") => out.push(format!(
+            "still running: {} of {} planned runs recorded so far",
+            report.recorded, report.planned
+        )),
+        Some("failed") if report.partial => out.push(format!(
+            "partial session: {} of {} planned runs were recorded (an error stopped it)",
+            report.recorded, report.planned
+        )),
+        _ if report.partial => out.push(format!(
             "partial session: {} of {} planned runs were recorded (interrupted)",
             report.recorded, report.planned
-        ));
+        )),
+        _ => {}
     }
     if report.executed > 0 && report.cells.iter().all(|c| c.n == 0 && c.timed_out == 0) {
         out.push(

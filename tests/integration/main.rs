@@ -4,6 +4,7 @@
 mod catalog_cli;
 mod clock;
 mod config_init;
+mod durable;
 mod evidence;
 mod fake;
 mod fuzz_replay;
