@@ -3,6 +3,7 @@
 
 mod catalog_cli;
 mod clock;
+mod concurrent;
 mod config_init;
 mod durable;
 mod evidence;
