@@ -11,9 +11,12 @@ use std::sync::OnceLock;
 
 use flakelab::catalog::Catalog;
 
+/// A fuzz target: takes any bytes, panics only on a finding.
+pub type Target = fn(&[u8]);
+
 /// The targets, by name, as the replay test and `fuzz/corpus/<name>/` know
 /// them.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("junit", junit),
     ("store", store),
     ("catalog", catalog),

@@ -18,7 +18,7 @@ fn corpus(target: &str) -> Vec<PathBuf> {
     files
 }
 
-fn replay(target: &str, f: fn(&[u8]), extra: Vec<PathBuf>) {
+fn replay(target: &str, f: targets::Target, extra: Vec<PathBuf>) {
     let files: Vec<PathBuf> = corpus(target).into_iter().chain(extra).collect();
     assert!(!files.is_empty(), "no corpus for the fuzz target {target}");
     for path in files {
@@ -32,7 +32,7 @@ fn replay(target: &str, f: fn(&[u8]), extra: Vec<PathBuf>) {
     }
 }
 
-fn target(name: &str) -> fn(&[u8]) {
+fn target(name: &str) -> targets::Target {
     targets::TARGETS
         .iter()
         .find(|(n, _)| *n == name)
