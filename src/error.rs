@@ -152,3 +152,27 @@ impl Error {
 
 /// Result alias for fallible flakelab operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_and_a_read_only_store_are_named_with_their_fix() {
+        let io = |errno: i32| std::io::Error::from_raw_os_error(errno);
+        let full = Error::store_io("/s/runs.jsonl", &io(nix::libc::ENOSPC), "other");
+        assert!(full.to_string().starts_with(
+            "store /s/runs.jsonl: the filesystem holding the store is full (No space left on device"
+        ));
+        assert!(full.hint().starts_with("free space on that filesystem"));
+        assert_eq!(full.exit_code(), EXIT_USAGE);
+        let ro = Error::store_io("/s", &io(nix::libc::EROFS), "other");
+        assert!(ro
+            .message()
+            .contains("the store is on a read-only filesystem"));
+        assert!(ro.hint().starts_with("remount it read-write"));
+        // Anything else keeps the caller's hint.
+        let other = Error::store_io("/s", &io(nix::libc::EIO), "the caller's hint");
+        assert_eq!(other.hint(), "the caller's hint");
+    }
+}
