@@ -67,3 +67,13 @@ if grep -rnE '\b(dbg|todo|unimplemented)!' src tests benches; then
 fi
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --quiet
 cargo test --locked
+
+# Fuzzing: `cargo test` above replayed every fuzz target's committed corpus
+# as plain tests (tests/integration/fuzz_replay.rs). With cargo-fuzz at hand
+# each target also gets a short libFuzzer run (FLAKELAB_FUZZ_SECONDS, 10 s).
+if command -v cargo-fuzz >/dev/null 2>&1; then
+  scripts/fuzz.sh "${FLAKELAB_FUZZ_SECONDS:-10}"
+  echo "fuzz: ran each target for ${FLAKELAB_FUZZ_SECONDS:-10} s with libFuzzer, after replaying the corpora"
+else
+  echo "fuzz: cargo-fuzz is not installed; replayed each target's corpus as plain tests only (\`cargo install cargo-fuzz\` for a short fuzz run)"
+fi

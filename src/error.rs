@@ -86,6 +86,39 @@ impl Error {
         }
     }
 
+    /// A store error from an I/O error: a full disk, a read-only
+    /// filesystem, a quota or a permission refusal is named as such, with
+    /// its own fix; any other error keeps `hint`.
+    pub fn store_io(path: impl Into<PathBuf>, err: &std::io::Error, hint: &str) -> Self {
+        let (what, fix) = match err.raw_os_error().map(nix::errno::Errno::from_raw) {
+            Some(nix::errno::Errno::ENOSPC) => (
+                "the filesystem holding the store is full",
+                "free space on that filesystem, or choose another directory with --store; \
+                 the runs recorded so far are kept and readable",
+            ),
+            Some(nix::errno::Errno::EDQUOT) => (
+                "the disk quota of the filesystem holding the store is exhausted",
+                "free space within the quota, or choose another directory with --store; \
+                 the runs recorded so far are kept and readable",
+            ),
+            Some(nix::errno::Errno::EROFS) => (
+                "the store is on a read-only filesystem",
+                "remount it read-write, or choose a writable directory with --store; \
+                 the runs recorded so far are kept and readable",
+            ),
+            Some(nix::errno::Errno::EACCES | nix::errno::Errno::EPERM) => (
+                "permission denied",
+                "make the store writable by this user, or choose another directory with --store",
+            ),
+            _ => return Error::store(path, err, hint),
+        };
+        Error::Store {
+            path: path.into(),
+            message: format!("{what} ({err})"),
+            hint: fix.to_string(),
+        }
+    }
+
     /// What failed, in one line, without the hint (the first line of the
     /// error as displayed).
     pub fn message(&self) -> String {
@@ -119,3 +152,27 @@ impl Error {
 
 /// Result alias for fallible flakelab operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_and_a_read_only_store_are_named_with_their_fix() {
+        let io = |errno: i32| std::io::Error::from_raw_os_error(errno);
+        let full = Error::store_io("/s/runs.jsonl", &io(nix::libc::ENOSPC), "other");
+        assert!(full.to_string().starts_with(
+            "store /s/runs.jsonl: the filesystem holding the store is full (No space left on device"
+        ));
+        assert!(full.hint().starts_with("free space on that filesystem"));
+        assert_eq!(full.exit_code(), EXIT_USAGE);
+        let ro = Error::store_io("/s", &io(nix::libc::EROFS), "other");
+        assert!(ro
+            .message()
+            .contains("the store is on a read-only filesystem"));
+        assert!(ro.hint().starts_with("remount it read-write"));
+        // Anything else keeps the caller's hint.
+        let other = Error::store_io("/s", &io(nix::libc::EIO), "the caller's hint");
+        assert_eq!(other.hint(), "the caller's hint");
+    }
+}

@@ -29,6 +29,7 @@ pub mod host;
 pub mod init;
 pub mod junit;
 pub mod ladder;
+pub mod liveness;
 pub mod outcomes;
 pub mod perturb;
 pub mod plan;

@@ -58,6 +58,35 @@ pub const RUN_SCHEMA_V1: &str = "flakelab.run/1";
 pub const SESSION_SCHEMA: &str = "flakelab.session/1";
 /// Schema tag written into every ladder record (and `ladder --format json`).
 pub const LADDER_SCHEMA: &str = "flakelab.ladder/1";
+/// Schema tag written into every session-end record.
+pub const SESSION_END_SCHEMA: &str = "flakelab.session-end/1";
+
+/// How a session that recorded its end stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStop {
+    /// Its plan ran to the end (or a sequential design stopped it early).
+    Finished,
+    /// A stop signal (Ctrl-C, SIGTERM) cut it short; finished runs are kept.
+    Interrupted,
+    /// An error stopped it (for example the store could not be written).
+    Failed,
+}
+
+/// The last record of a session, appended to `session-ends.jsonl` when it
+/// stops. A session without one that is not running ended without a stop
+/// (the harness was killed, or the machine went down).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionEndRecord {
+    /// Always [`SESSION_END_SCHEMA`].
+    pub schema: String,
+    /// The session this record ends.
+    pub session: String,
+    /// Wall-clock end (RFC 3339, UTC).
+    pub ended_at: String,
+    /// How the session stopped.
+    pub how: SessionStop,
+}
 
 /// How one run ended, as counted by the statistics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

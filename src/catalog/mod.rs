@@ -171,6 +171,14 @@ impl Catalog {
         Ok(catalog)
     }
 
+    /// Adds one catalog file's text (named `source` in errors) on top of
+    /// this catalog, as [`Catalog::load`] adds a project's file, and checks
+    /// the result. On an error the catalog may hold part of the file.
+    pub fn add_text(&mut self, source: &str, text: &str) -> Result<()> {
+        self.merge(parse_file(source, text)?, source)?;
+        self.validate()
+    }
+
     fn merge(&mut self, file: CatalogFile, source: &str) -> Result<()> {
         let mut seen = std::collections::HashSet::new();
         for mut p in file.perturbation {

@@ -69,7 +69,8 @@ struct LadderFile {
     rung: Vec<Rung>,
 }
 
-fn parse(source: &str, text: &str) -> Result<Vec<Rung>> {
+/// Parses one ladder file's text; `source` names it in errors.
+pub fn parse(source: &str, text: &str) -> Result<Vec<Rung>> {
     let file: LadderFile = toml::from_str(text).map_err(|e| Error::Catalog {
         path: source.into(),
         message: e.to_string(),

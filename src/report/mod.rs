@@ -278,6 +278,11 @@ pub struct Report {
     pub partial: bool,
     /// Store lines skipped on read (truncated or corrupt).
     pub skipped_lines: usize,
+    /// How the session ended, as its store tells: `finished`,
+    /// `interrupted`, `failed`, `running`, or `no_stop` (no end record and
+    /// no harness holding it: killed). Absent when not read from a store.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_end: Option<&'static str>,
     /// The cells, in plan order (baseline first).
     pub cells: Vec<CellReport>,
     /// `--confirm K`: each distinct failing run replayed K times.
@@ -597,6 +602,7 @@ fn finish_report(
         jobs: session.jobs,
         partial: recorded < planned,
         skipped_lines: load.skipped_lines,
+        session_end: None,
         cells,
         confirmations: Vec::new(),
         design: None,
@@ -733,8 +739,20 @@ pub fn notes(report: &Report) -> Vec<String> {
         .shards
         .as_ref()
         .is_some_and(|s| !s.missing.is_empty());
-    if report.partial {
-        out.push(format!(
+    match report.session_end {
+        Some("no_stop") => out.push(format!(
+            "ended without a stop: {} of {} planned runs were recorded, then the harness was killed (or the machine went down)",
+            report.recorded, report.planned
+        )),
+        Some("running") => out.push(format!(
+            "still running: {} of {} planned runs recorded so far",
+            report.recorded, report.planned
+        )),
+        Some("failed") if report.partial => out.push(format!(
+            "partial session: {} of {} planned runs were recorded (an error stopped it)",
+            report.recorded, report.planned
+        )),
+        _ if report.partial => out.push(format!(
             "partial session: {} of {} planned runs were recorded ({})",
             report.recorded,
             report.planned,
@@ -743,7 +761,8 @@ pub fn notes(report: &Report) -> Vec<String> {
             } else {
                 "interrupted"
             }
-        ));
+        )),
+        _ => {}
     }
     out.extend(report.shards.iter().flat_map(crate::shard::notes));
     if report.executed > 0 && report.cells.iter().all(|c| c.n == 0 && c.timed_out == 0) {

@@ -139,6 +139,9 @@ pub async fn run_session_looking(
     if let Some(s) = &settings.sharding {
         session.shards = Some(crate::shard::shard_set(&session, s.shard));
     }
+    // Held until the end record is appended, so a reader tells a running
+    // session from one killed without a stop (see `liveness`).
+    let running = crate::liveness::Running::start(&settings.store, &session_id)?;
     settings.store.append_session(&session)?;
 
     let held = Cell::new(0);
@@ -178,6 +181,7 @@ pub async fn run_session_looking(
             interrupted
         }
     };
+    running.end(interrupted)?;
     Ok(Some(SessionDone {
         session,
         interrupted,

@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::record::{LadderRecord, RunRecord, SessionRecord};
+use crate::record::{LadderRecord, RunRecord, SessionEndRecord, SessionRecord};
 
 /// The default store directory, relative to the working directory.
 pub const DEFAULT_ROOT: &str = ".flakelab";
@@ -44,6 +44,8 @@ pub const SESSIONS_FILE: &str = "sessions.jsonl";
 pub const SCREENS_FILE: &str = "screens.jsonl";
 /// File holding one [`LadderRecord`] per line.
 pub const LADDERS_FILE: &str = "ladders.jsonl";
+/// File holding one [`SessionEndRecord`] per line.
+pub const SESSION_ENDS_FILE: &str = "session-ends.jsonl";
 /// Directory holding captured output, one subdirectory per session.
 pub const LOGS_DIR: &str = "logs";
 /// Directory (under the store) of harness-owned JUnit reports.
@@ -84,6 +86,12 @@ impl Keyed for SessionRecord {
     }
 }
 
+impl Keyed for SessionEndRecord {
+    fn key(&self) -> &str {
+        &self.session
+    }
+}
+
 impl Keyed for LadderRecord {
     fn key(&self) -> &str {
         &self.id
@@ -101,7 +109,7 @@ impl Store {
     /// `root/logs`.
     pub fn open(root: &Path) -> Result<Store> {
         let logs = root.join(LOGS_DIR);
-        fs::create_dir_all(&logs).map_err(|e| Error::store(&logs, e, HINT_OPEN))?;
+        fs::create_dir_all(&logs).map_err(|e| Error::store_io(&logs, &e, HINT_OPEN))?;
         Ok(Store::at(root))
     }
 
@@ -141,7 +149,7 @@ impl Store {
             ));
         }
         let dir = self.root.join(kind).join(session);
-        fs::create_dir_all(&dir).map_err(|e| Error::store(&dir, e, HINT_WRITE))?;
+        fs::create_dir_all(&dir).map_err(|e| Error::store_io(&dir, &e, HINT_WRITE))?;
         Ok(dir.join(file))
     }
 
@@ -170,7 +178,7 @@ impl Store {
     pub fn append_run(&self, record: &RunRecord) -> Result<()> {
         let path = self.runs_path(&record.session)?;
         let dir = self.root.join(RUNS_DIR);
-        fs::create_dir_all(&dir).map_err(|e| Error::store(&dir, e, HINT_WRITE))?;
+        fs::create_dir_all(&dir).map_err(|e| Error::store_io(&dir, &e, HINT_WRITE))?;
         let mut writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
         let writer = writers.entry(record.session.clone()).or_insert_with(|| {
             compact::Writer::new(
@@ -244,6 +252,20 @@ impl Store {
     /// [`Store::load_runs`].
     pub fn load_ladders(&self) -> Result<(Vec<LadderRecord>, LoadStats)> {
         read_lines(&self.root.join(LADDERS_FILE), |_| true)
+    }
+
+    /// Appends a session's end record to `session-ends.jsonl`.
+    pub fn append_session_end(&self, record: &SessionEndRecord) -> Result<()> {
+        append_line(&self.root.join(SESSION_ENDS_FILE), record)
+    }
+
+    /// The end record of `session`, if it recorded one.
+    pub fn session_end(&self, session: &str) -> Result<Option<SessionEndRecord>> {
+        let (mut found, _) = read_lines(
+            &self.root.join(SESSION_ENDS_FILE),
+            |r: &SessionEndRecord| r.session == session,
+        )?;
+        Ok(found.pop())
     }
 
     /// Appends one record to `screens.jsonl` and flushes it.
@@ -342,7 +364,7 @@ fn append_line<T: Serialize>(path: &Path, record: &T) -> Result<()> {
 /// exclusive lock, in one write, healing a cut-short last line first as
 /// [`append_line`] says.
 fn append_bytes(path: &Path, text: &[u8]) -> Result<()> {
-    let io_err = |e: std::io::Error| Error::store(path, e, HINT_WRITE);
+    let io_err = |e: std::io::Error| Error::store_io(path, &e, HINT_WRITE);
 
     let mut file = OpenOptions::new()
         .read(true)
@@ -452,7 +474,7 @@ impl Store {
     /// replaced by a rename, so a crash leaves the old file or the new one.
     pub fn replace_session(&self, record: &SessionRecord) -> Result<()> {
         let path = self.root.join(SESSIONS_FILE);
-        let io_err = |e: std::io::Error| Error::store(&path, e, HINT_WRITE);
+        let io_err = |e: std::io::Error| Error::store_io(&path, &e, HINT_WRITE);
         let json = serde_json::to_string(record).map_err(|e| Error::store(&path, e, HINT_WRITE))?;
         let mut file = OpenOptions::new()
             .read(true)

@@ -3,9 +3,12 @@
 
 mod catalog_cli;
 mod clock;
+mod concurrent;
 mod config_init;
+mod durable;
 mod evidence;
 mod fake;
+mod fuzz_replay;
 mod honest;
 mod hostile;
 mod junit_corpus;

@@ -297,19 +297,22 @@ const EMBEDDED: &[(&str, &str)] = &[
     ),
 ];
 
+/// Parses and validates one recipe file's text; `source` names it in errors.
+pub fn parse_text(source: &str, text: &str) -> crate::error::Result<Recipe> {
+    let bad = |message: String| crate::error::Error::Catalog {
+        path: source.to_string(),
+        message,
+        hint: "fix the recipe; `flakelab recipes show NAME` prints a working one".into(),
+    };
+    let recipe: Recipe = toml::from_str(text).map_err(|e| bad(e.message().to_string()))?;
+    recipe.validate().map_err(bad)?;
+    Ok(recipe)
+}
+
 /// Loads the embedded recipes, then the project's `override_dir/*.toml`
 /// (a recipe with an embedded recipe's name replaces it).
 pub fn load(override_dir: Option<&std::path::Path>) -> crate::error::Result<Vec<Recipe>> {
-    let parse = |source: &str, text: &str| -> crate::error::Result<Recipe> {
-        let bad = |message: String| crate::error::Error::Catalog {
-            path: source.to_string(),
-            message,
-            hint: "fix the recipe; `flakelab recipes show NAME` prints a working one".into(),
-        };
-        let recipe: Recipe = toml::from_str(text).map_err(|e| bad(e.message().to_string()))?;
-        recipe.validate().map_err(bad)?;
-        Ok(recipe)
-    };
+    let parse = parse_text;
     let mut recipes = Vec::new();
     for (source, text) in EMBEDDED {
         recipes.push(parse(source, text)?);
