@@ -565,6 +565,11 @@ pub struct SessionRecord {
     /// a killed flakelab would leave the runs' processes running).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The session appends a session-end record when it stops
+    /// (`session-ends.jsonl`). Sessions recorded before those records
+    /// existed lack it: how they ended is not known, never "killed".
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub records_end: bool,
 }
 
 /// The shards of one sharded session that a store holds.

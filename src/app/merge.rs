@@ -103,6 +103,23 @@ pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
             dest.append_ladder(ladder)?;
         }
     }
+    // How each session stopped: a shard that did not finish speaks for the
+    // merged session (the first such, in the order the stores were given).
+    for s in &merged.sessions {
+        if dest.session_end(&s.id)?.is_some() {
+            continue;
+        }
+        let mut ends = Vec::new();
+        for source in &sources {
+            ends.extend(source.store.session_end(&s.id)?);
+        }
+        let end = (ends.iter())
+            .find(|e| e.how != crate::record::SessionStop::Finished)
+            .or(ends.first());
+        if let Some(end) = end {
+            dest.append_session_end(end)?;
+        }
+    }
 
     println!(
         "merged {} store(s) into {}: {} session(s) ({} new or joined), {} run(s) ({} new)",

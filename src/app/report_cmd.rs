@@ -47,7 +47,9 @@ pub(super) fn shown(
         Ok(())
     })?;
     let mut report = fold.finish(load);
-    report.session_end = Some(crate::liveness::state(store, &session.id)?.word());
+    if session.records_end {
+        report.session_end = Some(crate::liveness::state(store, &session.id)?.word());
+    }
     if let Some(screen) = store.screen_of(&session.id)? {
         super::screen::apply(&mut report, &screen, &screen_runs);
     }

@@ -62,6 +62,7 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
         part_of: None,
         shards: None,
         warnings: Vec::new(),
+        records_end: false,
     }
 }
 

@@ -60,6 +60,7 @@ pub(super) fn session() -> SessionRecord {
         part_of: None,
         shards: None,
         warnings: Vec::new(),
+        records_end: false,
     }
 }
 

@@ -134,6 +134,7 @@ pub async fn run_session_looking(
         part_of: settings.part_of.clone(),
         shards: None,
         warnings: survivor_warning(&settings.executor).into_iter().collect(),
+        records_end: true,
     };
     super::scrub::session(&settings.redaction, &mut session);
     if let Some(s) = &settings.sharding {

@@ -194,7 +194,8 @@ impl Store {
         Ok(())
     }
 
-    /// The run records of `session` (every session's when None), one at a
+    /// The run records of `session` (every session's when None, sessions in
+    /// the order they were recorded), one at a
     /// time as they are decoded, in file order: see [`RunIter`]. Only the
     /// session's own file is read (and the legacy `runs.jsonl`, when the
     /// store has one).
@@ -217,7 +218,19 @@ impl Store {
                     Err(e) => return Err(Error::store(&dir, e, HINT_READ)),
                 };
                 found.retain(|p| p.extension().is_some_and(|x| x == "jsonl"));
-                found.sort();
+                // Sessions in the order they were recorded (ids that start
+                // in the same second do not sort by time), then any file
+                // no session record names, by name.
+                let (sessions, _) = self.load_sessions()?;
+                let order: HashMap<&str, usize> = sessions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| (s.id.as_str(), i))
+                    .collect();
+                found.sort_by_cached_key(|p| {
+                    let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+                    (order.get(stem).copied().unwrap_or(usize::MAX), p.clone())
+                });
                 files.extend(found);
             }
         }
@@ -598,6 +611,7 @@ mod tests {
             part_of: None,
             shards: None,
             warnings: Vec::new(),
+            records_end: false,
         }
     }
 

@@ -88,7 +88,15 @@ fn two_sessions_at_once_under_cpu_stress_lose_nothing_and_mix_nothing() {
     }
 
     // Every line of every store file is one whole record.
-    for name in ["runs.jsonl", "sessions.jsonl", "session-ends.jsonl"] {
+    // (the two sessions' runs files, `runs/<session>.jsonl`, and the files
+    // both sessions append to.)
+    let mut names: Vec<String> = std::fs::read_dir(lab.store().join("runs"))
+        .unwrap()
+        .map(|e| format!("runs/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    names.extend(["sessions.jsonl".into(), "session-ends.jsonl".into()]);
+    for name in &names {
         let text = std::fs::read_to_string(lab.store().join(name)).unwrap();
         assert!(text.ends_with('\n'), "{name}");
         for (i, line) in text.lines().enumerate() {

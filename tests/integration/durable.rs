@@ -25,6 +25,38 @@ fn json_lines(file: &Path) -> (Vec<serde_json::Value>, usize) {
     (good, bad)
 }
 
+/// The run lines (`flakelab.run/…`) of every session's runs file
+/// (`runs/<session>.jsonl`) that parse, and the lines of those files that
+/// do not parse.
+fn run_lines(lab: &Lab) -> (Vec<serde_json::Value>, usize) {
+    let (mut runs, mut bad) = (Vec::new(), 0);
+    if let Ok(dir) = std::fs::read_dir(lab.store().join("runs")) {
+        for file in dir {
+            let (good, b) = json_lines(&file.unwrap().path());
+            bad += b;
+            runs.extend(good.into_iter().filter(|v| {
+                v["schema"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("flakelab.run/"))
+            }));
+        }
+    }
+    (runs, bad)
+}
+
+/// Polls until the store holds `n` run records (the harness's own records
+/// are the readiness signal); panics after a generous limit.
+fn wait_for_runs(lab: &Lab, n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while run_lines(lab).0.len() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the store never held {n} runs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// Polls until `file` holds `n` complete JSON lines (the harness's own
 /// records are the readiness signal); panics after a generous limit.
 fn wait_for_lines(file: &Path, n: usize) {
@@ -79,9 +111,8 @@ fn a_session_killed_at_a_chosen_run_keeps_its_plan_and_runs_and_reports_no_stop(
             .unwrap();
         wait_for_file(&lab.path().join("blocked"));
         // With -j 1 every run before `at` has ended; wait for its record.
-        let runs_file = lab.store().join("runs.jsonl");
         let before = if jobs == "1" { at } else { 0 };
-        wait_for_lines(&runs_file, before);
+        wait_for_runs(&lab, before);
         // While it runs, `report` says so.
         let (_, live) = report(&lab, &[]);
         assert_eq!(live["session_end"], "running", "{live}");
@@ -89,7 +120,7 @@ fn a_session_killed_at_a_chosen_run_keeps_its_plan_and_runs_and_reports_no_stop(
         harness.wait().unwrap();
         std::fs::write(lab.path().join("release"), "").unwrap();
 
-        let (runs, bad) = json_lines(&runs_file);
+        let (runs, bad) = run_lines(&lab);
         assert_eq!(bad, 0, "a killed harness left a broken line");
         if jobs == "1" {
             assert_eq!(runs.len(), at, "at {at}");
@@ -97,7 +128,14 @@ fn a_session_killed_at_a_chosen_run_keeps_its_plan_and_runs_and_reports_no_stop(
         // The plan was recorded before the first run.
         let (sessions, _) = json_lines(&lab.store().join("sessions.jsonl"));
         assert_eq!(sessions.len(), 1);
-        assert_eq!(sessions[0]["plan"]["runs"].as_array().unwrap().len(), 6);
+        let plan = &sessions[0]["plan"];
+        assert_eq!(
+            (
+                plan["runs_per_cell"].as_u64(),
+                plan["cells"].as_array().map(Vec::len)
+            ),
+            (Some(6), Some(1))
+        );
         assert_eq!(sessions[0]["plan"]["seed"], 77);
 
         let (_, r) = report(&lab, &[]);
@@ -128,7 +166,7 @@ fn after_a_kill_the_next_session_appends_cleanly_past_a_cut_short_line_in_every_
         .spawn()
         .unwrap();
     wait_for_file(&lab.path().join("blocked"));
-    wait_for_lines(&lab.store().join("runs.jsonl"), 2);
+    wait_for_runs(&lab, 2);
     harness.kill().unwrap();
     harness.wait().unwrap();
     std::fs::write(lab.path().join("release"), "").unwrap();
@@ -140,7 +178,10 @@ fn after_a_kill_the_next_session_appends_cleanly_past_a_cut_short_line_in_every_
     // A finished session first, so session-ends.jsonl exists; then a line
     // cut short at the end of each store file, as a crash mid-write leaves.
     assert!(lab.run(&["run", "-n", "1", "--", "true"]).status.success());
-    let files = ["runs.jsonl", "sessions.jsonl", "session-ends.jsonl"];
+    // The killed session's own runs file, and the files every session
+    // appends to.
+    let killed_runs = format!("runs/{killed}.jsonl");
+    let files = [killed_runs.as_str(), "sessions.jsonl", "session-ends.jsonl"];
     for name in files {
         let mut f = std::fs::OpenOptions::new()
             .append(true)
@@ -161,16 +202,21 @@ fn after_a_kill_the_next_session_appends_cleanly_past_a_cut_short_line_in_every_
         let (_, bad) = json_lines(&lab.store().join(name));
         assert_eq!(bad, 1, "{name}: only the cut-short line is lost");
     }
-    let (runs, _) = json_lines(&lab.store().join("runs.jsonl"));
+    let (runs, _) = run_lines(&lab);
     assert_eq!(runs.len(), 2 + 1 + 2);
     let (r, _) = (report(&lab, &[]).1, ());
     assert_eq!(r["recorded"], 2);
     assert_eq!(r["session_end"], "finished");
-    assert_eq!(r["skipped_lines"], 1);
+    // The new session reads only its own runs file.
+    assert_eq!(r["skipped_lines"], 0);
     let (_, old) = report(&lab, &[&killed]);
     assert_eq!(
-        (old["recorded"].as_u64(), old["session_end"].as_str()),
-        (Some(2), Some("no_stop"))
+        (
+            old["recorded"].as_u64(),
+            old["session_end"].as_str(),
+            old["skipped_lines"].as_u64()
+        ),
+        (Some(2), Some("no_stop"), Some(1))
     );
 }
 
@@ -244,7 +290,7 @@ fn in_small_store(
         "set -e; S={s}; export S; {setup}\n\
          set +e; {bin} run --store $S {args} > {o}/run.out 2> {o}/run.err; echo $? > {o}/rc\n\
          {bin} report --store $S --format json > {o}/report.json 2> {o}/report.err\n\
-         cat $S/runs.jsonl > {o}/runs.jsonl\n",
+         cat $S/runs/*.jsonl > {o}/runs.jsonl\n",
         s = store.display(),
         bin = bin().display(),
         args = words.join(" "),
@@ -288,7 +334,9 @@ fn a_store_filled_mid_session_is_a_clear_error_and_its_finished_records_stay_rea
     let (rc, err, report, runs) = in_small_store(
         &lab,
         "mount -t tmpfs -o size=256k tmpfs $S",
-        &["-n", "6", "--", "sh", "-c", &acting_at(2, &fill)],
+        // Enough runs after the filler that their lines (under 200 bytes
+        // each) outgrow the page the runs file already holds.
+        &["-n", "60", "--", "sh", "-c", &acting_at(2, &fill)],
     );
     assert_eq!(rc, 2, "{err}");
     assert!(
@@ -308,9 +356,14 @@ fn a_store_filled_mid_session_is_a_clear_error_and_its_finished_records_stay_rea
     // The runs before the filler ended were recorded, and read back.
     let complete = runs
         .lines()
-        .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| {
+            v["schema"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("flakelab.run/"))
+        })
         .count();
-    assert!((2..6).contains(&complete), "{complete} records: {runs}");
+    assert!((2..60).contains(&complete), "{complete} records: {runs}");
     assert_eq!(
         report["recorded"].as_u64(),
         Some(complete as u64),
@@ -341,7 +394,7 @@ fn a_store_made_read_only_mid_session_is_a_clear_error_and_stays_readable() {
         ],
     );
     assert_eq!(rc, 2, "{err}");
-    assert!(err.contains("runs.jsonl"), "{err}");
+    assert!(err.contains("/runs/"), "{err}");
     assert!(
         err.contains("the store is on a read-only filesystem"),
         "{err}"
@@ -352,7 +405,11 @@ fn a_store_made_read_only_mid_session_is_a_clear_error_and_stays_readable() {
     );
     // Run 0 was recorded before the store turned read-only, and reads back
     // from the read-only store.
-    assert_eq!(runs.lines().count(), 1, "{runs}");
+    let recorded = runs
+        .lines()
+        .filter(|l| l.contains("\"schema\":\"flakelab.run/"))
+        .count();
+    assert_eq!(recorded, 1, "{runs}");
     assert_eq!(report["recorded"], 1, "{report}");
     assert_eq!(report["planned"], 3);
 }

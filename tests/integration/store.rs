@@ -200,6 +200,12 @@ fn concatenating_runs_files_changes_no_figure() {
         sessions(&lab) + &sessions(&other),
     )
     .unwrap();
+    let ends = |l: &Lab| std::fs::read_to_string(l.store().join("session-ends.jsonl")).unwrap();
+    std::fs::write(
+        merged.store().join("session-ends.jsonl"),
+        ends(&lab) + &ends(&other),
+    )
+    .unwrap();
     for (l, s) in [(&lab, &session), (&other, &second)] {
         let name = format!("runs/{s}.jsonl");
         std::fs::copy(l.store().join(&name), merged.store().join(&name)).unwrap();
