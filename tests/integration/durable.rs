@@ -57,20 +57,6 @@ fn wait_for_runs(lab: &Lab, n: usize) {
     }
 }
 
-/// Polls until `file` holds `n` complete JSON lines (the harness's own
-/// records are the readiness signal); panics after a generous limit.
-fn wait_for_lines(file: &Path, n: usize) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while json_lines(file).0.len() < n {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{} never held {n} records",
-            file.display()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-}
-
 /// A subject that blocks at run index `at` until `release` exists, after
 /// saying so with `blocked`; every other run passes at once.
 fn blocking_subject(lab: &Lab, at: usize) -> String {
