@@ -113,7 +113,9 @@ fn template(flakelab: &str, dir: &Path) -> (SessionRecord, Vec<RunRecord>) {
 fn report_bench(flakelab: &str, runs: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (mut session, examples) = template(flakelab, dir.path());
-    let root = dir.path().join("big");
+    // FLAKELAB_SCALE_STORE=DIR keeps the big store there, to profile.
+    let root = std::env::var_os("FLAKELAB_SCALE_STORE")
+        .map_or_else(|| dir.path().join("big"), std::path::PathBuf::from);
     let store = Store::open(&root).expect("store");
     session.id = "20261201-000000-beef".into();
     session.plan.runs_per_cell = runs / 2;
@@ -127,7 +129,8 @@ fn report_bench(flakelab: &str, runs: u32) {
         r.id = format!("{}.{index:07}", session.id);
         store.append_run(&r).expect("append");
     }
-    let bytes = std::fs::metadata(root.join("runs.jsonl")).map_or(0, |m| m.len());
+    let bytes =
+        std::fs::metadata(store.runs_path(&session.id).expect("runs path")).map_or(0, |m| m.len());
     println!(
         "(a) store of {} runs written in {:.1} s ({} MB of runs)",
         runs / 2 * 2,
@@ -177,8 +180,19 @@ fn rss_kb(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-fn lines(path: &Path) -> u64 {
-    std::fs::read(path).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count() as u64)
+/// Run lines under `store/runs/` (every session's file).
+fn lines(store: &Path) -> u64 {
+    let Ok(dir) = std::fs::read_dir(store.join("runs")) else {
+        return 0;
+    };
+    dir.flatten()
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .map(|b| {
+            b.split(|&c| c == b'\n')
+                .filter(|l| l.starts_with(b"{\"schema\":\"flakelab.run/2\""))
+                .count() as u64
+        })
+        .sum()
 }
 
 fn session_bench(flakelab: &str, planned: u32, seconds: u64) {
@@ -207,7 +221,6 @@ fn session_bench(flakelab: &str, planned: u32, seconds: u64) {
         .spawn()
         .expect("flakelab runs");
     let pid = child.id();
-    let runs_file = store.join("runs.jsonl");
     let start = Instant::now();
     let mut early: Option<(u64, u64)> = None;
     let mut last = (0, 0);
@@ -217,7 +230,7 @@ fn session_bench(flakelab: &str, planned: u32, seconds: u64) {
             break;
         }
         let Some(rss) = rss_kb(pid) else { break };
-        let done = lines(&runs_file);
+        let done = lines(&store);
         peak = peak.max(rss);
         if early.is_none() && done >= 1000 {
             early = Some((done, rss));
@@ -230,7 +243,7 @@ fn session_bench(flakelab: &str, planned: u32, seconds: u64) {
         nix::sys::signal::Signal::SIGINT,
     );
     let status = child.wait().expect("flakelab ends");
-    let recorded = lines(&runs_file);
+    let recorded = lines(&store);
     println!(
         "(b) flakelab run of {} planned runs (fake executor), interrupted after {:.0} s ({status}): {recorded} runs recorded",
         per_cell * 2,

@@ -28,6 +28,7 @@
 //!
 //! Pure: bytes in, records out.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
@@ -217,10 +218,15 @@ struct TestLine {
 }
 
 /// One run, compact.
+///
+/// Its schema and writer id are borrowed from the line being read: a run
+/// line decodes with no allocation of its own for them.
 #[derive(Debug, Serialize, Deserialize)]
-struct RunLine {
-    schema: String,
-    w: String,
+struct RunLine<'a> {
+    #[serde(borrow)]
+    schema: Cow<'a, str>,
+    #[serde(borrow)]
+    w: Cow<'a, str>,
     i: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     id: Option<String>,
@@ -467,8 +473,8 @@ impl Writer {
             None => (self.contexts.len() as u32, Some(key)),
         };
         let line = RunLine {
-            schema: RUN_SCHEMA.to_string(),
-            w: self.w.clone(),
+            schema: Cow::Borrowed(RUN_SCHEMA),
+            w: Cow::Borrowed(self.w.as_str()),
             i: r.index,
             id: (r.id != derived).then(|| r.id.clone()),
             c,
@@ -663,7 +669,7 @@ impl Reader {
     }
 
     fn run(&mut self, line: RunLine, session: Option<&str>) -> Line {
-        let Some(state) = self.writers.get(&line.w) else {
+        let Some(state) = self.writers.get(line.w.as_ref()) else {
             return Line::Unreadable;
         };
         if session.is_some_and(|s| s != state.session) {

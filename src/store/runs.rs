@@ -8,42 +8,79 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, ErrorKind};
 use std::path::PathBuf;
 
-use super::compact::{self, Line, Reader};
+use super::compact::{Line, Reader};
 use super::{LoadStats, HINT_READ};
 use crate::error::{Error, Result};
 use crate::record::RunRecord;
 
 /// Runs already read, so that a duplicate (a file concatenated onto itself,
-/// a store merged twice) is read once: a bit per index for ids of the form
-/// `<session>.<index:05>`, the id itself for any other.
+/// a store merged twice) is read once: for ids of the form
+/// `<session>.<digits>` (every id flakelab writes) a bit per number, one bit
+/// set per session and digit count (so `s.00005` and `s.0000005` stay two
+/// ids), the id itself for any other.
 #[derive(Debug, Default)]
 struct Seen {
-    by_session: HashMap<String, Vec<u64>>,
+    by_session: HashMap<String, Vec<(usize, Vec<u64>)>>,
     others: HashSet<String>,
 }
 
-/// Indices above this are remembered by id: a bit set that large is not
-/// worth it.
-const MAX_BIT_INDEX: usize = 1 << 26;
+/// Numbers at or above this are remembered by id: a bit set that large is
+/// not worth it.
+const MAX_BIT_INDEX: u64 = 1 << 26;
+
+/// The digit count and number of `id` when it is `<session>.<digits>` with
+/// a number below [`MAX_BIT_INDEX`].
+fn numbered(id: &str, session: &str) -> Option<(usize, usize)> {
+    let digits = id.strip_prefix(session)?.strip_prefix('.')?;
+    if digits.is_empty() || digits.len() > 18 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    (n < MAX_BIT_INDEX).then_some((digits.len(), n as usize))
+}
 
 impl Seen {
     /// Whether `r` is new (and remembers it).
     fn insert(&mut self, r: &RunRecord) -> bool {
-        if r.index < MAX_BIT_INDEX && r.id == compact::run_id(&r.session, r.index) {
-            let bits = match self.by_session.get_mut(&r.session) {
-                Some(bits) => bits,
-                None => self.by_session.entry(r.session.clone()).or_default(),
-            };
-            let (word, bit) = (r.index / 64, 1u64 << (r.index % 64));
-            if bits.len() <= word {
-                bits.resize(word + 1, 0);
+        let Some((width, n)) = numbered(&r.id, &r.session) else {
+            return self.others.insert(r.id.clone());
+        };
+        let sets = match self.by_session.get_mut(&r.session) {
+            Some(sets) => sets,
+            None => self.by_session.entry(r.session.clone()).or_default(),
+        };
+        let bits = match sets.iter().position(|(w, _)| *w == width) {
+            Some(at) => &mut sets[at].1,
+            None => {
+                sets.push((width, Vec::new()));
+                &mut sets.last_mut().expect("just pushed").1
             }
-            let new = bits[word] & bit == 0;
-            bits[word] |= bit;
-            new
-        } else {
-            self.others.insert(r.id.clone())
+        };
+        let (word, bit) = (n / 64, 1u64 << (n % 64));
+        if bits.len() <= word {
+            bits.resize(word + 1, 0);
         }
+        let new = bits[word] & bit == 0;
+        bits[word] |= bit;
+        new
+    }
+}
+
+#[cfg(test)]
+mod seen_tests {
+    use super::numbered;
+
+    #[test]
+    fn numbered_ids_keep_their_digit_count() {
+        assert_eq!(numbered("s.00005", "s"), Some((5, 5)));
+        assert_eq!(numbered("s.0000005", "s"), Some((7, 5)));
+        assert_eq!(numbered("s.5", "s"), Some((1, 5)));
+        assert_eq!(numbered("s.+5", "s"), None);
+        assert_eq!(numbered("s.", "s"), None);
+        assert_eq!(numbered("s5", "s"), None);
+        assert_eq!(numbered("t.00005", "s"), None);
+        assert_eq!(numbered("s.00005x", "s"), None);
+        assert_eq!(numbered("s.99999999999", "s"), None);
     }
 }
 
@@ -97,7 +134,11 @@ impl RunIter {
         while let Some(path) = self.files.pop_front() {
             match File::open(&path) {
                 Ok(file) => {
-                    self.current = Some((path, BufReader::new(file), Reader::default()));
+                    self.current = Some((
+                        path,
+                        BufReader::with_capacity(1 << 20, file),
+                        Reader::default(),
+                    ));
                     return true;
                 }
                 Err(e) if e.kind() == ErrorKind::NotFound => continue,

@@ -140,7 +140,17 @@ impl Compiled {
         if let [Piece::Text(t)] = self.0.as_slice() {
             return t.clone();
         }
-        let mut out = String::new();
+        let text = |piece: &'_ Piece| -> usize {
+            match piece {
+                Piece::Text(t) => t.len(),
+                Piece::Id => vars.id.len(),
+                Piece::Session => vars.session.len(),
+                Piece::Seed => vars.seed.len(),
+                Piece::Index => vars.index.len(),
+            }
+        };
+        // One allocation, of the expanded length.
+        let mut out = String::with_capacity(self.0.iter().map(text).sum());
         for piece in &self.0 {
             out.push_str(match piece {
                 Piece::Text(t) => t,
