@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::{bin, capable, sh_ok, wait_for_file, Lab};
+use super::{bin, capable, sh_ok, wait_for_file, Lab, Reaped};
 
 /// Lines of `file` that parse as JSON, and the lines that do not.
 fn json_lines(file: &Path) -> (Vec<serde_json::Value>, usize) {
@@ -85,16 +85,17 @@ fn report(lab: &Lab, extra: &[&str]) -> (i32, serde_json::Value) {
 fn a_session_killed_at_a_chosen_run_keeps_its_plan_and_runs_and_reports_no_stop() {
     for (at, jobs) in [(0usize, "1"), (3, "1"), (4, "2")] {
         let lab = Lab::new();
-        let mut harness = lab
-            .cmd()
-            .args([
-                "run", "-n", "6", "-j", jobs, "--seed", "77", "--", "sh", "-c",
-            ])
-            .arg(blocking_subject(&lab, at))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut harness = Reaped(
+            lab.cmd()
+                .args([
+                    "run", "-n", "6", "-j", jobs, "--seed", "77", "--", "sh", "-c",
+                ])
+                .arg(blocking_subject(&lab, at))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
         wait_for_file(&lab.path().join("blocked"));
         // With -j 1 every run before `at` has ended; wait for its record.
         let before = if jobs == "1" { at } else { 0 };
@@ -143,14 +144,15 @@ fn a_session_killed_at_a_chosen_run_keeps_its_plan_and_runs_and_reports_no_stop(
 #[test]
 fn after_a_kill_the_next_session_appends_cleanly_past_a_cut_short_line_in_every_file() {
     let lab = Lab::new();
-    let mut harness = lab
-        .cmd()
-        .args(["run", "-n", "3", "--", "sh", "-c"])
-        .arg(blocking_subject(&lab, 2))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut harness = Reaped(
+        lab.cmd()
+            .args(["run", "-n", "3", "--", "sh", "-c"])
+            .arg(blocking_subject(&lab, 2))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     wait_for_file(&lab.path().join("blocked"));
     wait_for_runs(&lab, 2);
     harness.kill().unwrap();

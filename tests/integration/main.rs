@@ -416,3 +416,28 @@ pub fn git(dir: &Path, script: &str) {
         .success();
     assert!(ok, "{script}");
 }
+
+/// A child process a test started, killed (SIGKILL) and reaped when dropped,
+/// so a test that panics before its own kill leaves nothing running (a
+/// flakelab harness killed so ends its runs through its warden).
+pub struct Reaped(pub std::process::Child);
+
+impl std::ops::Deref for Reaped {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
