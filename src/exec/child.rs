@@ -594,24 +594,7 @@ struct Found {
 /// vanishes or cannot be read.
 fn scan_proc(me: i32, pgid: i32, entry: &[u8], seen: &BTreeSet<i32>) -> io::Result<Vec<Found>> {
     let mut found = Vec::new();
-    for dirent in std::fs::read_dir("/proc")? {
-        let Ok(dirent) = dirent else { continue };
-        let Some(pid) = dirent
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let Some(stat) = std::fs::read(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|raw| parse_stat(&raw))
-        else {
-            continue;
-        };
+    for (pid, stat) in proc_stats(me)? {
         let ours = stat.pgrp == pgid
             || if stat.alive() {
                 std::fs::read(format!("/proc/{pid}/environ"))
@@ -624,6 +607,21 @@ fn scan_proc(me: i32, pgid: i32, entry: &[u8], seen: &BTreeSet<i32>) -> io::Resu
         }
     }
     Ok(found)
+}
+
+/// Every process in `/proc` but `me`, with its stat; those that vanish or
+/// cannot be read while the directory is walked are skipped.
+pub(super) fn proc_stats(me: i32) -> io::Result<impl Iterator<Item = (i32, ProcStat)>> {
+    Ok(std::fs::read_dir("/proc")?
+        .flatten()
+        .filter_map(move |dirent| {
+            let pid = dirent.file_name().to_str()?.parse::<i32>().ok()?;
+            if pid == me {
+                return None;
+            }
+            let stat = parse_stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)?;
+            Some((pid, stat))
+        }))
 }
 
 /// The fields of `/proc/PID/stat` the sweep and the inspection need.

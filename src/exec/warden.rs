@@ -38,7 +38,7 @@ use nix::fcntl::OFlag;
 use nix::sys::signal::{kill, killpg, signal, SigHandler, Signal};
 use nix::unistd::{pipe2, Pid};
 
-use super::child::{environ_has, parse_stat, RUN_ID_VAR};
+use super::child::{environ_has, proc_stats, RUN_ID_VAR};
 
 /// The hidden switch that keeps the warden from starting, so the fallback
 /// can be tested (documented as test-only in the book).
@@ -287,27 +287,11 @@ fn end_all(roll: &Roll) {
 
 /// Live processes (not `me`) carrying one of `entries` or in one of `groups`.
 fn marked(me: i32, entries: &[Vec<u8>], groups: &BTreeSet<i32>) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
+    let Ok(procs) = proc_stats(me) else {
         return Vec::new();
     };
     let mut found = Vec::new();
-    for dirent in dir.flatten() {
-        let Some(pid) = dirent
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let Some(stat) = std::fs::read(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|raw| parse_stat(&raw))
-        else {
-            continue;
-        };
+    for (pid, stat) in procs {
         if !stat.alive() {
             continue;
         }
