@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::record::{HostInfo, Outcome, RunRecord, SessionRecord, ShardPart, ShardSet};
+use crate::record::{HostInfo, Outcome, SessionRecord, ShardPart, ShardSet};
 use crate::stats;
 
 /// This process's shard of a session: `index` of `total`, 1-based.
@@ -493,18 +493,18 @@ pub struct ShardTally {
 
 impl ShardTally {
     /// Counts one run of `session` (nothing for a session that is not sharded).
-    pub fn add(&mut self, session: &SessionRecord, r: &RunRecord) {
+    pub fn add(&mut self, session: &SessionRecord, r: &crate::store::RunView) {
         let Some(set) = session.shards.as_ref() else {
             return;
         };
-        let shard = shard_of(r.replicate, set.total);
+        let shard = shard_of(r.replicate(), set.total);
         *self.runs.entry(shard).or_default() += 1;
-        let failed = match r.outcome {
-            Outcome::Fail => session.signature.is_none() || r.signature_match == Some(true),
+        let failed = match r.outcome() {
+            Outcome::Fail => session.signature.is_none() || r.signature_match() == Some(true),
             Outcome::Pass => false,
             _ => return,
         };
-        let counts = self.cells.entry((r.cell.clone(), shard)).or_default();
+        let counts = self.cells.entry((r.cell().to_string(), shard)).or_default();
         counts.0 += u64::from(failed);
         counts.1 += 1;
     }

@@ -37,12 +37,12 @@ pub(super) fn shown(
     let mut facts = crate::evidence::RunFacts::default();
     let mut screen_runs = super::screen::ScreenRuns::default();
     let mut kept: Vec<RunRecord> = Vec::new();
-    let load = store.each_run(&session.id, |r| {
-        fold.add(&r);
-        facts.add(&r);
-        screen_runs.add(&r);
-        if replayed.contains(r.id.as_str()) {
-            kept.push(r);
+    let load = store.each_view(&session.id, |r| {
+        fold.add(r);
+        facts.add(r);
+        screen_runs.add(r);
+        if !replayed.is_empty() && replayed.contains(r.id().as_ref()) {
+            kept.push(r.to_record());
         }
         Ok(())
     })?;

@@ -32,10 +32,11 @@ pub(super) struct ScreenRuns {
 
 impl ScreenRuns {
     /// Adds one run.
-    pub fn add(&mut self, r: &RunRecord) {
+    pub fn add(&mut self, r: &crate::store::RunView) {
         self.runs += 1;
-        self.executions += r.tests.len() as u64;
-        if !r.tests.is_empty() {
+        let tests = r.tests_len() as u64;
+        self.executions += tests;
+        if tests > 0 {
             self.measured += 1;
         }
     }

@@ -273,7 +273,51 @@ pub fn ladder_session(ladder: &LadderRecord) -> Option<&str> {
 }
 
 fn timestamp(text: &str) -> Option<jiff::Timestamp> {
-    text.parse().ok()
+    utc_millis(text)
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .or_else(|| text.parse().ok())
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (how flakelab writes a start time) as
+/// milliseconds since the epoch, without a general parser: None for any
+/// other shape, which the general parser then reads.
+fn utc_millis(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() != 24
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'.'
+        || b[23] != b'Z'
+    {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<i64> {
+        b[from..to].iter().try_fold(0i64, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
+        })
+    };
+    let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (hh, mm, ss, ms) = (num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 23)?);
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if !(1..=12).contains(&m) || d < 1 || d > month_days[(m - 1) as usize] {
+        return None;
+    }
+    if hh > 23 || mm > 59 || ss > 59 {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 24 + hh) * 60 + mm) * 60_000 + ss * 1000 + ms)
 }
 
 /// What the evidence reads from a session's runs beyond its report (when
@@ -301,44 +345,49 @@ impl RunFacts {
     pub fn of(runs: &[RunRecord]) -> RunFacts {
         let mut facts = RunFacts::default();
         for r in runs {
-            facts.add(r);
+            facts.add(&crate::store::RunView::of(r));
         }
         facts
     }
 
     /// Adds one run.
-    pub fn add(&mut self, r: &RunRecord) {
-        if r.outcome != Outcome::NotApplied {
-            if let Some(start) = timestamp(&r.started_at) {
+    pub fn add(&mut self, r: &crate::store::RunView) {
+        let outcome = r.outcome();
+        if outcome != Outcome::NotApplied {
+            if let Some(start) = timestamp(r.started_at()) {
                 let end = start
-                    .checked_add(jiff::SignedDuration::from_secs_f64(r.duration_s.max(0.0)))
+                    .checked_add(jiff::SignedDuration::from_secs_f64(r.duration_s().max(0.0)))
                     .unwrap_or(start);
                 self.first = Some(self.first.map_or(start, |f| f.min(start)));
                 self.last = Some(self.last.map_or(end, |l| l.max(end)));
             }
         }
-        if r.outcome != Outcome::Fail {
+        if outcome != Outcome::Fail {
             return;
         }
         self.failing += 1;
-        let sig = r.failure_signature.clone().or_else(|| {
-            r.tests
-                .iter()
-                .find(|t| t.failed())
-                .and_then(|t| t.signature.clone())
-        });
+        let sig = r
+            .failure_signature()
+            .or_else(|| r.tests().find(|t| t.failed()).and_then(|t| t.signature));
         let Some(sig) = sig else { return };
-        let seen = self.signatures.entry(sig).or_insert_with(|| SignatureSeen {
-            count: 0,
-            first_at: r.index,
-            run: r.id.clone(),
-            cell: r.cell.clone(),
-        });
+        let index = r.index();
+        let seen = match self.signatures.get_mut(sig) {
+            Some(seen) => seen,
+            None => self
+                .signatures
+                .entry(sig.to_string())
+                .or_insert_with(|| SignatureSeen {
+                    count: 0,
+                    first_at: index,
+                    run: r.id().into_owned(),
+                    cell: r.cell().to_string(),
+                }),
+        };
         seen.count += 1;
-        if r.index < seen.first_at {
-            seen.first_at = r.index;
-            seen.run = r.id.clone();
-            seen.cell = r.cell.clone();
+        if index < seen.first_at {
+            seen.first_at = index;
+            seen.run = r.id().into_owned();
+            seen.cell = r.cell().to_string();
         }
     }
 
@@ -604,4 +653,43 @@ pub fn render_json(evidence: &Evidence) -> String {
     let mut s = serde_json::to_string_pretty(evidence).expect("evidence always serialises");
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod timestamp_tests {
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_fast_reading_is_the_parser_s() {
+        for text in [
+            "2026-12-01T21:31:12.715Z",
+            "1970-01-01T00:00:00.000Z",
+            "2000-02-29T23:59:59.999Z",
+            "1969-12-31T23:59:59.999Z",
+        ] {
+            let parsed: jiff::Timestamp = text.parse().expect("valid");
+            assert_eq!(super::utc_millis(text), Some(parsed.as_millisecond()), "{text}");
+        }
+        // Not the shape, or not a date: left to the parser.
+        for text in [
+            "2026-12-01T21:31:12Z",
+            "2026-12-01T21:31:12.715+01:00",
+            "2026-02-30T00:00:00.000Z",
+            "2026-13-01T00:00:00.000Z",
+            "2026-12-01T24:00:00.000Z",
+            "2026-12-01T21:31:1x.715Z",
+        ] {
+            assert_eq!(super::utc_millis(text), None, "{text}");
+        }
+        assert!(super::timestamp("2026-12-01T21:31:12Z").is_some());
+    }
+
+    proptest! {
+        #[test]
+        fn any_millisecond_reads_back(ms in -62_135_596_800_000i64..253_402_300_799_999i64) {
+            let t = jiff::Timestamp::from_millisecond(ms).expect("in range");
+            let text = t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+            prop_assert_eq!(super::utc_millis(&text), Some(ms), "{}", text);
+        }
+    }
 }

@@ -10,9 +10,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{finish_report, per_test, CellCpu, CellReport, CellStress, FirstFailure, Report};
-use crate::record::{CellRecord, Outcome, ProcessEnd, RunRecord, SessionRecord};
+use crate::record::{CellRecord, Outcome, ProcessEnd, SessionRecord};
 use crate::stats;
-use crate::store::LoadStats;
+use crate::store::{LoadStats, RunView};
 
 /// A report being built one run at a time ([`Fold::add`], then
 /// [`Fold::finish`]); [`super::build`] is this fold over a slice.
@@ -59,8 +59,8 @@ struct CpuFold {
 }
 
 impl CpuFold {
-    fn add(&mut self, r: &RunRecord) {
-        let Some(c) = r.cpu.as_ref() else { return };
+    fn add(&mut self, r: &RunView) {
+        let Some(c) = r.cpu() else { return };
         self.measured += 1;
         if let Some(s) = c.subject_s {
             self.subject_s.push(s);
@@ -72,8 +72,8 @@ impl CpuFold {
         let Some(stress) = c.stress.as_ref().filter(|s| s.threads > 0) else {
             return;
         };
-        if self.stress_first.is_none_or(|(at, _, _)| r.index < at) {
-            self.stress_first = Some((r.index, stress.threads, stress.cpus));
+        if self.stress_first.is_none_or(|(at, _, _)| r.index() < at) {
+            self.stress_first = Some((r.index(), stress.threads, stress.cpus));
         }
         self.stress_shares.extend(c.stress_share());
         self.stress_parts.extend(c.stress_part());
@@ -132,34 +132,35 @@ impl<'s> Fold<'s> {
     }
 
     /// Adds one run (of this session; any order).
-    pub fn add(&mut self, r: &RunRecord) {
+    pub fn add(&mut self, r: &RunView) {
         self.recorded += 1;
         self.shards.add(self.session, r);
-        if r.outcome != Outcome::NotApplied {
+        let outcome = r.outcome();
+        if outcome != Outcome::NotApplied {
             self.executed += 1;
         }
-        let Some(&i) = self.by_name.get(&r.cell) else {
+        let Some(i) = self.cell_of(r.cell()) else {
             return;
         };
         let counting_signature = self.session.signature.is_some();
         let applied = self.session.cells[i].applied;
         let cell = &mut self.cells[i];
-        cell.stragglers += u64::from(r.stragglers);
-        // With a signature, a run reproduced it when its output or a test's
-        // first attempt matched (as the ladder counts), so every
-        // reproduction a test row counts is in its cell's k.
-        let reproduced = r.signature_match == Some(true)
-            || r.tests.iter().any(|t| t.signature_match == Some(true));
-        match r.outcome {
+        let index = r.index();
+        cell.stragglers += u64::from(r.stragglers());
+        match outcome {
             Outcome::Pass | Outcome::Fail => {
-                let failed = r.outcome == Outcome::Fail;
+                let failed = outcome == Outcome::Fail;
                 if failed {
                     cell.failed += 1;
                 } else {
                     cell.passed += 1;
                 }
+                // With a signature, a run reproduced it when its output or
+                // a test's first attempt matched (as the ladder counts), so
+                // every reproduction a test row counts is in its cell's k.
                 let counted = if counting_signature {
-                    reproduced
+                    r.signature_match() == Some(true)
+                        || r.tests().any(|t| t.signature_match == Some(true))
                 } else {
                     failed
                 };
@@ -171,25 +172,30 @@ impl<'s> Fold<'s> {
                     if cell
                         .first_failure
                         .as_ref()
-                        .is_none_or(|(at, _)| r.index < *at)
+                        .is_none_or(|(at, _)| index < *at)
                     {
                         cell.first_failure = Some((
-                            r.index,
+                            index,
                             FirstFailure {
-                                run: r.id.clone(),
-                                repro: r.repro.clone(),
-                                log: r.log.as_ref().map(|p| p.display().to_string()),
-                                repro_note: r.repro_note.clone(),
+                                run: r.id().into_owned(),
+                                repro: r.repro(),
+                                log: r.log().map(|p| p.display().to_string()),
+                                repro_note: r.repro_note().map(str::to_string),
                             },
                         ));
                     }
                 }
-                if r.tests_missing.is_some() {
+                if r.tests_missing().is_some() {
                     cell.runs_without_tests += 1;
                 }
                 if failed {
-                    if let Some(sig) = &r.failure_signature {
-                        *cell.signatures.entry(sig.clone()).or_default() += 1;
+                    if let Some(sig) = r.failure_signature() {
+                        match cell.signatures.get_mut(sig) {
+                            Some(n) => *n += 1,
+                            None => {
+                                cell.signatures.insert(sig.to_string(), 1);
+                            }
+                        }
                     }
                 }
             }
@@ -197,21 +203,31 @@ impl<'s> Fold<'s> {
             Outcome::Error => cell.errored += 1,
             Outcome::NotApplied => {
                 cell.not_applied += 1;
-                if let Some(reason) = r.reason.as_ref().filter(|_| applied) {
+                if let Some(reason) = r.reason().filter(|_| applied) {
                     if cell
                         .not_applied_reason
                         .as_ref()
-                        .is_none_or(|(at, _)| r.index < *at)
+                        .is_none_or(|(at, _)| index < *at)
                     {
-                        cell.not_applied_reason = Some((r.index, reason.clone()));
+                        cell.not_applied_reason = Some((index, reason.to_string()));
                     }
                 }
             }
         }
-        if r.end != ProcessEnd::NotStarted {
+        if *r.end() != ProcessEnd::NotStarted {
             cell.cpu.add(r);
         }
         cell.tests.add(r, counting_signature);
+    }
+
+    /// The cell that takes the runs of cell `name`: the first of that name.
+    fn cell_of(&self, name: &str) -> Option<usize> {
+        // A scan beats hashing the name for the few cells a session has.
+        if self.session.cells.len() <= 32 {
+            self.session.cells.iter().position(|c| c.name == name)
+        } else {
+            self.by_name.get(name).copied()
+        }
     }
 
     /// Runs added so far.

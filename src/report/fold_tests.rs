@@ -101,7 +101,7 @@ fn make(
 fn fold_in(s: &crate::record::SessionRecord, runs: &[RunRecord]) -> super::Report {
     let mut fold = Fold::new(s);
     for r in runs {
-        fold.add(r);
+        fold.add(&crate::store::RunView::of(r));
     }
     fold.finish(LoadStats::default())
 }
@@ -150,7 +150,7 @@ fn the_fold_holds_as_much_after_ten_thousand_runs_as_after_one_hundred() {
     let entries = |n: usize| {
         let mut fold = Fold::new(&s);
         for r in &runs(n) {
-            fold.add(r);
+            fold.add(&crate::store::RunView::of(r));
         }
         assert_eq!(fold.runs(), n as u64);
         fold.entries()
@@ -194,7 +194,7 @@ fn the_snapshot_fixture_read_back_from_a_store_in_any_order_renders_the_same_jso
     let mut fold = Fold::new(&s);
     let load = store
         .each_run(&s.id, |r| {
-            fold.add(&r);
+            fold.add(&crate::store::RunView::of(&r));
             Ok(())
         })
         .unwrap();

@@ -503,7 +503,7 @@ pub fn screen_candidates(report: &Report, runs: &[RunRecord]) -> Vec<crate::scre
 pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Report {
     let mut fold = Fold::new(session);
     for r in runs {
-        fold.add(r);
+        fold.add(&crate::store::RunView::of(r));
     }
     fold.finish(load)
 }

@@ -558,17 +558,23 @@ pub struct TestsFold {
 
 impl TestsFold {
     /// Adds one run of the cell.
-    pub fn add(&mut self, run: &RunRecord, counting_signature: bool) {
-        if run.tests.is_empty() {
+    pub fn add(&mut self, run: &crate::store::RunView, counting_signature: bool) {
+        if !run.has_tests() {
             return;
         }
-        if matches!(run.outcome, Outcome::Pass | Outcome::Fail) {
+        let (outcome, index) = (run.outcome(), run.index());
+        if matches!(outcome, Outcome::Pass | Outcome::Fail) {
             self.counted_with_data += 1;
-            for t in &run.tests {
-                let tally = self.tallies.entry(t.id.clone()).or_default();
-                if tally.seen == 0 || run.index >= tally.family_at {
+            for t in run.tests() {
+                let tally = match self.tallies.get_mut(t.id) {
+                    Some(tally) => tally,
+                    None => self.tallies.entry(t.id.to_string()).or_default(),
+                };
+                if (tally.seen == 0 || index >= tally.family_at) && tally.family != t.family() {
                     tally.family = t.family().to_string();
-                    tally.family_at = run.index;
+                }
+                if tally.seen == 0 || index >= tally.family_at {
+                    tally.family_at = index;
                 }
                 tally.seen += 1;
                 match t.outcome {
@@ -580,29 +586,34 @@ impl TestsFold {
                             tally.other += 1;
                         } else {
                             tally.k += 1;
-                            if tally.first_failure.is_none() || run.index < tally.first_at {
-                                tally.first_failure = Some(run.id.clone());
-                                tally.first_at = run.index;
+                            if tally.first_failure.is_none() || index < tally.first_at {
+                                tally.first_failure = Some(run.id().into_owned());
+                                tally.first_at = index;
                             }
                         }
                         if t.passed_on_rerun {
                             tally.rerun += 1;
                         }
-                        if let Some(sig) = &t.signature {
-                            *tally.signatures.entry(sig.clone()).or_default() += 1;
+                        if let Some(sig) = t.signature {
+                            match tally.signatures.get_mut(sig) {
+                                Some(n) => *n += 1,
+                                None => {
+                                    tally.signatures.insert(sig.to_string(), 1);
+                                }
+                            }
                         }
                     }
                 }
             }
         }
-        if !matches!(
-            run.outcome,
-            Outcome::Pass | Outcome::Fail | Outcome::Timeout
-        ) {
+        if !matches!(outcome, Outcome::Pass | Outcome::Fail | Outcome::Timeout) {
             return;
         }
-        for t in &run.tests {
-            let o = &mut self.outcomes.entry(t.id.clone()).or_default().counts;
+        for t in run.tests() {
+            let o = match self.outcomes.get_mut(t.id) {
+                Some(o) => &mut o.counts,
+                None => &mut self.outcomes.entry(t.id.to_string()).or_default().counts,
+            };
             match t.outcome {
                 TestOutcome::Pass => o.passed += 1,
                 TestOutcome::Fail => o.failed += 1,
@@ -610,10 +621,9 @@ impl TestsFold {
                 TestOutcome::Skip => o.skipped += 1,
             }
         }
-        if run.outcome == Outcome::Timeout {
+        if outcome == Outcome::Timeout {
             self.data.timed_out += 1;
-            let listed: std::collections::BTreeSet<&str> =
-                run.tests.iter().map(|t| t.id.as_str()).collect();
+            let listed: std::collections::BTreeSet<&str> = run.tests().map(|t| t.id).collect();
             for id in listed {
                 if let Some(o) = self.outcomes.get_mut(id) {
                     o.listed_in_timeouts += 1;

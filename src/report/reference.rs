@@ -148,7 +148,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         .count() as u64;
     let mut shards = crate::shard::ShardTally::default();
     for r in runs {
-        shards.add(session, r);
+        shards.add(session, &crate::store::RunView::of(r));
     }
     let shards = crate::shard::summary(session, &shards);
     finish_report(session, cells, data_runs, recorded, executed, load, shards)

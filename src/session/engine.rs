@@ -342,7 +342,7 @@ mod tests {
         let load = spec
             .store
             .each_run(&done.session.id, |r| {
-                fold.add(&r);
+                fold.add(&crate::store::RunView::of(&r));
                 Ok(())
             })
             .unwrap();

@@ -35,9 +35,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::template::{self, Compiled, Vars};
+use super::view::{CompactRun, RunView};
 use crate::record::{
     EnvDelta, Outcome, ProcessCheck, ProcessEnd, RunCpu, RunRecord, RunTopology, TestOutcome,
-    TestRecord, RUN_SCHEMA, RUN_SCHEMA_V1,
+    RUN_SCHEMA, RUN_SCHEMA_V1,
 };
 
 /// Schema of a test-table line.
@@ -59,10 +60,10 @@ fn is_false(b: &bool) -> bool {
 
 /// One entry of a writer's test table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Entry {
-    id: String,
-    family: Option<String>,
-    usual: TestOutcome,
+pub(super) struct Entry {
+    pub(super) id: String,
+    pub(super) family: Option<String>,
+    pub(super) usual: TestOutcome,
 }
 
 impl Entry {
@@ -98,20 +99,6 @@ impl Entry {
             Some(o) => serde_json::from_value(o.clone()).ok()?,
         };
         (a.len() <= 3).then_some(Entry { id, family, usual })
-    }
-
-    /// The record of this test at its usual outcome, with nothing else.
-    fn plain(&self) -> TestRecord {
-        TestRecord {
-            id: self.id.clone(),
-            family: self.family.clone(),
-            outcome: self.usual,
-            passed_on_rerun: false,
-            retries: 0,
-            signature: None,
-            message: None,
-            signature_match: None,
-        }
     }
 }
 
@@ -155,18 +142,18 @@ struct ContextLine {
 
 /// A context with its templates parsed.
 #[derive(Debug, Clone)]
-struct CompiledContext {
-    cell: String,
-    perturbations: Vec<String>,
-    argv: Vec<Compiled>,
-    cwd: PathBuf,
-    env_set: Vec<(String, Compiled)>,
-    env_unset: Vec<String>,
-    repro: Compiled,
-    repro_note: Option<String>,
-    junit: Option<Compiled>,
-    log: Option<Compiled>,
-    workers: Option<usize>,
+pub(super) struct CompiledContext {
+    pub(super) cell: String,
+    pub(super) perturbations: Vec<String>,
+    pub(super) argv: Vec<Compiled>,
+    pub(super) cwd: PathBuf,
+    pub(super) env_set: Vec<(String, Compiled)>,
+    pub(super) env_unset: Vec<String>,
+    pub(super) repro: Compiled,
+    pub(super) repro_note: Option<String>,
+    pub(super) junit: Option<Compiled>,
+    pub(super) log: Option<Compiled>,
+    pub(super) workers: Option<usize>,
 }
 
 impl CompiledContext {
@@ -202,19 +189,19 @@ impl CompiledContext {
 
 /// One test of a run that is not its entry's plain usual outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct TestLine {
-    k: u32,
-    o: TestOutcome,
+pub(super) struct TestLine {
+    pub(super) k: u32,
+    pub(super) o: TestOutcome,
     #[serde(default, skip_serializing_if = "is_false")]
-    rr: bool,
+    pub(super) rr: bool,
     #[serde(default, skip_serializing_if = "is_zero32")]
-    re: u32,
+    pub(super) re: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    sig: Option<String>,
+    pub(super) sig: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    msg: Option<String>,
+    pub(super) msg: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    sm: Option<bool>,
+    pub(super) sm: Option<bool>,
 }
 
 /// One run, compact.
@@ -222,63 +209,65 @@ struct TestLine {
 /// Its schema and writer id are borrowed from the line being read: a run
 /// line decodes with no allocation of its own for them.
 #[derive(Debug, Serialize, Deserialize)]
-struct RunLine<'a> {
+pub(super) struct RunLine<'a> {
     #[serde(borrow)]
-    schema: Cow<'a, str>,
+    pub(super) schema: Cow<'a, str>,
     #[serde(borrow)]
-    w: Cow<'a, str>,
-    i: usize,
+    pub(super) w: Cow<'a, str>,
+    pub(super) i: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    id: Option<String>,
-    c: u32,
+    #[serde(borrow)]
+    pub(super) id: Option<Cow<'a, str>>,
+    pub(super) c: u32,
     #[serde(default, skip_serializing_if = "is_zero32")]
-    r: u32,
-    s: u64,
-    at: String,
-    d: f64,
-    o: Outcome,
+    pub(super) r: u32,
+    pub(super) s: u64,
+    #[serde(borrow)]
+    pub(super) at: Cow<'a, str>,
+    pub(super) d: f64,
+    pub(super) o: Outcome,
     /// The exit code, standing for `end` = exited with it, `exit_code` =
     /// it, `signal` = null.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    x: Option<i32>,
+    pub(super) x: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    end: Option<ProcessEnd>,
+    pub(super) end: Option<ProcessEnd>,
     /// `[exit_code, signal]` beside `end`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    codes: Option<(Option<i32>, Option<i32>)>,
+    pub(super) codes: Option<(Option<i32>, Option<i32>)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    sm: Option<bool>,
+    pub(super) sm: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    why: Option<String>,
+    pub(super) why: Option<String>,
     #[serde(default, skip_serializing_if = "is_zero64")]
-    ob: u64,
+    pub(super) ob: u64,
     #[serde(default, skip_serializing_if = "is_zero64")]
-    od: u64,
+    pub(super) od: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    busy: Option<f64>,
+    pub(super) busy: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    cpu: Option<RunCpu>,
+    pub(super) cpu: Option<Box<RunCpu>>,
     #[serde(default, skip_serializing_if = "is_zero32")]
-    strag: u32,
+    pub(super) strag: u32,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    warn: Vec<String>,
+    pub(super) warn: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    tm: Option<String>,
+    pub(super) tm: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    fs: Option<String>,
+    pub(super) fs: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    topo: Option<RunTopology>,
+    pub(super) topo: Option<Box<RunTopology>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    procs: Option<ProcessCheck>,
+    pub(super) procs: Option<Box<ProcessCheck>>,
     /// Table entries this run covers (the table's size when it was written).
     #[serde(default, skip_serializing_if = "is_zero32")]
-    n: u32,
+    pub(super) n: u32,
     /// Half-open ranges `[start, end, start, end, …]` of entries below `n`
     /// the run did not run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    ab: Vec<u32>,
+    pub(super) ab: Vec<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    t: Vec<TestLine>,
+    pub(super) t: Vec<TestLine>,
 }
 
 /// The `flakelab.run/1` line of a record (the encoding before the compact
@@ -476,11 +465,11 @@ impl Writer {
             schema: Cow::Borrowed(RUN_SCHEMA),
             w: Cow::Borrowed(self.w.as_str()),
             i: r.index,
-            id: (r.id != derived).then(|| r.id.clone()),
+            id: (r.id != derived).then_some(Cow::Borrowed(r.id.as_str())),
             c,
             r: r.replicate,
             s: r.seed,
-            at: r.started_at.clone(),
+            at: Cow::Borrowed(r.started_at.as_str()),
             d: r.duration_s,
             o: r.outcome,
             x: shortcut,
@@ -491,13 +480,13 @@ impl Writer {
             ob: r.output_bytes,
             od: r.output_dropped,
             busy: r.cpu_busy,
-            cpu: r.cpu.clone(),
+            cpu: r.cpu.clone().map(Box::new),
             strag: r.stragglers,
             warn: r.warnings.clone(),
             tm: r.tests_missing.clone(),
             fs: r.failure_signature.clone(),
-            topo: r.topology.clone(),
-            procs: r.processes.clone(),
+            topo: r.topology.clone().map(Box::new),
+            procs: r.processes.clone().map(Box::new),
             n: n as u32,
             ab,
             t: exceptions,
@@ -540,6 +529,7 @@ impl Writer {
     }
 }
 
+
 /// What the reader knows of one writer.
 #[derive(Debug, Default)]
 struct WriterState {
@@ -550,9 +540,9 @@ struct WriterState {
 
 /// What one line of a runs file was.
 #[derive(Debug)]
-pub enum Line {
+pub enum Line<'r> {
     /// A run (of the session asked for, when one was).
-    Run(Box<RunRecord>),
+    Run(RunView<'r>),
     /// A table or context line, a run of another session: nothing to yield.
     Other,
     /// Not a line this reader can use: counted as skipped.
@@ -563,7 +553,10 @@ pub enum Line {
 /// met so far.
 #[derive(Debug, Default)]
 pub struct Reader {
-    writers: HashMap<String, WriterState>,
+    writers: Vec<(String, WriterState)>,
+    by_name: HashMap<String, usize>,
+    /// The writer of the last run line (most lines follow their writer's).
+    last: usize,
 }
 
 #[derive(Deserialize)]
@@ -576,7 +569,9 @@ struct Schema<'a> {
 
 impl Reader {
     /// Decodes one non-blank line; `session` keeps only that session's runs.
-    pub fn line(&mut self, bytes: &[u8], session: Option<&str>) -> Line {
+    /// A compact run comes back as a view of the line and this reader's
+    /// state (nothing expanded); [`RunView::into_record`] makes it whole.
+    pub fn line<'r>(&'r mut self, bytes: &'r [u8], session: Option<&str>) -> Line<'r> {
         const RUN_PREFIX: &[u8] = b"{\"schema\":\"flakelab.run/2\",\"w\":";
         if bytes.starts_with(RUN_PREFIX) {
             return match serde_json::from_slice::<RunLine>(bytes) {
@@ -589,7 +584,7 @@ impl Reader {
         };
         let keep = |r: RunRecord| {
             if session.is_none_or(|s| s == r.session) {
-                Line::Run(Box::new(r))
+                Line::Run(RunView::Whole(Cow::Owned(r)))
             } else {
                 Line::Other
             }
@@ -617,14 +612,25 @@ impl Reader {
     }
 
     fn writer(&mut self, w: String, session: String) -> Option<&mut WriterState> {
-        let state = self.writers.entry(w).or_insert_with(|| WriterState {
-            session: session.clone(),
-            ..WriterState::default()
-        });
+        let at = match self.by_name.get(&w) {
+            Some(&at) => at,
+            None => {
+                self.by_name.insert(w.clone(), self.writers.len());
+                self.writers.push((
+                    w,
+                    WriterState {
+                        session: session.clone(),
+                        ..WriterState::default()
+                    },
+                ));
+                self.writers.len() - 1
+            }
+        };
+        let state = &mut self.writers[at].1;
         (state.session == session).then_some(state)
     }
 
-    fn tests(&mut self, line: TestsLine) -> Line {
+    fn tests(&mut self, line: TestsLine) -> Line<'static> {
         let Some(entries) = line
             .tests
             .iter()
@@ -651,7 +657,7 @@ impl Reader {
         Line::Other
     }
 
-    fn context(&mut self, line: ContextLine) -> Line {
+    fn context(&mut self, line: ContextLine) -> Line<'static> {
         let Some(compiled) = CompiledContext::new(line.context) else {
             return Line::Unreadable;
         };
@@ -668,119 +674,25 @@ impl Reader {
         Line::Other
     }
 
-    fn run(&mut self, line: RunLine, session: Option<&str>) -> Line {
-        let Some(state) = self.writers.get(line.w.as_ref()) else {
-            return Line::Unreadable;
+    fn run<'r>(&'r mut self, line: RunLine<'r>, session: Option<&str>) -> Line<'r> {
+        let at = match self.writers.get(self.last) {
+            Some((name, _)) if *name == line.w => self.last,
+            _ => match self.by_name.get(line.w.as_ref()) {
+                Some(&at) => at,
+                None => return Line::Unreadable,
+            },
         };
+        self.last = at;
+        let state = &self.writers[at].1;
         if session.is_some_and(|s| s != state.session) {
             return Line::Other;
         }
-        match decode(state, line) {
-            Some(r) => Line::Run(Box::new(r)),
+        let Some(Some(ctx)) = state.contexts.get(line.c as usize) else {
+            return Line::Unreadable;
+        };
+        match CompactRun::new(&state.session, &state.table, ctx, line) {
+            Some(run) => Line::Run(RunView::Compact(run)),
             None => Line::Unreadable,
         }
     }
-}
-
-fn decode(state: &WriterState, line: RunLine) -> Option<RunRecord> {
-    let ctx = state.contexts.get(line.c as usize)?.as_ref()?;
-    let id = line.id.unwrap_or_else(|| run_id(&state.session, line.i));
-    let vars = Vars::new(&id, &state.session, line.s, line.i);
-    let (end, exit_code, signal) = match (line.x, line.end, line.codes) {
-        (Some(code), None, None) => (ProcessEnd::Exited { code }, Some(code), None),
-        (None, Some(end), Some((exit, signal))) => (end, exit, signal),
-        _ => return None,
-    };
-
-    let n = line.n as usize;
-    if n > state.table.len() || line.ab.len() % 2 == 1 {
-        return None;
-    }
-    let mut tests = Vec::with_capacity(n);
-    let mut absent = line
-        .ab
-        .chunks_exact(2)
-        .map(|r| (r[0] as usize, r[1] as usize));
-    let mut next_absent = absent.next();
-    let mut exceptions = line.t.into_iter().peekable();
-    let mut k = 0;
-    while k < n {
-        if let Some((start, end)) = next_absent {
-            if start <= k {
-                if end <= k || end > n {
-                    return None;
-                }
-                k = end;
-                next_absent = absent.next();
-                continue;
-            }
-        }
-        let entry = &state.table[k];
-        match exceptions.peek() {
-            Some(t) if t.k as usize == k => {
-                let t = exceptions.next()?;
-                tests.push(TestRecord {
-                    id: entry.id.clone(),
-                    family: entry.family.clone(),
-                    outcome: t.o,
-                    passed_on_rerun: t.rr,
-                    retries: t.re,
-                    signature: t.sig,
-                    message: t.msg,
-                    signature_match: t.sm,
-                });
-            }
-            _ => tests.push(entry.plain()),
-        }
-        k += 1;
-    }
-    if exceptions.next().is_some() || next_absent.is_some() {
-        // An exception for an absent or unknown entry, or ranges out of order.
-        return None;
-    }
-    let path = |c: &Option<Compiled>| c.as_ref().map(|c| PathBuf::from(c.expand(&vars)));
-    Some(RunRecord {
-        schema: RUN_SCHEMA.to_string(),
-        session: state.session.clone(),
-        index: line.i,
-        cell: ctx.cell.clone(),
-        perturbations: ctx.perturbations.clone(),
-        replicate: line.r,
-        seed: line.s,
-        started_at: line.at,
-        duration_s: line.d,
-        outcome: line.o,
-        end,
-        exit_code,
-        signal,
-        signature_match: line.sm,
-        reason: line.why,
-        log: path(&ctx.log),
-        output_bytes: line.ob,
-        output_dropped: line.od,
-        argv: ctx.argv.iter().map(|a| a.expand(&vars)).collect(),
-        cwd: ctx.cwd.clone(),
-        env: EnvDelta {
-            set: ctx
-                .env_set
-                .iter()
-                .map(|(k, v)| (k.clone(), v.expand(&vars)))
-                .collect(),
-            unset: ctx.env_unset.clone(),
-        },
-        repro: ctx.repro.expand(&vars),
-        repro_note: ctx.repro_note.clone(),
-        cpu_busy: line.busy,
-        cpu: line.cpu,
-        stragglers: line.strag,
-        warnings: line.warn,
-        workers: ctx.workers,
-        junit: path(&ctx.junit),
-        tests_missing: line.tm,
-        tests,
-        failure_signature: line.fs,
-        topology: line.topo,
-        processes: line.procs,
-        id,
-    })
 }

@@ -492,5 +492,89 @@ proptest! {
         let (back, stats) = read(&store);
         prop_assert_eq!(stats, LoadStats::default());
         prop_assert_eq!(back, expected);
+
+        // A view answers as the record it makes does.
+        let records: Vec<RunRecord> = store.runs_iter(Some(SESSION)).unwrap().collect();
+        let mut at = 0;
+        let stats = store
+            .each_view(SESSION, |v| {
+                let r = &records[at];
+                at += 1;
+                assert_eq!(&v.to_record(), r);
+                assert_eq!(v.id(), r.id.as_str());
+                assert_eq!((v.session(), v.index(), v.cell()), (r.session.as_str(), r.index, r.cell.as_str()));
+                assert_eq!((v.replicate(), v.started_at(), v.duration_s()), (r.replicate, r.started_at.as_str(), r.duration_s));
+                assert_eq!((v.outcome(), v.end(), v.signature_match()), (r.outcome, &r.end, r.signature_match));
+                assert_eq!((v.reason(), v.cpu(), v.stragglers()), (r.reason.as_deref(), r.cpu.as_ref(), r.stragglers));
+                assert_eq!(v.tests_missing(), r.tests_missing.as_deref());
+                assert_eq!(v.failure_signature(), r.failure_signature.as_deref());
+                assert_eq!((v.repro(), v.repro_note(), v.log()), (r.repro.clone(), r.repro_note.as_deref(), r.log.clone()));
+                let tests: Vec<TestRecord> = v.tests().map(|t| t.to_record()).collect();
+                assert_eq!(&tests, &r.tests);
+                assert_eq!((v.tests_len(), v.has_tests()), (r.tests.len(), !r.tests.is_empty()));
+                Ok(())
+            })
+            .unwrap();
+        prop_assert_eq!(at, records.len());
+        prop_assert_eq!(stats, LoadStats::default());
     }
+}
+
+#[test]
+fn a_run_line_that_contradicts_its_table_is_skipped() {
+    let (_dir, store) = store();
+    let mut failing = suite(10);
+    failing[7] = test(&failing[7].id.clone(), TestOutcome::Fail);
+    store.append_run(&run(0, "baseline", suite(10))).unwrap();
+    let mut r = run(1, "baseline", failing);
+    r.tests.remove(3);
+    store.append_run(&r).unwrap();
+    let text = file(&store);
+    let good = text.lines().last().unwrap().to_string();
+    assert!(good.contains(r#""ab":[3,4]"#), "{good}");
+    assert!(good.contains(r#""t":[{"k":7,"#), "{good}");
+    let bad = [
+        // An exception on an absent entry.
+        good.replace(r#""ab":[3,4]"#, r#""ab":[7,8]"#),
+        // Ranges out of order, or past the run's entries.
+        good.replace(r#""ab":[3,4]"#, r#""ab":[4,3]"#),
+        good.replace(r#""ab":[3,4]"#, r#""ab":[3,11]"#),
+        good.replace(r#""ab":[3,4]"#, r#""ab":[3]"#),
+        // An exception past the run's entries, more entries than the table.
+        good.replace(r#""t":[{"k":7,"#, r#""t":[{"k":10,"#),
+        good.replace(r#""n":10"#, r#""n":11"#),
+        // Ends that contradict.
+        good.replace(r#""x":0"#, r#""x":0,"codes":[0,null]"#),
+    ];
+    for line in &bad {
+        assert_ne!(line, &good);
+        let head: String = text.lines().take(3).map(|l| format!("{l}\n")).collect();
+        std::fs::write(store.runs_path(SESSION).unwrap(), format!("{head}{line}\n")).unwrap();
+        let (back, stats) = read(&store);
+        assert_eq!(back.len(), 1, "{line}");
+        assert_eq!(stats.skipped_lines, 1, "{line}");
+        let mut views = 0;
+        let stats = store.each_view(SESSION, |_| {
+            views += 1;
+            Ok(())
+        });
+        assert_eq!((views, stats.unwrap().skipped_lines), (1, 1), "{line}");
+    }
+}
+
+#[test]
+fn a_line_longer_than_the_read_buffer_and_a_last_line_without_newline_read_back() {
+    let (_dir, store) = store();
+    let mut long = run(0, "baseline", suite(3));
+    long.tests[1] = test(&long.tests[1].id.clone(), TestOutcome::Fail);
+    long.tests[1].message = Some("x".repeat(3 << 20));
+    let short = run(1, "baseline", suite(3));
+    store.append_run(&long).unwrap();
+    store.append_run(&short).unwrap();
+    let path = store.runs_path(SESSION).unwrap();
+    let text = file(&store);
+    std::fs::write(&path, text.trim_end_matches('\n')).unwrap();
+    let (back, stats) = read(&store);
+    assert_eq!(stats, LoadStats::default());
+    assert_eq!(back, vec![long, short]);
 }

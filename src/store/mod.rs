@@ -15,8 +15,10 @@ pub mod compact;
 mod compact_tests;
 mod runs;
 mod template;
+mod view;
 
 pub use runs::RunIter;
+pub use view::{RunView, TestView, Tests};
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -248,6 +250,20 @@ impl Store {
         for r in runs.by_ref() {
             f(r)?;
         }
+        runs.finish()
+    }
+
+    /// Calls `f` with a view of each run of `session` (see
+    /// [`Store::runs_iter`]): what a fold needs, read straight from the
+    /// line without making the whole record; stops at the first error `f`
+    /// returns.
+    pub fn each_view(
+        &self,
+        session: &str,
+        f: impl FnMut(&RunView<'_>) -> Result<()>,
+    ) -> Result<LoadStats> {
+        let mut runs = self.runs_iter(Some(session))?;
+        runs.each_view(f)?;
         runs.finish()
     }
 

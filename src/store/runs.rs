@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader, ErrorKind};
 use std::path::PathBuf;
 
 use super::compact::{Line, Reader};
+use super::view::RunView;
 use super::{LoadStats, HINT_READ};
 use crate::error::{Error, Result};
 use crate::record::RunRecord;
@@ -20,7 +21,11 @@ use crate::record::RunRecord;
 /// ids), the id itself for any other.
 #[derive(Debug, Default)]
 struct Seen {
-    by_session: HashMap<String, Vec<(usize, Vec<u64>)>>,
+    /// Per session; runs come in runs of one session, so the last one
+    /// met is tried before the index.
+    by_session: Vec<(String, Vec<(usize, Vec<u64>)>)>,
+    index: HashMap<String, usize>,
+    last: usize,
     others: HashSet<String>,
 }
 
@@ -41,14 +46,27 @@ fn numbered(id: &str, session: &str) -> Option<(usize, usize)> {
 
 impl Seen {
     /// Whether `r` is new (and remembers it).
-    fn insert(&mut self, r: &RunRecord) -> bool {
-        let Some((width, n)) = numbered(&r.id, &r.session) else {
-            return self.others.insert(r.id.clone());
+    fn insert(&mut self, r: &RunView) -> bool {
+        let numbered = r
+            .derived_number()
+            .or_else(|| numbered(&r.id(), r.session()));
+        let Some((width, n)) = numbered else {
+            return self.others.insert(r.id().into_owned());
         };
-        let sets = match self.by_session.get_mut(&r.session) {
-            Some(sets) => sets,
-            None => self.by_session.entry(r.session.clone()).or_default(),
+        let session = r.session();
+        let at = match self.by_session.get(self.last) {
+            Some((s, _)) if s == session => self.last,
+            _ => match self.index.get(session) {
+                Some(&at) => at,
+                None => {
+                    self.index.insert(session.to_string(), self.by_session.len());
+                    self.by_session.push((session.to_string(), Vec::new()));
+                    self.by_session.len() - 1
+                }
+            },
         };
+        self.last = at;
+        let sets = &mut self.by_session[at].1;
         let bits = match sets.iter().position(|(w, _)| *w == width) {
             Some(at) => &mut sets[at].1,
             None => {
@@ -152,44 +170,94 @@ impl RunIter {
     }
 }
 
+impl RunIter {
+    /// Reads on to the next run not read before and hands it to `f`;
+    /// false at the end (or at an I/O error). A line whole in the read
+    /// buffer is decoded where it lies; only a line across the buffer's
+    /// end is copied.
+    fn step(&mut self, f: &mut dyn FnMut(RunView<'_>)) -> bool {
+        loop {
+            if self.error.is_some() {
+                return false;
+            }
+            if self.current.is_none() && !self.open_next() {
+                return false;
+            }
+            let Some((path, reader, decoder)) = self.current.as_mut() else {
+                return false;
+            };
+            let buf = match reader.fill_buf() {
+                Ok(buf) => buf,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.error = Some(Error::store(path.as_path(), e, HINT_READ));
+                    return false;
+                }
+            };
+            let (line, used, last) = if buf.is_empty() {
+                // The end of the file: a last line without its newline.
+                if self.line.is_empty() {
+                    self.current = None;
+                    continue;
+                }
+                (self.line.as_slice(), 0, true)
+            } else {
+                match memchr::memchr(b'\n', buf) {
+                    Some(at) if self.line.is_empty() => (&buf[..at], at + 1, false),
+                    Some(at) => {
+                        self.line.extend_from_slice(&buf[..at]);
+                        (self.line.as_slice(), at + 1, false)
+                    }
+                    None => {
+                        let n = buf.len();
+                        self.line.extend_from_slice(buf);
+                        reader.consume(n);
+                        continue;
+                    }
+                }
+            };
+            let line = line.trim_ascii();
+            let mut found = false;
+            if !line.is_empty() {
+                match decoder.line(line, self.session.as_deref()) {
+                    Line::Run(r) => {
+                        if self.seen.insert(&r) {
+                            found = true;
+                            f(r);
+                        } else {
+                            self.stats.duplicate_ids += 1;
+                        }
+                    }
+                    Line::Other => {}
+                    Line::Unreadable => self.stats.skipped_lines += 1,
+                }
+            }
+            reader.consume(used);
+            self.line.clear();
+            if last {
+                self.current = None;
+            }
+            if found {
+                return true;
+            }
+        }
+    }
+
+    /// Calls `f` with each run left, as a view (nothing expanded), until
+    /// the end or the first error `f` returns.
+    pub fn each_view(&mut self, mut f: impl FnMut(&RunView<'_>) -> Result<()>) -> Result<()> {
+        let mut outcome = Ok(());
+        while outcome.is_ok() && self.step(&mut |r| outcome = f(&r)) {}
+        outcome
+    }
+}
+
 impl Iterator for RunIter {
     type Item = RunRecord;
 
     fn next(&mut self) -> Option<RunRecord> {
-        loop {
-            if self.error.is_some() {
-                return None;
-            }
-            if self.current.is_none() && !self.open_next() {
-                return None;
-            }
-            let (path, reader, decoder) = self.current.as_mut()?;
-            self.line.clear();
-            match reader.read_until(b'\n', &mut self.line) {
-                Ok(0) => {
-                    self.current = None;
-                    continue;
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    self.error = Some(Error::store(path.as_path(), e, HINT_READ));
-                    return None;
-                }
-            }
-            let line = self.line.trim_ascii();
-            if line.is_empty() {
-                continue;
-            }
-            match decoder.line(line, self.session.as_deref()) {
-                Line::Run(r) => {
-                    if self.seen.insert(&r) {
-                        return Some(*r);
-                    }
-                    self.stats.duplicate_ids += 1;
-                }
-                Line::Other => {}
-                Line::Unreadable => self.stats.skipped_lines += 1,
-            }
-        }
+        let mut out = None;
+        self.step(&mut |r| out = Some(r.into_record()));
+        out
     }
 }
