@@ -7,6 +7,8 @@
 
 pub mod catalog;
 pub mod fold;
+pub mod gha;
+pub mod history;
 #[cfg(test)]
 mod fold_tests;
 pub mod json;

@@ -11,6 +11,7 @@
 //! is skipped and counted, and a duplicate id is read once (the first wins).
 
 pub mod compact;
+pub mod history;
 #[cfg(test)]
 mod compact_tests;
 mod runs;

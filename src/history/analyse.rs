@@ -1,0 +1,617 @@
+//! What history says per test: the observations folded into counts per
+//! (test, context, commit) ([`Fold`]), then ([`analyse`]) same-commit
+//! disagreement, k of N per context with its Clopper–Pearson interval,
+//! transitions between commits within a context (a context holds its
+//! branch, so never across branches), where failures concentrate (Fisher's
+//! exact test per dimension, Holm across dimensions and tests), and the
+//! plain statements for tests that are always failing, always skipped or
+//! have too few runs.
+//!
+//! No weighting: every execution counts once, so a rate is an honest k of
+//! N with an exact interval. Recency is a window counted in commits
+//! (`--commits N`: the last N commits each (test, context) was seen on), not
+//! in observations, so a burst of runs on one commit uses all its evidence,
+//! and a test fixed N commits ago leaves its failures behind.
+//!
+//! Pure.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::Serialize;
+
+use super::{context_name, Context, Counts, CountsRecord, Item, COUNTS_SCHEMA};
+use crate::stats;
+
+/// One folded (test, context, commit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The test id.
+    pub test: String,
+    /// Index into [`Fold::contexts`].
+    pub context: usize,
+    /// The commit.
+    pub commit: Option<String>,
+    /// The counts.
+    pub counts: Counts,
+    /// The first failure's file, when a report gave one.
+    pub file: Option<String>,
+    /// Its line.
+    pub line: Option<u32>,
+}
+
+/// Observations folded into counts, rows in first-seen order.
+#[derive(Debug, Default, Clone)]
+pub struct Fold {
+    /// The distinct contexts, first seen first.
+    pub contexts: Vec<Context>,
+    ctx_index: HashMap<Context, usize>,
+    index: HashMap<(String, usize, Option<String>), usize>,
+    /// The rows.
+    pub rows: Vec<Row>,
+    /// The identity keys of the reports folded, first seen first.
+    pub keys: Vec<String>,
+}
+
+impl Fold {
+    /// An empty fold.
+    pub fn new() -> Fold {
+        Fold::default()
+    }
+
+    fn context(&mut self, c: &Context) -> usize {
+        if let Some(&i) = self.ctx_index.get(c) {
+            return i;
+        }
+        self.contexts.push(c.clone());
+        self.ctx_index.insert(c.clone(), self.contexts.len() - 1);
+        self.contexts.len() - 1
+    }
+
+    fn row(&mut self, test: &str, context: usize, commit: &Option<String>) -> &mut Row {
+        let key = (test.to_string(), context, commit.clone());
+        let i = match self.index.get(&key) {
+            Some(&i) => i,
+            None => {
+                self.rows.push(Row {
+                    test: test.to_string(),
+                    context,
+                    commit: commit.clone(),
+                    counts: Counts::default(),
+                    file: None,
+                    line: None,
+                });
+                self.index.insert(key, self.rows.len() - 1);
+                self.rows.len() - 1
+            }
+        };
+        &mut self.rows[i]
+    }
+
+    /// Folds one item of the history.
+    pub fn add(&mut self, item: Item<'_>) {
+        match item {
+            Item::Report(r, obs) => {
+                self.keys.push(r.key.clone());
+                let c = self.context(&r.context);
+                let label = r.provenance.label(&r.path);
+                for o in obs {
+                    let row = self.row(&o.test, c, &r.commit);
+                    row.counts.add(o.outcome, &label);
+                    if row.file.is_none() && o.file.is_some() {
+                        row.file.clone_from(&o.file);
+                        row.line = o.line;
+                    }
+                }
+            }
+            Item::Counts(rec) => {
+                let c = self.context(&rec.context);
+                let row = self.row(&rec.test, c, &rec.commit);
+                row.counts.merge(&rec.counts);
+                if row.file.is_none() && rec.file.is_some() {
+                    row.file.clone_from(&rec.file);
+                    row.line = rec.line;
+                }
+            }
+        }
+    }
+
+    /// The rows as `flakelab.counts/1` records, in first-seen order (what
+    /// `flakelab compact` writes; folding them again gives this fold).
+    pub fn records(&self) -> Vec<CountsRecord> {
+        self.rows
+            .iter()
+            .map(|r| CountsRecord {
+                schema: COUNTS_SCHEMA.to_string(),
+                test: r.test.clone(),
+                context: self.contexts[r.context].clone(),
+                commit: r.commit.clone(),
+                counts: r.counts.clone(),
+                file: r.file.clone(),
+                line: r.line,
+            })
+            .collect()
+    }
+}
+
+/// The knobs of [`analyse`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Fewer runs (skips excluded) than this, with no same-commit
+    /// disagreement, is "too few runs".
+    pub min_runs: u64,
+    /// Confidence of the intervals.
+    pub confidence: f64,
+    /// Family-wise error rate of the associations (after Holm).
+    pub alpha: f64,
+    /// Only the last N commits of each (test, context) count; `None`: all.
+    pub commits: Option<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            min_runs: 5,
+            confidence: 0.95,
+            alpha: 0.05,
+            commits: None,
+        }
+    }
+}
+
+/// What history says of one test, in one word (the statement says it in a
+/// sentence; the counts say it in numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Finding {
+    /// Passed and failed on one commit in one context: proven
+    /// nondeterministic there.
+    SameCommit,
+    /// Failed and passed, but never on one commit in one context: weaker
+    /// evidence (a regression and its fix look the same).
+    CrossCommit,
+    /// Failed in every run.
+    AlwaysFailing,
+    /// Skipped in every run.
+    AlwaysSkipped,
+    /// Fewer runs than `--min-runs`.
+    TooFewRuns,
+    /// Passed in every run.
+    Passing,
+}
+
+/// One commit of one context where a test both passed and failed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SameCommit {
+    /// The context's name.
+    pub context: String,
+    /// The commit (`None`: the reports named none).
+    pub commit: Option<String>,
+    /// Failures (failed + errored) on it.
+    pub failed: u64,
+    /// Passes on it.
+    pub passed: u64,
+    /// The runs with a failure.
+    pub failing_runs: Vec<String>,
+    /// The runs with a pass.
+    pub passing_runs: Vec<String>,
+}
+
+/// A no-failure stretch at the end of a context's history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PassingSince {
+    /// The first commit of the stretch.
+    pub commit: Option<String>,
+    /// Commits in it.
+    pub commits: u64,
+    /// Runs in it.
+    pub runs: u64,
+}
+
+/// k of N in one context.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextRate {
+    /// `k=v,…`.
+    pub context: String,
+    /// The dimensions.
+    pub dimensions: Context,
+    /// Failures (failed + errored).
+    pub k: u64,
+    /// Runs (skips excluded).
+    pub n: u64,
+    /// Skipped runs.
+    pub skipped: u64,
+    /// Point rate.
+    pub rate: f64,
+    /// Clopper–Pearson lower bound.
+    pub low: f64,
+    /// Clopper–Pearson upper bound.
+    pub high: f64,
+    /// Commits seen (with at least one run).
+    pub commits: u64,
+    /// Changes of state (pass / fail / both) between consecutive commits.
+    pub transitions: u64,
+    /// Commits where the test both passed and failed.
+    pub same_commit: u64,
+    /// After failures, the stretch of passing commits at the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passing_since: Option<PassingSince>,
+}
+
+/// Where failures concentrate, for one dimension of one test.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Association {
+    /// The dimension.
+    pub dimension: String,
+    /// The value failures concentrate in.
+    pub value: String,
+    /// Failures with that value.
+    pub failed_in: u64,
+    /// Runs with that value.
+    pub ran_in: u64,
+    /// Failures with any other value.
+    pub failed_out: u64,
+    /// Runs with any other value.
+    pub ran_out: u64,
+    /// Effect size: the rate with the value minus the rate without.
+    pub difference: f64,
+    /// Fisher's exact p, times the number of values tried when more than 2.
+    pub p: f64,
+    /// Holm-adjusted across every dimension of every test.
+    pub p_holm: f64,
+    /// Whether `p_holm` is below alpha.
+    pub significant: bool,
+    /// Dimensions that split this test's runs exactly as this one does:
+    /// the data cannot tell them apart.
+    pub inseparable_from: Vec<String>,
+}
+
+/// What history says of one test.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestHistory {
+    /// The test id.
+    pub test: String,
+    /// In one word.
+    pub finding: Finding,
+    /// In a sentence.
+    pub statement: String,
+    /// Runs (skips excluded), all contexts.
+    pub n: u64,
+    /// Failures, all contexts.
+    pub k: u64,
+    /// Skipped runs.
+    pub skipped: u64,
+    /// Per context.
+    pub contexts: Vec<ContextRate>,
+    /// Same-commit disagreements, strongest evidence first.
+    pub same_commit: Vec<SameCommit>,
+    /// Per dimension with two or more values, where it failed.
+    pub associations: Vec<Association>,
+    /// A failure's file, when a report gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Its line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+/// Everything history says.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    /// `flakelab.history/1`.
+    pub schema: &'static str,
+    /// The knobs it was computed with.
+    pub min_runs: u64,
+    /// Confidence of the intervals.
+    pub confidence: f64,
+    /// Alpha of the associations.
+    pub alpha: f64,
+    /// The commit window, when one was set.
+    pub commits: Option<usize>,
+    /// Per test, by id.
+    pub tests: Vec<TestHistory>,
+}
+
+/// Schema of the JSON of `flakelab history`.
+pub const HISTORY_JSON_SCHEMA: &str = "flakelab.history/1";
+
+/// The state of a commit: 1 pass only, 2 fail only, 3 both.
+fn state(c: &Counts) -> u8 {
+    u8::from(c.passed > 0) | (u8::from(c.bad() > 0) << 1)
+}
+
+/// What history says, per test.
+pub fn analyse(fold: &Fold, opts: &Options) -> Analysis {
+    // Rows per test, per context, in first-seen order.
+    let mut by_test: BTreeMap<&str, BTreeMap<usize, Vec<&Row>>> = BTreeMap::new();
+    for r in &fold.rows {
+        by_test
+            .entry(r.test.as_str())
+            .or_default()
+            .entry(r.context)
+            .or_default()
+            .push(r);
+    }
+    let mut tests = Vec::new();
+    // (test index, association) for Holm.
+    let mut pending: Vec<(usize, Association)> = Vec::new();
+    for (test, per_ctx) in &mut by_test {
+        if let Some(window) = opts.commits {
+            for rows in per_ctx.values_mut() {
+                // Skip-only commits do not use up the window.
+                let mut seen = 0;
+                let mut cut = 0;
+                for (i, r) in rows.iter().enumerate().rev() {
+                    if r.counts.ran() > 0 {
+                        seen += 1;
+                        if seen > window {
+                            cut = i + 1;
+                            break;
+                        }
+                    }
+                }
+                rows.drain(..cut);
+            }
+        }
+        let th = one_test(test, per_ctx, fold, opts, tests.len(), &mut pending);
+        tests.push(th);
+    }
+    let adjusted = stats::holm(&pending.iter().map(|(_, a)| a.p).collect::<Vec<_>>());
+    for ((i, mut a), q) in pending.into_iter().zip(adjusted) {
+        a.p_holm = q;
+        a.significant = q < opts.alpha;
+        tests[i].associations.push(a);
+    }
+    Analysis {
+        schema: HISTORY_JSON_SCHEMA,
+        min_runs: opts.min_runs,
+        confidence: opts.confidence,
+        alpha: opts.alpha,
+        commits: opts.commits,
+        tests,
+    }
+}
+
+fn one_test(
+    test: &str,
+    per_ctx: &BTreeMap<usize, Vec<&Row>>,
+    fold: &Fold,
+    opts: &Options,
+    index: usize,
+    pending: &mut Vec<(usize, Association)>,
+) -> TestHistory {
+    let mut contexts = Vec::new();
+    let mut same_commit = Vec::new();
+    let mut total = Counts::default();
+    let (mut file, mut line) = (None, None);
+    for (&c, rows) in per_ctx {
+        let name = context_name(&fold.contexts[c]);
+        let mut sum = Counts::default();
+        let mut states = Vec::new();
+        for r in rows {
+            sum.merge(&Counts {
+                failing_runs: Vec::new(),
+                passing_runs: Vec::new(),
+                ..r.counts.clone()
+            });
+            if file.is_none() && r.file.is_some() {
+                file.clone_from(&r.file);
+                line = r.line;
+            }
+            if r.counts.ran() == 0 {
+                continue;
+            }
+            states.push((state(&r.counts), *r));
+            if r.counts.passed > 0 && r.counts.bad() > 0 {
+                same_commit.push(SameCommit {
+                    context: name.clone(),
+                    commit: r.commit.clone(),
+                    failed: r.counts.bad(),
+                    passed: r.counts.passed,
+                    failing_runs: r.counts.failing_runs.clone(),
+                    passing_runs: r.counts.passing_runs.clone(),
+                });
+            }
+        }
+        let transitions = states.windows(2).filter(|w| w[0].0 != w[1].0).count() as u64;
+        let passing_since = {
+            let tail: Vec<&(u8, &Row)> =
+                states.iter().rev().take_while(|(s, _)| *s == 1).collect();
+            (sum.bad() > 0 && !tail.is_empty()).then(|| PassingSince {
+                commit: tail.last().and_then(|(_, r)| r.commit.clone()),
+                commits: tail.len() as u64,
+                runs: tail.iter().map(|(_, r)| r.counts.ran()).sum(),
+            })
+        };
+        let p = stats::proportion(sum.bad(), sum.ran(), opts.confidence);
+        contexts.push(ContextRate {
+            context: name,
+            dimensions: fold.contexts[c].clone(),
+            k: p.k,
+            n: p.n,
+            skipped: sum.skipped,
+            rate: p.rate,
+            low: p.low,
+            high: p.high,
+            commits: states.len() as u64,
+            transitions,
+            same_commit: states.iter().filter(|(s, _)| *s == 3).count() as u64,
+            passing_since,
+        });
+        total.merge(&sum);
+    }
+    same_commit.sort_by(|a, b| {
+        (b.failed.min(b.passed), b.failed + b.passed)
+            .cmp(&(a.failed.min(a.passed), a.failed + a.passed))
+    });
+    let (n, k) = (total.ran(), total.bad());
+    let finding = if !same_commit.is_empty() {
+        Finding::SameCommit
+    } else if n == 0 {
+        Finding::AlwaysSkipped
+    } else if n < opts.min_runs {
+        Finding::TooFewRuns
+    } else if k == n {
+        Finding::AlwaysFailing
+    } else if k > 0 {
+        Finding::CrossCommit
+    } else {
+        Finding::Passing
+    };
+    if k > 0 && k < n {
+        associations(per_ctx, fold, index, pending);
+    }
+    let statement = statement(finding, &total, &same_commit, opts);
+    TestHistory {
+        test: test.to_string(),
+        finding,
+        statement,
+        n,
+        k,
+        skipped: total.skipped,
+        contexts,
+        same_commit,
+        associations: Vec::new(),
+        file,
+        line,
+    }
+}
+
+fn statement(finding: Finding, total: &Counts, same: &[SameCommit], opts: &Options) -> String {
+    let (n, k) = (total.ran(), total.bad());
+    match finding {
+        Finding::SameCommit => {
+            let s = &same[0];
+            let more = match same.len() {
+                1 => String::new(),
+                m => format!("; {} more commit(s) like it", m - 1),
+            };
+            format!(
+                "passed and failed on the same commit {} in {}: {} failed, {} passed ({} failing; {} passing): proven nondeterministic there{more}",
+                s.commit.as_deref().unwrap_or("(unknown commit)"),
+                s.context,
+                s.failed,
+                s.passed,
+                s.failing_runs.join(", "),
+                s.passing_runs.join(", "),
+            )
+        }
+        Finding::CrossCommit => format!(
+            "failed {k} of {n}, but never on a commit where it also passed: the disagreement is across commits, weaker evidence (a regression and its fix look the same)"
+        ),
+        Finding::AlwaysFailing => {
+            format!("failed in all {n} runs: broken, not flaky; more runs will not change this")
+        }
+        Finding::AlwaysSkipped => format!(
+            "skipped in all {} runs: more runs will not change this",
+            total.skipped
+        ),
+        Finding::TooFewRuns => format!(
+            "only {n} run(s), fewer than --min-runs {}: too few to say anything",
+            opts.min_runs
+        ),
+        Finding::Passing => format!(
+            "passed all {n} runs ({})",
+            stats::format_bound(stats::proportion(0, n, opts.confidence).high)
+        ),
+    }
+}
+
+/// The dimension's value of a context (`(none)` when it lacks it).
+fn value<'a>(c: &'a Context, dim: &str) -> &'a str {
+    c.get(dim).map_or("(none)", String::as_str)
+}
+
+fn associations(
+    per_ctx: &BTreeMap<usize, Vec<&Row>>,
+    fold: &Fold,
+    index: usize,
+    pending: &mut Vec<(usize, Association)>,
+) {
+    // (failures, runs) per context.
+    let cells: Vec<(&Context, u64, u64)> = per_ctx
+        .iter()
+        .map(|(&c, rows)| {
+            let bad = rows.iter().map(|r| r.counts.bad()).sum();
+            let ran = rows.iter().map(|r| r.counts.ran()).sum();
+            (&fold.contexts[c], bad, ran)
+        })
+        .filter(|(_, _, ran)| *ran > 0)
+        .collect();
+    let dims: BTreeSet<&str> = cells
+        .iter()
+        .flat_map(|(c, _, _)| c.keys().map(String::as_str))
+        .collect();
+    // Dimensions with two values or more, and each one's partition.
+    let varying: Vec<&str> = dims
+        .into_iter()
+        .filter(|d| {
+            cells
+                .iter()
+                .map(|(c, _, _)| value(c, d))
+                .collect::<BTreeSet<_>>()
+                .len()
+                > 1
+        })
+        .collect();
+    let same_split = |a: &str, b: &str| {
+        let mut ab: HashMap<&str, &str> = HashMap::new();
+        let mut ba: HashMap<&str, &str> = HashMap::new();
+        cells.iter().all(|(c, _, _)| {
+            let (x, y) = (value(c, a), value(c, b));
+            *ab.entry(x).or_insert(y) == y && *ba.entry(y).or_insert(x) == x
+        })
+    };
+    let (all_bad, all_ran): (u64, u64) = cells
+        .iter()
+        .fold((0, 0), |(b, r), (_, cb, cr)| (b + cb, r + cr));
+    for dim in &varying {
+        let mut per_value: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+        for (c, bad, ran) in &cells {
+            let e = per_value.entry(value(c, dim)).or_default();
+            e.0 += bad;
+            e.1 += ran;
+        }
+        let tried = per_value.len() as f64;
+        let best = per_value
+            .iter()
+            .map(|(v, &(bad, ran))| {
+                let (fo, ro) = (all_bad - bad, all_ran - ran);
+                let p = stats::fisher_exact(bad, ran - bad, fo, ro - fo);
+                (p, *v, bad, ran, fo, ro)
+            })
+            // Lowest p; among ties the value with the higher rate.
+            .min_by(|a, b| {
+                a.0.total_cmp(&b.0).then_with(|| {
+                    let ra = a.2 as f64 / a.3 as f64;
+                    let rb = b.2 as f64 / b.3 as f64;
+                    rb.total_cmp(&ra)
+                })
+            });
+        let Some((p, v, bad, ran, fo, ro)) = best else {
+            continue;
+        };
+        let p = if tried > 2.0 { (p * tried).min(1.0) } else { p };
+        let difference = bad as f64 / ran as f64 - if ro == 0 { 0.0 } else { fo as f64 / ro as f64 };
+        let inseparable_from = varying
+            .iter()
+            .filter(|o| *o != dim && same_split(dim, o))
+            .map(|o| o.to_string())
+            .collect();
+        pending.push((
+            index,
+            Association {
+                dimension: dim.to_string(),
+                value: v.to_string(),
+                failed_in: bad,
+                ran_in: ran,
+                failed_out: fo,
+                ran_out: ro,
+                difference,
+                p,
+                p_holm: f64::NAN,
+                significant: false,
+                inseparable_from,
+            },
+        ));
+    }
+}
