@@ -166,6 +166,10 @@ pub enum Finding {
     /// Passed and failed on one commit in one context: proven
     /// nondeterministic there.
     SameCommit,
+    /// On one commit, failed in every run of one context and passed in
+    /// every run of another: the outcome follows the context (a platform or
+    /// entry-path mismatch), deterministic within each.
+    ContextSplit,
     /// Failed and passed, but never on one commit in one context: weaker
     /// evidence (a regression and its fix look the same).
     CrossCommit,
@@ -194,6 +198,17 @@ pub struct SameCommit {
     pub failing_runs: Vec<String>,
     /// The runs with a pass.
     pub passing_runs: Vec<String>,
+}
+
+/// One commit where one context always failed and another always passed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextSplit {
+    /// The commit.
+    pub commit: Option<String>,
+    /// Contexts where every run on it failed, with (failed, runs).
+    pub failing: Vec<(String, u64)>,
+    /// Contexts where every run on it passed, with their runs.
+    pub passing: Vec<(String, u64)>,
 }
 
 /// A no-failure stretch at the end of a context's history.
@@ -284,6 +299,8 @@ pub struct TestHistory {
     pub contexts: Vec<ContextRate>,
     /// Same-commit disagreements, strongest evidence first.
     pub same_commit: Vec<SameCommit>,
+    /// Commits where one context always failed and another always passed.
+    pub context_splits: Vec<ContextSplit>,
     /// Per dimension with two or more values, where it failed.
     pub associations: Vec<Association>,
     /// A failure's file, when a report gave one.
@@ -444,8 +461,11 @@ fn one_test(
             .cmp(&(a.failed.min(a.passed), a.failed + a.passed))
     });
     let (n, k) = (total.ran(), total.bad());
+    let context_splits = splits(per_ctx, fold);
     let finding = if !same_commit.is_empty() {
         Finding::SameCommit
+    } else if !context_splits.is_empty() {
+        Finding::ContextSplit
     } else if n == 0 {
         Finding::AlwaysSkipped
     } else if n < opts.min_runs {
@@ -460,7 +480,7 @@ fn one_test(
     if k > 0 && k < n {
         associations(per_ctx, fold, index, pending);
     }
-    let statement = statement(finding, &total, &same_commit, opts);
+    let statement = statement(finding, &total, &same_commit, &context_splits, opts);
     TestHistory {
         test: test.to_string(),
         finding,
@@ -470,13 +490,54 @@ fn one_test(
         skipped: total.skipped,
         contexts,
         same_commit,
+        context_splits,
         associations: Vec::new(),
         file,
         line,
     }
 }
 
-fn statement(finding: Finding, total: &Counts, same: &[SameCommit], opts: &Options) -> String {
+/// Commits where a context failed in every run and another passed in
+/// every run, in first-seen commit order.
+fn splits(per_ctx: &BTreeMap<usize, Vec<&Row>>, fold: &Fold) -> Vec<ContextSplit> {
+    let mut order: Vec<&Option<String>> = Vec::new();
+    let mut by_commit: HashMap<&Option<String>, ContextSplit> = HashMap::new();
+    for (&c, rows) in per_ctx {
+        for r in rows {
+            let (bad, ran) = (r.counts.bad(), r.counts.ran());
+            if ran == 0 || (bad > 0 && r.counts.passed > 0) {
+                continue;
+            }
+            let e = by_commit.entry(&r.commit).or_insert_with(|| {
+                order.push(&r.commit);
+                ContextSplit {
+                    commit: r.commit.clone(),
+                    failing: Vec::new(),
+                    passing: Vec::new(),
+                }
+            });
+            let name = context_name(&fold.contexts[c]);
+            if bad == ran {
+                e.failing.push((name, ran));
+            } else {
+                e.passing.push((name, ran));
+            }
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|c| by_commit.remove(c))
+        .filter(|s| !s.failing.is_empty() && !s.passing.is_empty())
+        .collect()
+}
+
+fn statement(
+    finding: Finding,
+    total: &Counts,
+    same: &[SameCommit],
+    splits: &[ContextSplit],
+    opts: &Options,
+) -> String {
     let (n, k) = (total.ran(), total.bad());
     match finding {
         Finding::SameCommit => {
@@ -493,6 +554,25 @@ fn statement(finding: Finding, total: &Counts, same: &[SameCommit], opts: &Optio
                 s.passed,
                 s.failing_runs.join(", "),
                 s.passing_runs.join(", "),
+            )
+        }
+        Finding::ContextSplit => {
+            let s = &splits[0];
+            let names = |v: &[(String, u64)]| {
+                v.iter()
+                    .map(|(c, n)| format!("{c} ({n} of {n})"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            format!(
+                "on commit {} it failed in every run of {} and passed in every run of {}{}: the outcome follows the context (a platform or entry-path mismatch), not chance",
+                s.commit.as_deref().unwrap_or("(unknown commit)"),
+                names(&s.failing),
+                names(&s.passing),
+                match splits.len() {
+                    1 => String::new(),
+                    m => format!("; {} more commit(s) like it", m - 1),
+                }
             )
         }
         Finding::CrossCommit => format!(

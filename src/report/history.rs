@@ -14,6 +14,7 @@ use crate::stats::p_text;
 fn finding_word(f: Finding) -> &'static str {
     match f {
         Finding::SameCommit => "same-commit disagreement",
+        Finding::ContextSplit => "platform or entry-path mismatch",
         Finding::CrossCommit => "cross-commit disagreement",
         Finding::AlwaysFailing => "always failing",
         Finding::AlwaysSkipped => "always skipped",
