@@ -33,7 +33,10 @@ pub(super) fn check_cmd(args: &CheckArgs) -> Result<i32> {
     }
     if analysis.tests.is_empty() {
         return Err(Error::usage(
-            format!("the history in {} is empty: nothing to check", store.root().display()),
+            format!(
+                "the history in {} is empty: nothing to check",
+                store.root().display()
+            ),
             "ingest the CI's JUnit reports first (flakelab ingest REPORT...)",
         ));
     }
@@ -48,7 +51,10 @@ pub(super) fn check_cmd(args: &CheckArgs) -> Result<i32> {
         .filter(|b: &Baseline| b.schema == BASELINE_SCHEMA)
         .ok_or_else(|| {
             Error::usage(
-                format!("{} is not a {BASELINE_SCHEMA} baseline", args.baseline.display()),
+                format!(
+                    "{} is not a {BASELINE_SCHEMA} baseline",
+                    args.baseline.display()
+                ),
                 "write it again with `flakelab check --write-baseline`",
             )
         })?;

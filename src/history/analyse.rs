@@ -431,8 +431,7 @@ fn one_test(
         }
         let transitions = states.windows(2).filter(|w| w[0].0 != w[1].0).count() as u64;
         let passing_since = {
-            let tail: Vec<&(u8, &Row)> =
-                states.iter().rev().take_while(|(s, _)| *s == 1).collect();
+            let tail: Vec<&(u8, &Row)> = states.iter().rev().take_while(|(s, _)| *s == 1).collect();
             (sum.bad() > 0 && !tail.is_empty()).then(|| PassingSince {
                 commit: tail.last().and_then(|(_, r)| r.commit.clone()),
                 commits: tail.len() as u64,
@@ -671,7 +670,8 @@ fn associations(
             continue;
         };
         let p = if tried > 2.0 { (p * tried).min(1.0) } else { p };
-        let difference = bad as f64 / ran as f64 - if ro == 0 { 0.0 } else { fo as f64 / ro as f64 };
+        let difference =
+            bad as f64 / ran as f64 - if ro == 0 { 0.0 } else { fo as f64 / ro as f64 };
         let inseparable_from = varying
             .iter()
             .filter(|o| *o != dim && same_split(dim, o))
@@ -693,5 +693,178 @@ fn associations(
                 inseparable_from,
             },
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{Observation, Provenance, ReportRecord, REPORT_SCHEMA};
+    use crate::junit::CaseOutcome::{self, Failed, Passed, Skipped};
+
+    fn ctx(pairs: &[(&str, &str)]) -> Context {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// Folds one report of `outcomes` of test `t` in `c` on `commit`.
+    fn add(
+        fold: &mut Fold,
+        c: &Context,
+        commit: &str,
+        run: &str,
+        t: &str,
+        outcomes: &[CaseOutcome],
+    ) {
+        let r = ReportRecord {
+            schema: REPORT_SCHEMA.into(),
+            key: format!("{run}{commit}{}", fold.keys.len()),
+            context: c.clone(),
+            commit: Some(commit.into()),
+            provenance: Provenance {
+                run: Some(run.into()),
+                ..Provenance::default()
+            },
+            path: "j.xml".into(),
+            digest: "d".into(),
+            n: outcomes.len() as u64,
+        };
+        let obs: Vec<Observation> = outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, &o)| Observation {
+                test: t.into(),
+                outcome: o,
+                rep: i as u32,
+                file: None,
+                line: None,
+            })
+            .collect();
+        fold.add(Item::Report(&r, &obs));
+    }
+
+    #[test]
+    fn a_concentrated_failure_is_a_significant_association_and_confounded_dimensions_are_inseparable(
+    ) {
+        let mut fold = Fold::new();
+        let arm = ctx(&[("arch", "arm64"), ("image", "arm"), ("branch", "main")]);
+        let x64 = ctx(&[("arch", "x64"), ("image", "std"), ("branch", "main")]);
+        for i in 0..20 {
+            let commit = format!("c{i}");
+            add(
+                &mut fold,
+                &arm,
+                &commit,
+                "r",
+                "t",
+                &[if i % 2 == 0 { Failed } else { Passed }],
+            );
+            add(&mut fold, &x64, &commit, "r", "t", &[Passed]);
+        }
+        let a = analyse(&fold, &Options::default());
+        let t = &a.tests[0];
+        assert_eq!((t.k, t.n), (10, 40));
+        assert_eq!(t.finding, Finding::ContextSplit);
+        assert_eq!(t.context_splits.len(), 10);
+        let arch = t
+            .associations
+            .iter()
+            .find(|a| a.dimension == "arch")
+            .unwrap();
+        assert_eq!(
+            (
+                arch.value.as_str(),
+                arch.failed_in,
+                arch.ran_in,
+                arch.failed_out,
+                arch.ran_out
+            ),
+            ("arm64", 10, 20, 0, 20)
+        );
+        let p = stats::fisher_exact(10, 10, 0, 20);
+        assert_eq!(arch.p, p);
+        // Holm over arch and image (branch has one value): 2 p-values.
+        assert_eq!(arch.p_holm, (2.0 * p).min(1.0));
+        assert!(arch.significant);
+        assert_eq!(arch.difference, 0.5);
+        assert_eq!(arch.inseparable_from, ["image"]);
+        assert!(t.associations.iter().all(|a| a.dimension != "branch"));
+        // A transition per commit pair on arm64: F P F P … (19), none on x64.
+        let c = t
+            .contexts
+            .iter()
+            .find(|c| c.dimensions["arch"] == "arm64")
+            .unwrap();
+        assert_eq!((c.commits, c.transitions, c.same_commit), (20, 19, 0));
+    }
+
+    #[test]
+    fn findings_and_the_commit_window() {
+        let mut fold = Fold::new();
+        let c = ctx(&[("os", "linux")]);
+        add(
+            &mut fold,
+            &c,
+            "c1",
+            "r1",
+            "burst",
+            &[Passed, Failed, Passed],
+        );
+        add(&mut fold, &c, "c1", "r1", "skip", &[Skipped, Skipped]);
+        add(&mut fold, &c, "c1", "r1", "few", &[Passed, Passed]);
+        add(&mut fold, &c, "c1", "r1", "broken", &[Failed; 6]);
+        for (i, commit) in ["c1", "c2", "c3", "c4", "c5"].iter().enumerate() {
+            add(
+                &mut fold,
+                &c,
+                commit,
+                "r",
+                "fixed",
+                &[if i < 2 { Failed } else { Passed }; 2],
+            );
+        }
+        let a = analyse(&fold, &Options::default());
+        let get = |a: &Analysis, t: &str| a.tests.iter().find(|x| x.test == t).unwrap().clone();
+        let burst = get(&a, "burst");
+        assert_eq!(burst.finding, Finding::SameCommit);
+        assert_eq!(
+            (burst.same_commit[0].failed, burst.same_commit[0].passed),
+            (1, 2)
+        );
+        assert_eq!(
+            get(&a, "skip").statement,
+            "skipped in all 2 runs: more runs will not change this"
+        );
+        assert_eq!(get(&a, "few").finding, Finding::TooFewRuns);
+        assert_eq!(
+            get(&a, "broken").statement,
+            "failed in all 6 runs: broken, not flaky; more runs will not change this"
+        );
+        let fixed = get(&a, "fixed");
+        assert_eq!(fixed.finding, Finding::CrossCommit);
+        assert_eq!((fixed.k, fixed.n), (4, 10));
+        let since = fixed.contexts[0].passing_since.clone().unwrap();
+        assert_eq!(
+            (since.commit.as_deref(), since.commits, since.runs),
+            (Some("c3"), 3, 6)
+        );
+        // The last 3 commits: the fixed test's failures are behind it.
+        let recent = analyse(
+            &fold,
+            &Options {
+                commits: Some(3),
+                ..Options::default()
+            },
+        );
+        let fixed = get(&recent, "fixed");
+        assert_eq!((fixed.k, fixed.n, fixed.finding), (0, 6, Finding::Passing));
+        // The fold's records fold back into the same analysis.
+        let mut again = Fold::new();
+        for r in fold.records() {
+            again.add(Item::Counts(&r));
+        }
+        assert_eq!(analyse(&again, &Options::default()), a);
     }
 }

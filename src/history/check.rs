@@ -137,9 +137,8 @@ pub fn check(a: &Analysis, base: &Baseline, gate: &Gate) -> Vec<Verdict> {
                 .entries
                 .iter()
                 .find(|e| e.test == t.test && e.context == c.context);
-            let rate = |k: u64, n: u64, low: f64, high: f64| {
-                format!("{k} of {n} [{low:.3}, {high:.3}]")
-            };
+            let rate =
+                |k: u64, n: u64, low: f64, high: f64| format!("{k} of {n} [{low:.3}, {high:.3}]");
             let now = rate(c.k, c.n, c.low, c.high);
             let standing = if c.same_commit > 0 && !old.is_some_and(|o| o.proven) {
                 let s = t
@@ -205,4 +204,97 @@ pub fn check(a: &Analysis, base: &Baseline, gate: &Gate) -> Vec<Verdict> {
         (!a.standing.fails(), &a.test, &a.context).cmp(&(!b.standing.fails(), &b.test, &b.context))
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::analyse::{analyse, Fold, Options};
+    use crate::history::{Counts, CountsRecord, Item, COUNTS_SCHEMA};
+
+    fn fold(rows: &[(&str, &str, &str, u64, u64)]) -> Analysis {
+        let mut f = Fold::new();
+        for &(test, os, commit, passed, failed) in rows {
+            let rec = CountsRecord {
+                schema: COUNTS_SCHEMA.into(),
+                test: test.into(),
+                context: [("os".to_string(), os.to_string())].into(),
+                commit: Some(commit.into()),
+                counts: Counts {
+                    passed,
+                    failed,
+                    ..Counts::default()
+                },
+                file: Some("t.py".into()),
+                line: Some(3),
+            };
+            f.add(Item::Counts(&rec));
+        }
+        analyse(&f, &Options::default())
+    }
+
+    #[test]
+    fn standings() {
+        let gate = Gate {
+            min_runs: 5,
+            tolerance: 0.0,
+        };
+        let old = fold(&[
+            ("known", "linux", "c1", 5, 5),
+            ("rate", "linux", "c1", 40, 0),
+            ("rate", "linux", "c2", 0, 0),
+            ("better", "linux", "c1", 0, 20),
+            ("better", "linux", "c2", 20, 0),
+        ]);
+        let base = baseline(&old);
+        assert_eq!(base.entries.len(), 2, "{base:?}");
+        assert!(base.entries.iter().any(|e| e.test == "known" && e.proven));
+        let new = fold(&[
+            ("known", "linux", "c3", 3, 3),
+            ("known", "macos", "c3", 3, 3),
+            ("rate", "linux", "c3", 40, 0),
+            ("better", "linux", "c3", 40, 0),
+            ("new", "linux", "c3", 10, 0),
+            ("new", "linux", "c4", 0, 2),
+        ]);
+        let v = check(&new, &base, &gate);
+        let s: Vec<(&str, &str, Standing)> = v
+            .iter()
+            .map(|v| (v.test.as_str(), v.context.as_str(), v.standing))
+            .collect();
+        assert_eq!(
+            s,
+            [
+                ("known", "os=macos", Standing::NewlyProven),
+                ("better", "os=linux", Standing::Better),
+                ("new", "os=linux", Standing::NewFailures),
+            ]
+        );
+        assert_eq!(v[0].file.as_deref(), Some("t.py"));
+        // Worse: 0 failures of 40 in the baseline, 30 of 40 now.
+        let base = baseline(&fold(&[("rate", "linux", "c1", 39, 1)]));
+        let worse = check(
+            &fold(&[
+                ("rate", "linux", "c1", 10, 0),
+                ("rate", "linux", "c2", 0, 30),
+            ]),
+            &base,
+            &gate,
+        );
+        assert_eq!(worse[0].standing, Standing::Worse);
+        // Too few runs on one side: no comparison.
+        let few = Gate {
+            min_runs: 100,
+            ..gate
+        };
+        assert!(check(
+            &fold(&[
+                ("rate", "linux", "c1", 10, 0),
+                ("rate", "linux", "c2", 0, 30)
+            ]),
+            &base,
+            &few
+        )
+        .is_empty());
+    }
 }

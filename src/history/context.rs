@@ -90,7 +90,11 @@ pub fn parse_pair(s: &str) -> Result<(String, String), String> {
         ));
     };
     let k = k.trim();
-    if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)) {
+    if k.is_empty()
+        || !k
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+    {
         return Err(format!(
             "--context key {k:?} must be letters, digits, `_`, `.` or `-`"
         ));
@@ -313,20 +317,49 @@ mod tests {
     fn each_provider_is_detected() {
         let cases: &[(&[(&str, &str)], &str, &str, &str)] = &[
             (
-                &[("GITLAB_CI", "true"), ("CI_PIPELINE_ID", "9"), ("CI_COMMIT_SHA", "c1"), ("CI_COMMIT_REF_NAME", "dev"), ("CI_JOB_NAME", "test: [3.11]")],
-                "gitlab", "9", "dev",
+                &[
+                    ("GITLAB_CI", "true"),
+                    ("CI_PIPELINE_ID", "9"),
+                    ("CI_COMMIT_SHA", "c1"),
+                    ("CI_COMMIT_REF_NAME", "dev"),
+                    ("CI_JOB_NAME", "test: [3.11]"),
+                ],
+                "gitlab",
+                "9",
+                "dev",
             ),
             (
-                &[("BUILDKITE", "true"), ("BUILDKITE_BUILD_ID", "b"), ("BUILDKITE_COMMIT", "c1"), ("BUILDKITE_BRANCH", "dev")],
-                "buildkite", "b", "dev",
+                &[
+                    ("BUILDKITE", "true"),
+                    ("BUILDKITE_BUILD_ID", "b"),
+                    ("BUILDKITE_COMMIT", "c1"),
+                    ("BUILDKITE_BRANCH", "dev"),
+                ],
+                "buildkite",
+                "b",
+                "dev",
             ),
             (
-                &[("CIRCLECI", "true"), ("CIRCLE_WORKFLOW_ID", "w"), ("CIRCLE_SHA1", "c1"), ("CIRCLE_BRANCH", "dev")],
-                "circleci", "w", "dev",
+                &[
+                    ("CIRCLECI", "true"),
+                    ("CIRCLE_WORKFLOW_ID", "w"),
+                    ("CIRCLE_SHA1", "c1"),
+                    ("CIRCLE_BRANCH", "dev"),
+                ],
+                "circleci",
+                "w",
+                "dev",
             ),
             (
-                &[("JENKINS_URL", "http://j"), ("BUILD_TAG", "jenkins-x-4"), ("GIT_COMMIT", "c1"), ("GIT_BRANCH", "dev")],
-                "jenkins", "jenkins-x-4", "dev",
+                &[
+                    ("JENKINS_URL", "http://j"),
+                    ("BUILD_TAG", "jenkins-x-4"),
+                    ("GIT_COMMIT", "c1"),
+                    ("GIT_BRANCH", "dev"),
+                ],
+                "jenkins",
+                "jenkins-x-4",
+                "dev",
             ),
         ];
         for (vars, provider, run, branch) in cases {
@@ -339,9 +372,19 @@ mod tests {
         }
         let gitlab = detect(&env(cases[0].0), ("linux", "x86_64"), &Overrides::default());
         assert_eq!(gitlab.context["leg"], "test: [3.11]");
-        let none = detect(&env(&[("GITHUB_ACTIONS", "true"), ("GITHUB_RUN_ID", "1")]), ("linux", "x86_64"), &Overrides { no_detect: true, ..Overrides::default() });
+        let none = detect(
+            &env(&[("GITHUB_ACTIONS", "true"), ("GITHUB_RUN_ID", "1")]),
+            ("linux", "x86_64"),
+            &Overrides {
+                no_detect: true,
+                ..Overrides::default()
+            },
+        );
         assert_eq!(none.provenance, Provenance::default());
-        assert_eq!(super::super::context_name(&none.context), "arch=x64,os=linux");
+        assert_eq!(
+            super::super::context_name(&none.context),
+            "arch=x64,os=linux"
+        );
     }
 
     #[test]

@@ -138,7 +138,12 @@ mod tests {
         let reps: Vec<(&str, u32)> = obs.iter().map(|o| (o.test.as_str(), o.rep)).collect();
         assert_eq!(
             reps,
-            [("p::TestA", 0), ("p::TestA", 1), ("p::TestB", 0), ("p::TestA", 2)]
+            [
+                ("p::TestA", 0),
+                ("p::TestA", 1),
+                ("p::TestB", 0),
+                ("p::TestA", 2)
+            ]
         );
         assert_eq!(obs[2].file, None, "a pass keeps no file");
         assert_eq!(obs[3].file.as_deref(), Some("a.go"));

@@ -4,8 +4,8 @@
 //! the `check` gate against a baseline and quarantine lists.
 //!
 //! This module owns the record shapes of the history file and the pure
-//! logic over them; `crate::store::history` is the only writer of the file
-//! and `crate::report::history` the only renderer. Nothing here does I/O
+//! logic over them; the store (its `history` module) is the only writer of the file
+//! and the report module's `history` the only renderer. Nothing here does I/O
 //! beyond what a caller hands in.
 
 pub mod analyse;
@@ -22,7 +22,7 @@ use crate::junit::CaseOutcome;
 
 /// Schema of a report line (one ingested JUnit report: context, provenance,
 /// path, digest).
-pub const REPORT_SCHEMA: &str = "flakelab.report/1";
+pub const REPORT_SCHEMA: &str = "flakelab.ci-report/1";
 /// Schema of an observation line (a chunk of one report's executions).
 pub const OBSERVATION_SCHEMA: &str = "flakelab.observation/1";
 /// Schema of a counts line (observations folded by `flakelab compact`).
@@ -71,7 +71,7 @@ impl Provenance {
     }
 }
 
-/// One ingested report: written by the store as one `flakelab.report/1`
+/// One ingested report: written by the store as one `flakelab.ci-report/1`
 /// line followed by its observation lines, in one write.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReportRecord {

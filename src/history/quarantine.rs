@@ -87,7 +87,10 @@ pub fn emit(syntax: Syntax, entries: &[Entry]) -> Emitted {
             if entries.is_empty() {
                 String::new()
             } else {
-                let names: Vec<String> = entries.iter().map(|e| js_escape(split(&e.test).1)).collect();
+                let names: Vec<String> = entries
+                    .iter()
+                    .map(|e| js_escape(split(&e.test).1))
+                    .collect();
                 format!("--testNamePattern=^(?!(?:{})$)\n", names.join("|"))
             }
         }
@@ -210,12 +213,22 @@ mod tests {
 
     #[test]
     fn each_syntax() {
-        let py = [e("test_orders::test_total"), e("tests.test_a.TestK::test_x[1-2]")];
+        let py = [
+            e("test_orders::test_total"),
+            e("tests.test_a.TestK::test_x[1-2]"),
+        ];
         assert_eq!(
             emit(Syntax::Pytest, &py).text,
             "--deselect=test_orders.py::test_total\n--deselect=tests/test_a.py::TestK::test_x[1-2]\n"
         );
-        let go = emit(Syntax::Go, &[e("example.com/pool::TestA"), e("p::TestB.x"), e("p::TestC/sub")]);
+        let go = emit(
+            Syntax::Go,
+            &[
+                e("example.com/pool::TestA"),
+                e("p::TestB.x"),
+                e("p::TestC/sub"),
+            ],
+        );
         assert_eq!(go.text, "-skip=^(?:TestA|TestB\\.x)$\n");
         assert_eq!(go.left_out.len(), 1);
         assert_eq!(
@@ -223,10 +236,16 @@ mod tests {
             "--testNamePattern=^(?!(?:sum adds \\(1\\+1\\))$)\n"
         );
         assert_eq!(
-            emit(Syntax::CargoNextest, &[e("crate::mod_a::t1"), e("crate::t2")]).text,
+            emit(
+                Syntax::CargoNextest,
+                &[e("crate::mod_a::t1"), e("crate::t2")]
+            )
+            .text,
             "not (test(=mod_a::t1) | test(=t2))\n"
         );
-        assert!(emit(Syntax::Rspec, &[e("spec.user::User saves")]).text.contains("[\"User saves\"]"));
+        assert!(emit(Syntax::Rspec, &[e("spec.user::User saves")])
+            .text
+            .contains("[\"User saves\"]"));
         assert_eq!(
             emit(Syntax::Phpunit, &[e("Tests\\FooTest::testBar")]).text,
             "--exclude-filter=/^(?:Tests\\\\FooTest\\:\\:testBar)(?: |$)/\n"
@@ -237,6 +256,9 @@ mod tests {
             "# flakelab.quarantine/1\nquarantine:\n  - test: \"a::b\"\n    evidence: \"passed and failed on commit c1\"\n"
         );
         assert_eq!(emit(Syntax::Go, &[]).text, "");
-        assert_eq!(emit(Syntax::Yaml, &[]).text, "# flakelab.quarantine/1\nquarantine: []\n");
+        assert_eq!(
+            emit(Syntax::Yaml, &[]).text,
+            "# flakelab.quarantine/1\nquarantine: []\n"
+        );
     }
 }

@@ -61,13 +61,22 @@ mod tests {
         assert_eq!(escape_data("50%\r\nx: y, z"), "50%25%0D%0Ax: y, z");
         assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
         assert_eq!(
-            annotation(Level::Error, Some("t/a,b.py"), Some(12), "flaky: x", "line1\nline2"),
+            annotation(
+                Level::Error,
+                Some("t/a,b.py"),
+                Some(12),
+                "flaky: x",
+                "line1\nline2"
+            ),
             "::error file=t/a%2Cb.py,line=12,title=flaky%3A x::line1%0Aline2"
         );
         assert_eq!(
             annotation(Level::Notice, None, Some(3), "t", "m"),
             "::notice title=t::m"
         );
-        assert_eq!(annotation(Level::Warning, Some("f"), None, "t", "m"), "::warning file=f,title=t::m");
+        assert_eq!(
+            annotation(Level::Warning, Some("f"), None, "t", "m"),
+            "::warning file=f,title=t::m"
+        );
     }
 }

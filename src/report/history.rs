@@ -113,7 +113,9 @@ pub fn markdown(a: &Analysis) -> String {
     for t in a.tests.iter().filter(|t| interesting(t)) {
         let _ = writeln!(s, "### `{}` — {}\n", t.test, finding_word(t.finding));
         let _ = writeln!(s, "{}\n", t.statement);
-        s.push_str("| context | failed | runs | interval | commits | transitions | same-commit |\n");
+        s.push_str(
+            "| context | failed | runs | interval | commits | transitions | same-commit |\n",
+        );
         s.push_str("|---|---:|---:|---|---:|---:|---:|\n");
         for c in &t.contexts {
             let _ = writeln!(

@@ -7,10 +7,10 @@
 
 pub mod catalog;
 pub mod fold;
-pub mod gha;
-pub mod history;
 #[cfg(test)]
 mod fold_tests;
+pub mod gha;
+pub mod history;
 pub mod json;
 pub mod ladder;
 pub mod markdown;

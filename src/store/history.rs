@@ -3,7 +3,7 @@
 //!
 //! Lines, each a JSON object whose first field is its schema:
 //!
-//! - `flakelab.report/1`: one ingested report (context, commit,
+//! - `flakelab.ci-report/1`: one ingested report (context, commit,
 //!   provenance, path, digest, identity key, and the number `n` of
 //!   observations that follow);
 //! - `flakelab.observation/1`: up to [`CHUNK`] of that report's
@@ -330,7 +330,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let many: Vec<Observation> = (0..2500)
-            .map(|i| obs("a::\"quoted\"", if i % 7 == 0 { CaseOutcome::Failed } else { CaseOutcome::Passed }, i))
+            .map(|i| {
+                obs(
+                    "a::\"quoted\"",
+                    if i % 7 == 0 {
+                        CaseOutcome::Failed
+                    } else {
+                        CaseOutcome::Passed
+                    },
+                    i,
+                )
+            })
             .collect();
         store.append_report(&report("k1", 2500), &many).unwrap();
         let (got, stats) = read(&store);
@@ -338,7 +348,9 @@ mod tests {
         assert_eq!(got[0].1, many);
         let text = fs::read_to_string(store.history_path()).unwrap();
         assert_eq!(text.lines().count(), 4, "a report line and three chunks");
-        assert!(text.lines().all(|l| l.starts_with("{\"schema\":\"flakelab.")));
+        assert!(text
+            .lines()
+            .all(|l| l.starts_with("{\"schema\":\"flakelab.")));
     }
 
     #[test]
@@ -346,16 +358,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         store
-            .append_report(&report("k1", 2), &[obs("a", CaseOutcome::Passed, 0), obs("b", CaseOutcome::Failed, 0)])
+            .append_report(
+                &report("k1", 2),
+                &[
+                    obs("a", CaseOutcome::Passed, 0),
+                    obs("b", CaseOutcome::Failed, 0),
+                ],
+            )
             .unwrap();
         let text = fs::read(store.history_path()).unwrap();
         // `cat a b > c` of two stores holding the same report.
         let mut doubled = text.clone();
         doubled.extend_from_slice(&text);
         // A report whose observation line was lost.
-        doubled.extend_from_slice(
-            serde_json::to_string(&report("k2", 5)).unwrap().as_bytes(),
-        );
+        doubled.extend_from_slice(serde_json::to_string(&report("k2", 5)).unwrap().as_bytes());
         doubled.extend_from_slice(b"\nnot json\n");
         fs::write(store.history_path(), &doubled).unwrap();
         let (got, stats) = read(&store);

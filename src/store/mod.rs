@@ -11,9 +11,9 @@
 //! is skipped and counted, and a duplicate id is read once (the first wins).
 
 pub mod compact;
-pub mod history;
 #[cfg(test)]
 mod compact_tests;
+pub mod history;
 mod runs;
 mod template;
 
