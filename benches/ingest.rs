@@ -37,7 +37,7 @@ fn report(seed: usize) -> String {
             c % 13,
             10 + c
         );
-        if (c * 7 + seed) % 50 == 0 {
+        if (c * 7 + seed).is_multiple_of(50) {
             s.push_str("<failure message=\"assert response.status == 200\">");
             for l in 0..20 {
                 let _ = write!(
@@ -116,7 +116,8 @@ fn main() {
         round += 1;
         let store =
             flakelab::store::Store::open(&dir.path().join(format!("store{round}"))).unwrap();
-        let s = flakelab::app::ingest_reports(&store, &[reports.clone()], &recorded).unwrap();
+        let s = flakelab::app::ingest_reports(&store, std::slice::from_ref(&reports), &recorded)
+            .unwrap();
         assert_eq!(s.recorded, FILES as u64);
     });
     let history =

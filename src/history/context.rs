@@ -315,7 +315,8 @@ mod tests {
 
     #[test]
     fn each_provider_is_detected() {
-        let cases: &[(&[(&str, &str)], &str, &str, &str)] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str, &'a str);
+        let cases: &[Case] = &[
             (
                 &[
                     ("GITLAB_CI", "true"),
