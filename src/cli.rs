@@ -6,6 +6,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod history_args;
+pub use history_args::*;
+
 /// A perturbation lab for test suites: runs your test command many times
 /// under declared perturbations and reports k of N with a confidence bound.
 #[derive(Debug, Parser)]
@@ -81,6 +84,23 @@ pub enum Command {
     Recipes(RecipesArgs),
     /// Run the standard matrix on the bundled example suite.
     Demo(DemoArgs),
+    /// Record JUnit reports from CI in the store's history, with their
+    /// execution context and provenance.
+    #[command(after_long_help = INGEST_AFTER_HELP)]
+    Ingest(IngestArgs),
+    /// What the ingested history says per test: same-commit disagreement,
+    /// k of N per context, where failures concentrate.
+    History(HistoryArgs),
+    /// The CI gate: fail only for tests newly proven nondeterministic or
+    /// measurably worse than the committed baseline.
+    #[command(after_long_help = CHECK_AFTER_HELP)]
+    Check(CheckArgs),
+    /// Print the tests history proves nondeterministic in a runner's own
+    /// skip syntax.
+    Quarantine(QuarantineArgs),
+    /// Fold the history's observations into per (test, context, commit)
+    /// counts; every figure `history` prints stays the same.
+    Compact(CompactArgs),
     /// Internal: report what a child process sees (used by probes).
     #[command(name = "__probe", hide = true)]
     Probe(ProbeArgs),
@@ -95,6 +115,36 @@ pub enum Command {
     #[command(name = "__warden", hide = true)]
     Warden,
 }
+
+const INGEST_AFTER_HELP: &str = "\
+Context (what may change an outcome; rates are per context): branch, os,
+arch, runtime, runtime_version, runner, leg (matrix) and --context KEY=VALUE.
+Provenance (never context): provider, run id, job, attempt, commit.
+Detected from GitHub Actions, GitLab CI, Buildkite, CircleCI and Jenkins
+variables (the book's \"History from CI\" lists them); flags override.
+
+A report already recorded (same context, commit, attempt, path and digest)
+is skipped, so ingesting a directory twice changes nothing.
+
+Exit codes: 0 every report recorded or already there; 2 a report could not
+be read (the others are recorded) or a usage error.";
+
+const CHECK_AFTER_HELP: &str = "\
+Exit codes:
+  0  nothing newly proven nondeterministic or measurably worse (notes for
+     tests that got better: consider tightening the baseline); or
+     --write-baseline wrote the baseline
+  1  a test is newly proven nondeterministic (passed and failed on one
+     commit in one context, not so in the baseline), or measurably worse
+     (with --min-runs on both sides, the new interval's lower bound above
+     the baseline's upper bound plus --tolerance)
+  2  no baseline file (create it with --write-baseline), an unreadable
+     one, an empty history, or a usage error
+
+With GITHUB_ACTIONS=true (or --annotations) each verdict is also written as
+a `::error`/`::notice` annotation (with file= and line= when the JUnit
+report gave them), and a Markdown summary is appended to
+$GITHUB_STEP_SUMMARY when it is set.";
 
 const RUN_AFTER_HELP: &str = "\
 Perturbation specs (-p):

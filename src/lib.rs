@@ -25,6 +25,7 @@ pub mod doctor;
 pub mod error;
 pub mod evidence;
 pub mod exec;
+pub mod history;
 pub mod host;
 pub mod init;
 pub mod junit;

@@ -10,16 +10,23 @@ use crate::exec::child::Stop;
 use crate::exec::Executor;
 use crate::report::{self, Report};
 
+mod check;
+mod compact;
 mod demo;
+mod history;
 mod info;
+mod ingest;
 mod internal;
 mod ladder;
 mod merge;
+mod quarantine;
 mod replay;
 mod report_cmd;
 mod run;
 mod screen;
 mod verify;
+
+pub use ingest::{ingest_reports, IngestSummary};
 
 /// What every subcommand shares: how subjects and probes are started.
 #[derive(Debug, Clone, Default)]
@@ -50,6 +57,11 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
         Command::Merge(args) => merge::merge_cmd(&args),
         Command::Evidence(args) => report_cmd::evidence_cmd(ctx, &args),
         Command::Init(args) => info::init_cmd(&args),
+        Command::Ingest(args) => ingest::ingest_cmd(&args),
+        Command::History(args) => history::history_cmd(&args),
+        Command::Check(args) => check::check_cmd(&args),
+        Command::Quarantine(args) => quarantine::quarantine_cmd(&args),
+        Command::Compact(args) => compact::compact_cmd(&args),
         Command::Doctor => info::doctor_cmd(),
         Command::Recipes(args) => info::recipes_cmd(&args),
         Command::Plan(args) => info::plan_cmd(&args),

@@ -116,6 +116,8 @@ struct Attrs {
     class: Option<String>,
     time: Option<f64>,
     message: Option<String>,
+    file: Option<String>,
+    line: Option<u32>,
 }
 
 pub(super) struct Doc {
@@ -258,6 +260,8 @@ impl Doc {
                     message: None,
                     detail: None,
                     time_s: attrs.time,
+                    file: attrs.file,
+                    line: attrs.line,
                 });
             }
             Kind::Capture(slot) => {
@@ -361,6 +365,10 @@ impl Doc {
                 (Kind::Case, b"classname") => attrs.classname = Some(self.attr_string(value)?),
                 (Kind::Case, b"class") => attrs.class = Some(self.attr_string(value)?),
                 (Kind::Case, b"time") => attrs.time = self.attr_time(value)?,
+                (Kind::Case, b"file") => attrs.file = Some(self.attr_string(value)?),
+                (Kind::Case, b"line") => {
+                    attrs.line = self.attr_string(value)?.trim().parse().ok();
+                }
                 (Kind::Capture(_), b"message") => {
                     let mut message = self.attr_string(value)?;
                     message.truncate(floor_char_boundary(&message, MAX_MESSAGE));

@@ -104,6 +104,12 @@ pub struct Case {
     /// `time` attribute in seconds when it parses as a finite number
     /// (`"0."` and `"2,503.1"` are tolerated; garbage is `None`).
     pub time_s: Option<f64>,
+    /// `file` attribute (pytest xunit1, Surefire, PHPUnit), when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// `line` attribute when it parses as a line number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
 }
 
 impl Case {
@@ -425,6 +431,8 @@ mod tests {
             message: None,
             detail: None,
             time_s: None,
+            file: None,
+            line: None,
         };
         assert_eq!(c.id(), "C::n");
         c.classname.clear();

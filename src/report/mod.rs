@@ -9,6 +9,8 @@ pub mod catalog;
 pub mod fold;
 #[cfg(test)]
 mod fold_tests;
+pub mod gha;
+pub mod history;
 pub mod json;
 pub mod ladder;
 pub mod markdown;

@@ -13,6 +13,7 @@
 pub mod compact;
 #[cfg(test)]
 mod compact_tests;
+pub mod history;
 mod runs;
 mod template;
 mod view;

@@ -9,6 +9,7 @@ mod durable;
 mod evidence;
 mod fake;
 mod fuzz_replay;
+mod history;
 mod honest;
 mod hostile;
 mod junit_corpus;

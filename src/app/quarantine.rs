@@ -1,0 +1,47 @@
+//! `flakelab quarantine --format F`: the tests history proves
+//! nondeterministic (or, with `--min-rate`, fail at least that often), in
+//! the runner's own syntax on stdout; what a syntax cannot express is named
+//! on stderr.
+
+use crate::cli::{QuarantineArgs, QuarantineFormat};
+use crate::error::{Result, EXIT_OK};
+use crate::history::analyse::Finding;
+use crate::history::quarantine::{emit, Entry, Syntax};
+use crate::store::Store;
+
+pub(super) fn quarantine_cmd(args: &QuarantineArgs) -> Result<i32> {
+    let store = Store::at(&super::ingest::history_store(&args.store.store));
+    let (analysis, stats) = super::history::load(&store, &args.analysis)?;
+    super::history::warn_skipped(&stats);
+    let entries: Vec<Entry> = analysis
+        .tests
+        .iter()
+        .filter(|t| {
+            let proven = t.finding == Finding::SameCommit
+                && t.same_commit.iter().any(|s| s.failed >= args.min_failures);
+            let rate = args.min_rate > 0.0 && t.contexts.iter().any(|c| c.low >= args.min_rate);
+            proven || rate
+        })
+        .map(|t| Entry {
+            test: t.test.clone(),
+            evidence: t.statement.clone(),
+            file: t.file.clone(),
+        })
+        .collect();
+    let syntax = match args.format {
+        QuarantineFormat::Pytest => Syntax::Pytest,
+        QuarantineFormat::Go => Syntax::Go,
+        QuarantineFormat::Jest => Syntax::Jest,
+        QuarantineFormat::Vitest => Syntax::Vitest,
+        QuarantineFormat::CargoNextest => Syntax::CargoNextest,
+        QuarantineFormat::Rspec => Syntax::Rspec,
+        QuarantineFormat::Phpunit => Syntax::Phpunit,
+        QuarantineFormat::Yaml => Syntax::Yaml,
+    };
+    let out = emit(syntax, &entries);
+    for l in &out.left_out {
+        eprintln!("note: left out {l}");
+    }
+    super::print_text(&out.text);
+    Ok(EXIT_OK)
+}

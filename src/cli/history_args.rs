@@ -1,0 +1,184 @@
+//! The flags of the history subcommands (`ingest`, `history`, `check`,
+//! `quarantine`, `compact`), kept beside `cli.rs` so its own list stays
+//! short.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::Format;
+
+/// The history file's store.
+#[derive(Debug, Clone, Args)]
+pub struct HistoryStore {
+    /// The store directory [default: .flakelab].
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+}
+
+/// Execution context and provenance of ingested reports: each flag
+/// overrides what is detected from the CI environment.
+#[derive(Debug, Clone, Args)]
+pub struct ContextFlags {
+    /// Ignore the CI environment: only these flags, and the host's OS and
+    /// architecture.
+    #[arg(long)]
+    pub no_detect: bool,
+    /// The branch the tests ran on.
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// The commit the tests ran on.
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+    /// The OS (`linux`, `macos`, `windows`).
+    #[arg(long, value_name = "OS")]
+    pub os: Option<String>,
+    /// The architecture (`x64`, `arm64`).
+    #[arg(long, value_name = "ARCH")]
+    pub arch: Option<String>,
+    /// The runtime's name (`python`, `node`, `go`, `jdk`).
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+    /// The runtime's version.
+    #[arg(long, value_name = "VERSION")]
+    pub runtime_version: Option<String>,
+    /// The kind of runner (GitHub: `github-hosted`, `self-hosted`).
+    #[arg(long, value_name = "KIND")]
+    pub runner: Option<String>,
+    /// The matrix leg: on GitHub Actions `--matrix '${{ toJSON(matrix) }}'`
+    /// (every leg has the same job name, so this is what tells them apart).
+    #[arg(long, value_name = "JSON|TEXT")]
+    pub matrix: Option<String>,
+    /// Another context dimension (repeatable): `--context db=postgres16`.
+    #[arg(long = "context", value_name = "KEY=VALUE")]
+    pub context: Vec<String>,
+    /// The CI provider (provenance).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// The CI run's id (provenance).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// The CI job (provenance).
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
+    /// The attempt of the CI run (a re-run attempt counts again).
+    #[arg(long, value_name = "N")]
+    pub attempt: Option<String>,
+}
+
+/// `flakelab ingest`.
+#[derive(Debug, Clone, Args)]
+pub struct IngestArgs {
+    /// JUnit XML reports: files, directories (every `*.xml` below) or
+    /// quoted globs (`'reports/**/*.xml'`).
+    #[arg(required = true, value_name = "REPORT")]
+    pub reports: Vec<PathBuf>,
+    /// Context and provenance.
+    #[command(flatten)]
+    pub context: ContextFlags,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: HistoryStore,
+}
+
+/// What `history`, `check` and `quarantine` read history with.
+#[derive(Debug, Clone, Args)]
+pub struct AnalysisFlags {
+    /// A (test, context) with fewer runs is "too few runs", and `check`
+    /// compares no rate with fewer.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub min_runs: u64,
+    /// Only the last N commits of each test and context count (recency,
+    /// counted in commits) [default: all].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub commits: Option<u64>,
+}
+
+/// `flakelab history`.
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// How history is read.
+    #[command(flatten)]
+    pub analysis: AnalysisFlags,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: HistoryStore,
+}
+
+/// `flakelab check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// The committed baseline file.
+    #[arg(long, default_value = "flakelab-baseline.json", value_name = "FILE")]
+    pub baseline: PathBuf,
+    /// Write the baseline from the history (and exit 0) instead of checking.
+    #[arg(long)]
+    pub write_baseline: bool,
+    /// Margin, in failure rate, the new interval must clear the baseline's
+    /// by to count as worse (or better).
+    #[arg(long, default_value_t = 0.0, value_name = "RATE")]
+    pub tolerance: f64,
+    /// Write GitHub Actions annotations [default: when GITHUB_ACTIONS=true].
+    #[arg(long)]
+    pub annotations: bool,
+    /// How history is read.
+    #[command(flatten)]
+    pub analysis: AnalysisFlags,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: HistoryStore,
+}
+
+/// Syntaxes of `flakelab quarantine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QuarantineFormat {
+    /// `--deselect=NODEID` lines for pytest.
+    Pytest,
+    /// `-skip=REGEX` for go test.
+    Go,
+    /// `--testNamePattern=REGEX` for jest.
+    Jest,
+    /// `--testNamePattern=REGEX` for vitest.
+    Vitest,
+    /// A filterset for `cargo nextest run -E`.
+    CargoNextest,
+    /// A spec_helper.rb snippet for rspec.
+    Rspec,
+    /// `--exclude-filter=REGEX` for PHPUnit.
+    Phpunit,
+    /// A YAML list with the evidence.
+    Yaml,
+}
+
+/// `flakelab quarantine`.
+#[derive(Debug, Clone, Args)]
+pub struct QuarantineArgs {
+    /// The runner's syntax.
+    #[arg(long, value_enum)]
+    pub format: QuarantineFormat,
+    /// Select tests proven nondeterministic (same-commit disagreement) with
+    /// at least N failures in one context.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub min_failures: u64,
+    /// Also select tests whose failure rate's lower bound in some context
+    /// is at least RATE, proven or not (0: off).
+    #[arg(long, default_value_t = 0.0, value_name = "RATE")]
+    pub min_rate: f64,
+    /// How history is read.
+    #[command(flatten)]
+    pub analysis: AnalysisFlags,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: HistoryStore,
+}
+
+/// `flakelab compact`.
+#[derive(Debug, Clone, Args)]
+pub struct CompactArgs {
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: HistoryStore,
+}

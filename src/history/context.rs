@@ -1,0 +1,398 @@
+//! The execution context and provenance of an ingested report, detected
+//! from the CI environment and overridden by flags.
+//!
+//! Context dimensions (what may legitimately change an outcome, low
+//! cardinality): `branch`, `os`, `arch`, `runtime`, `runtime_version`,
+//! `runner`, `leg` (the matrix leg) and any `--context KEY=VALUE`.
+//! Provenance (high cardinality, never a dimension): provider, run id,
+//! job, attempt; and the commit, kept beside both.
+//!
+//! Variables read, per provider (the first of a list that is set wins):
+//!
+//! | provider | detected by | run | job | attempt | commit | branch | os / arch | runner | leg |
+//! |---|---|---|---|---|---|---|---|---|---|
+//! | GitHub Actions | `GITHUB_ACTIONS=true` | `GITHUB_RUN_ID` | `GITHUB_JOB` | `GITHUB_RUN_ATTEMPT` | `GITHUB_SHA` | `GITHUB_HEAD_REF`, `GITHUB_REF_NAME` | `RUNNER_OS` / `RUNNER_ARCH` | `RUNNER_ENVIRONMENT` | — (pass `--matrix`) |
+//! | GitLab CI | `GITLAB_CI=true` | `CI_PIPELINE_ID` | `CI_JOB_NAME` | `CI_JOB_ID` | `CI_COMMIT_SHA` | `CI_MERGE_REQUEST_SOURCE_BRANCH_NAME`, `CI_COMMIT_REF_NAME` | host | — | `CI_JOB_NAME` of a `parallel:matrix` job (`name: [a, b]`) |
+//! | Buildkite | `BUILDKITE=true` | `BUILDKITE_BUILD_ID` | `BUILDKITE_STEP_KEY`, `BUILDKITE_LABEL` | `BUILDKITE_RETRY_COUNT` | `BUILDKITE_COMMIT` | `BUILDKITE_BRANCH` | host | `BUILDKITE_AGENT_META_DATA_QUEUE` | — |
+//! | CircleCI | `CIRCLECI=true` | `CIRCLE_WORKFLOW_ID` | `CIRCLE_JOB` | `CIRCLE_BUILD_NUM` | `CIRCLE_SHA1` | `CIRCLE_BRANCH` | host | — | — |
+//! | Jenkins | `JENKINS_URL` set | `BUILD_TAG` | `JOB_NAME` | — | `GIT_COMMIT` | `BRANCH_NAME`, `GIT_BRANCH` | host | — | — |
+//!
+//! Outside GitHub Actions, `os` and `arch` are the host's (ingest where the
+//! tests ran). The provider's idea of a job is coarser than a matrix leg on
+//! GitHub (every leg has the same `GITHUB_JOB`), so a leg must say what it
+//! is: `--matrix '${{ toJSON(matrix) }}'`, `--runtime-version`, `--context`.
+//!
+//! Pure: the environment comes in as a lookup function.
+
+use super::{Context, Provenance};
+
+/// What the user said on the command line, each overriding detection.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// Ignore the CI environment (flags and the host's os/arch only).
+    pub no_detect: bool,
+    /// `--branch`.
+    pub branch: Option<String>,
+    /// `--commit`.
+    pub commit: Option<String>,
+    /// `--os`.
+    pub os: Option<String>,
+    /// `--arch`.
+    pub arch: Option<String>,
+    /// `--runtime`.
+    pub runtime: Option<String>,
+    /// `--runtime-version`.
+    pub runtime_version: Option<String>,
+    /// `--runner`.
+    pub runner: Option<String>,
+    /// `--matrix`: a JSON object (`toJSON(matrix)`) or any text.
+    pub matrix: Option<String>,
+    /// `--context KEY=VALUE`, in order.
+    pub extra: Vec<(String, String)>,
+    /// `--provider`.
+    pub provider: Option<String>,
+    /// `--run-id`.
+    pub run: Option<String>,
+    /// `--job`.
+    pub job: Option<String>,
+    /// `--attempt`.
+    pub attempt: Option<String>,
+}
+
+/// What a report is recorded with: context, commit, provenance.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Recorded {
+    /// The execution context.
+    pub context: Context,
+    /// The commit.
+    pub commit: Option<String>,
+    /// The provenance.
+    pub provenance: Provenance,
+}
+
+/// The dimension names flakelab fills itself; `--context` may not reuse
+/// them (use the dedicated flag).
+pub const DIMENSIONS: &[&str] = &[
+    "branch",
+    "os",
+    "arch",
+    "runtime",
+    "runtime_version",
+    "runner",
+    "leg",
+];
+
+/// Parses one `--context KEY=VALUE`.
+pub fn parse_pair(s: &str) -> Result<(String, String), String> {
+    let Some((k, v)) = s.split_once('=') else {
+        return Err(format!(
+            "--context {s:?} is not KEY=VALUE (for example --context db=postgres16)"
+        ));
+    };
+    let k = k.trim();
+    if k.is_empty()
+        || !k
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+    {
+        return Err(format!(
+            "--context key {k:?} must be letters, digits, `_`, `.` or `-`"
+        ));
+    }
+    if DIMENSIONS.contains(&k) {
+        return Err(format!(
+            "--context {k}=… names a built-in dimension: use --{} instead",
+            k.replace('_', "-")
+        ));
+    }
+    Ok((k.to_string(), v.trim().to_string()))
+}
+
+/// The matrix leg as one canonical value: a JSON object becomes its
+/// `key=value` pairs sorted and joined by `,` (so `{"os":"a","py":"3"}`
+/// and `{"py":"3","os":"a"}` are one leg); anything else is kept as typed.
+pub fn canonical_matrix(s: &str) -> String {
+    if let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(s) {
+        let mut pairs: Vec<String> = map
+            .iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => format!("{k}={s}"),
+                other => format!("{k}={other}"),
+            })
+            .collect();
+        pairs.sort();
+        return pairs.join(",");
+    }
+    s.trim().to_string()
+}
+
+/// Lower-cases an OS name and maps the host's spellings to GitHub's
+/// (`macos`, `linux`, `windows`).
+fn norm_os(s: &str) -> String {
+    s.trim().to_ascii_lowercase()
+}
+
+/// Lower-cases an architecture and maps Rust's spellings to GitHub's
+/// (`x86_64` → `x64`, `aarch64` → `arm64`).
+fn norm_arch(s: &str) -> String {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "x86_64" | "amd64" => "x64".to_string(),
+        "aarch64" => "arm64".to_string(),
+        "x86" | "i686" => "x86".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The context and provenance of reports ingested now: detection from
+/// `env` (unless `no_detect`), then `host` os/arch where CI gave none, then
+/// the flags. Empty values are treated as absent.
+pub fn detect(
+    env: &dyn Fn(&str) -> Option<String>,
+    host: (&str, &str),
+    flags: &Overrides,
+) -> Recorded {
+    let get = |names: &[&str]| -> Option<String> {
+        names
+            .iter()
+            .find_map(|n| env(n).filter(|v| !v.trim().is_empty()))
+    };
+    let is = |name: &str, value: &str| env(name).is_some_and(|v| v.eq_ignore_ascii_case(value));
+    let mut d = Detected::default();
+    if !flags.no_detect {
+        if is("GITHUB_ACTIONS", "true") {
+            d.provider = Some("github");
+            d.run = get(&["GITHUB_RUN_ID"]);
+            d.job = get(&["GITHUB_JOB"]);
+            d.attempt = get(&["GITHUB_RUN_ATTEMPT"]);
+            d.commit = get(&["GITHUB_SHA"]);
+            d.branch = get(&["GITHUB_HEAD_REF", "GITHUB_REF_NAME"]);
+            d.os = get(&["RUNNER_OS"]);
+            d.arch = get(&["RUNNER_ARCH"]);
+            d.runner = get(&["RUNNER_ENVIRONMENT"]);
+        } else if is("GITLAB_CI", "true") {
+            d.provider = Some("gitlab");
+            d.run = get(&["CI_PIPELINE_ID"]);
+            d.job = get(&["CI_JOB_NAME"]);
+            d.attempt = get(&["CI_JOB_ID"]);
+            d.commit = get(&["CI_COMMIT_SHA"]);
+            d.branch = get(&["CI_MERGE_REQUEST_SOURCE_BRANCH_NAME", "CI_COMMIT_REF_NAME"]);
+            d.leg = get(&["CI_JOB_NAME"]).filter(|n| n.contains(": ["));
+        } else if is("BUILDKITE", "true") {
+            d.provider = Some("buildkite");
+            d.run = get(&["BUILDKITE_BUILD_ID"]);
+            d.job = get(&["BUILDKITE_STEP_KEY", "BUILDKITE_LABEL"]);
+            d.attempt = get(&["BUILDKITE_RETRY_COUNT"]);
+            d.commit = get(&["BUILDKITE_COMMIT"]);
+            d.branch = get(&["BUILDKITE_BRANCH"]);
+            d.runner = get(&["BUILDKITE_AGENT_META_DATA_QUEUE"]);
+        } else if is("CIRCLECI", "true") {
+            d.provider = Some("circleci");
+            d.run = get(&["CIRCLE_WORKFLOW_ID"]);
+            d.job = get(&["CIRCLE_JOB"]);
+            d.attempt = get(&["CIRCLE_BUILD_NUM"]);
+            d.commit = get(&["CIRCLE_SHA1"]);
+            d.branch = get(&["CIRCLE_BRANCH"]);
+        } else if get(&["JENKINS_URL"]).is_some() {
+            d.provider = Some("jenkins");
+            d.run = get(&["BUILD_TAG"]);
+            d.job = get(&["JOB_NAME"]);
+            d.commit = get(&["GIT_COMMIT"]);
+            d.branch = get(&["BRANCH_NAME", "GIT_BRANCH"]);
+        }
+    }
+    let pick = |flag: &Option<String>, detected: Option<String>| {
+        flag.clone()
+            .filter(|v| !v.trim().is_empty())
+            .or(detected)
+            .map(|v| v.trim().to_string())
+    };
+    let mut context = Context::new();
+    let mut put = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            context.insert(k.to_string(), v);
+        }
+    };
+    put("branch", pick(&flags.branch, d.branch));
+    put(
+        "os",
+        pick(&flags.os, d.os.or_else(|| Some(host.0.to_string()))).map(|s| norm_os(&s)),
+    );
+    put(
+        "arch",
+        pick(&flags.arch, d.arch.or_else(|| Some(host.1.to_string()))).map(|s| norm_arch(&s)),
+    );
+    put("runtime", pick(&flags.runtime, None));
+    put("runtime_version", pick(&flags.runtime_version, None));
+    put("runner", pick(&flags.runner, d.runner));
+    put(
+        "leg",
+        pick(&flags.matrix.as_deref().map(canonical_matrix), d.leg),
+    );
+    for (k, v) in &flags.extra {
+        context.insert(k.clone(), v.clone());
+    }
+    Recorded {
+        context,
+        commit: pick(&flags.commit, d.commit),
+        provenance: Provenance {
+            provider: pick(&flags.provider, d.provider.map(str::to_string)),
+            run: pick(&flags.run, d.run),
+            job: pick(&flags.job, d.job),
+            attempt: pick(&flags.attempt, d.attempt),
+        },
+    }
+}
+
+#[derive(Default)]
+struct Detected {
+    provider: Option<&'static str>,
+    run: Option<String>,
+    job: Option<String>,
+    attempt: Option<String>,
+    commit: Option<String>,
+    branch: Option<String>,
+    os: Option<String>,
+    arch: Option<String>,
+    runner: Option<String>,
+    leg: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn github_actions_is_detected_and_flags_override() {
+        let e = env(&[
+            ("GITHUB_ACTIONS", "true"),
+            ("GITHUB_RUN_ID", "77"),
+            ("GITHUB_JOB", "test"),
+            ("GITHUB_RUN_ATTEMPT", "2"),
+            ("GITHUB_SHA", "abc"),
+            ("GITHUB_HEAD_REF", ""),
+            ("GITHUB_REF_NAME", "main"),
+            ("RUNNER_OS", "Linux"),
+            ("RUNNER_ARCH", "ARM64"),
+            ("RUNNER_ENVIRONMENT", "github-hosted"),
+        ]);
+        let flags = Overrides {
+            matrix: Some(r#"{"python":"3.12","os":"ubuntu"}"#.into()),
+            runtime: Some("python".into()),
+            ..Overrides::default()
+        };
+        let r = detect(&e, ("linux", "x86_64"), &flags);
+        assert_eq!(
+            super::super::context_name(&r.context),
+            "arch=arm64,branch=main,leg=os=ubuntu,python=3.12,os=linux,runner=github-hosted,runtime=python"
+        );
+        assert_eq!(r.commit.as_deref(), Some("abc"));
+        assert_eq!(r.provenance.provider.as_deref(), Some("github"));
+        assert_eq!(r.provenance.run.as_deref(), Some("77"));
+        assert_eq!(r.provenance.job.as_deref(), Some("test"));
+        assert_eq!(r.provenance.attempt.as_deref(), Some("2"));
+        // Provenance never enters the context.
+        assert!(!r.context.values().any(|v| v == "77" || v == "test"));
+        let over = Overrides {
+            branch: Some("feature".into()),
+            os: Some("macOS".into()),
+            attempt: Some("3".into()),
+            ..Overrides::default()
+        };
+        let r = detect(&e, ("linux", "x86_64"), &over);
+        assert_eq!(r.context["branch"], "feature");
+        assert_eq!(r.context["os"], "macos");
+        assert_eq!(r.provenance.attempt.as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn each_provider_is_detected() {
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str, &'a str);
+        let cases: &[Case] = &[
+            (
+                &[
+                    ("GITLAB_CI", "true"),
+                    ("CI_PIPELINE_ID", "9"),
+                    ("CI_COMMIT_SHA", "c1"),
+                    ("CI_COMMIT_REF_NAME", "dev"),
+                    ("CI_JOB_NAME", "test: [3.11]"),
+                ],
+                "gitlab",
+                "9",
+                "dev",
+            ),
+            (
+                &[
+                    ("BUILDKITE", "true"),
+                    ("BUILDKITE_BUILD_ID", "b"),
+                    ("BUILDKITE_COMMIT", "c1"),
+                    ("BUILDKITE_BRANCH", "dev"),
+                ],
+                "buildkite",
+                "b",
+                "dev",
+            ),
+            (
+                &[
+                    ("CIRCLECI", "true"),
+                    ("CIRCLE_WORKFLOW_ID", "w"),
+                    ("CIRCLE_SHA1", "c1"),
+                    ("CIRCLE_BRANCH", "dev"),
+                ],
+                "circleci",
+                "w",
+                "dev",
+            ),
+            (
+                &[
+                    ("JENKINS_URL", "http://j"),
+                    ("BUILD_TAG", "jenkins-x-4"),
+                    ("GIT_COMMIT", "c1"),
+                    ("GIT_BRANCH", "dev"),
+                ],
+                "jenkins",
+                "jenkins-x-4",
+                "dev",
+            ),
+        ];
+        for (vars, provider, run, branch) in cases {
+            let r = detect(&env(vars), ("linux", "aarch64"), &Overrides::default());
+            assert_eq!(r.provenance.provider.as_deref(), Some(*provider));
+            assert_eq!(r.provenance.run.as_deref(), Some(*run));
+            assert_eq!(r.context["branch"], *branch);
+            assert_eq!(r.context["arch"], "arm64");
+            assert_eq!(r.commit.as_deref(), Some("c1"));
+        }
+        let gitlab = detect(&env(cases[0].0), ("linux", "x86_64"), &Overrides::default());
+        assert_eq!(gitlab.context["leg"], "test: [3.11]");
+        let none = detect(
+            &env(&[("GITHUB_ACTIONS", "true"), ("GITHUB_RUN_ID", "1")]),
+            ("linux", "x86_64"),
+            &Overrides {
+                no_detect: true,
+                ..Overrides::default()
+            },
+        );
+        assert_eq!(none.provenance, Provenance::default());
+        assert_eq!(
+            super::super::context_name(&none.context),
+            "arch=x64,os=linux"
+        );
+    }
+
+    #[test]
+    fn context_pairs_are_checked() {
+        assert_eq!(parse_pair("db=pg16").unwrap(), ("db".into(), "pg16".into()));
+        assert!(parse_pair("db").unwrap_err().contains("KEY=VALUE"));
+        assert!(parse_pair("os=linux").unwrap_err().contains("--os"));
+        assert!(parse_pair("a b=c").unwrap_err().contains("letters"));
+    }
+}

@@ -1,0 +1,264 @@
+//! History from CI: JUnit reports that CI left behind, read as observations
+//! with their execution context and provenance, and what those observations
+//! say per test (same-commit disagreement, rates per context, associations),
+//! the `check` gate against a baseline and quarantine lists.
+//!
+//! This module owns the record shapes of the history file and the pure
+//! logic over them; the store (its `history` module) is the only writer of the file
+//! and the report module's `history` the only renderer. Nothing here does I/O
+//! beyond what a caller hands in.
+
+pub mod analyse;
+pub mod check;
+pub mod context;
+pub mod identity;
+pub mod quarantine;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::junit::CaseOutcome;
+
+/// Schema of a report line (one ingested JUnit report: context, provenance,
+/// path, digest).
+pub const REPORT_SCHEMA: &str = "flakelab.ci-report/1";
+/// Schema of an observation line (a chunk of one report's executions).
+pub const OBSERVATION_SCHEMA: &str = "flakelab.observation/1";
+/// Schema of a counts line (observations folded by `flakelab compact`).
+pub const COUNTS_SCHEMA: &str = "flakelab.counts/1";
+/// Schema of a folded line (the identity keys of the reports a compaction
+/// folded, so re-ingesting one of them still counts once).
+pub const FOLDED_SCHEMA: &str = "flakelab.folded/1";
+
+/// Where one report's executions ran (see [`context`]): the dimensions an
+/// outcome may legitimately depend on. Never provenance.
+pub type Context = BTreeMap<String, String>;
+
+/// Where a report came from: which CI run, job and attempt, on which commit.
+/// Never part of the [`Context`]; `attempt` is part of the identity.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// CI provider (`github`, `gitlab`, `buildkite`, `circleci`,
+    /// `jenkins`), or `None` outside CI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The provider's id of the pipeline run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// The job's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    /// The attempt (a re-run of the same run counts again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<String>,
+}
+
+impl Provenance {
+    /// How a run is named in findings: `run 123 attempt 2 (job test)`, or
+    /// the report path when no run id is known.
+    pub fn label(&self, path: &str) -> String {
+        match &self.run {
+            None => path.to_string(),
+            Some(run) => {
+                let mut s = format!("run {run}");
+                if let Some(a) = self.attempt.as_deref().filter(|a| *a != "1") {
+                    s.push_str(&format!(" attempt {a}"));
+                }
+                s
+            }
+        }
+    }
+}
+
+/// One ingested report: written by the store as one `flakelab.ci-report/1`
+/// line followed by its observation lines, in one write.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportRecord {
+    /// [`REPORT_SCHEMA`].
+    pub schema: String,
+    /// The identity key ([`identity::report_key`]).
+    pub key: String,
+    /// The execution context.
+    pub context: Context,
+    /// The commit the report's tests ran on, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Where it came from.
+    #[serde(default)]
+    pub provenance: Provenance,
+    /// The report's path relative to the ingested directory (the file name
+    /// for a file named on the command line).
+    pub path: String,
+    /// `sha256:` and the hex digest of the report's bytes.
+    pub digest: String,
+    /// How many observations follow.
+    pub n: u64,
+}
+
+/// One execution of one test in a report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    /// The test id ([`crate::junit::Case::id`]).
+    pub test: String,
+    /// Its outcome.
+    pub outcome: CaseOutcome,
+    /// The repetition index: how many earlier cases of the report have the
+    /// same id (`go test -count=12` gives 0..11).
+    pub rep: u32,
+    /// The report's `file` attribute, kept for failures only.
+    pub file: Option<String>,
+    /// The report's `line` attribute, kept for failures only.
+    pub line: Option<u32>,
+}
+
+/// Counts of one (test, context, commit), as `flakelab compact` writes them
+/// and as the analysis folds every observation into.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Passed.
+    #[serde(default, rename = "p")]
+    pub passed: u64,
+    /// Failed (a `<failure>`).
+    #[serde(default, rename = "f")]
+    pub failed: u64,
+    /// Errored (an `<error>`): counted as a failure in rates.
+    #[serde(default, rename = "e")]
+    pub errored: u64,
+    /// Skipped: not in any rate.
+    #[serde(default, rename = "s")]
+    pub skipped: u64,
+    /// The runs (provenance labels) with a failure or error, first seen
+    /// first.
+    #[serde(default, rename = "fr", skip_serializing_if = "Vec::is_empty")]
+    pub failing_runs: Vec<String>,
+    /// The runs with a pass.
+    #[serde(default, rename = "pr", skip_serializing_if = "Vec::is_empty")]
+    pub passing_runs: Vec<String>,
+}
+
+impl Counts {
+    /// Failures (failed + errored).
+    pub fn bad(&self) -> u64 {
+        self.failed + self.errored
+    }
+
+    /// Runs that count in a rate (everything but skips).
+    pub fn ran(&self) -> u64 {
+        self.passed + self.failed + self.errored
+    }
+
+    /// Adds one outcome from the run named `run`.
+    pub fn add(&mut self, outcome: CaseOutcome, run: &str) {
+        match outcome {
+            CaseOutcome::Passed => {
+                self.passed += 1;
+                push_once(&mut self.passing_runs, run);
+            }
+            CaseOutcome::Failed | CaseOutcome::Errored => {
+                if outcome == CaseOutcome::Failed {
+                    self.failed += 1;
+                } else {
+                    self.errored += 1;
+                }
+                push_once(&mut self.failing_runs, run);
+            }
+            CaseOutcome::Skipped => self.skipped += 1,
+        }
+    }
+
+    /// Adds `other`'s counts and runs.
+    pub fn merge(&mut self, other: &Counts) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.errored += other.errored;
+        self.skipped += other.skipped;
+        for r in &other.failing_runs {
+            push_once(&mut self.failing_runs, r);
+        }
+        for r in &other.passing_runs {
+            push_once(&mut self.passing_runs, r);
+        }
+    }
+}
+
+fn push_once(list: &mut Vec<String>, run: &str) {
+    if !list.iter().any(|r| r == run) {
+        list.push(run.to_string());
+    }
+}
+
+/// A `flakelab.counts/1` line: one (test, context, commit) folded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CountsRecord {
+    /// [`COUNTS_SCHEMA`].
+    pub schema: String,
+    /// The test id.
+    pub test: String,
+    /// The execution context.
+    pub context: Context,
+    /// The commit, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The counts.
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// The file of a failure, when a report gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Its line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+/// A `flakelab.folded/1` line: the keys of the reports a compaction folded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FoldedRecord {
+    /// [`FOLDED_SCHEMA`].
+    pub schema: String,
+    /// Identity keys of the folded reports.
+    pub keys: Vec<String>,
+}
+
+/// What the history reader hands on: a raw report's observations, or a
+/// folded count.
+#[derive(Debug, Clone)]
+pub enum Item<'a> {
+    /// One report and its observations.
+    Report(&'a ReportRecord, &'a [Observation]),
+    /// One folded (test, context, commit).
+    Counts(&'a CountsRecord),
+}
+
+/// The outcome letter of an observation entry.
+pub fn outcome_code(o: CaseOutcome) -> &'static str {
+    match o {
+        CaseOutcome::Passed => "p",
+        CaseOutcome::Failed => "f",
+        CaseOutcome::Errored => "e",
+        CaseOutcome::Skipped => "s",
+    }
+}
+
+/// The outcome of an observation entry's letter.
+pub fn outcome_of(code: &str) -> Option<CaseOutcome> {
+    Some(match code {
+        "p" => CaseOutcome::Passed,
+        "f" => CaseOutcome::Failed,
+        "e" => CaseOutcome::Errored,
+        "s" => CaseOutcome::Skipped,
+        _ => return None,
+    })
+}
+
+/// `k=v,k=v` of a context, keys sorted: how a context is named.
+pub fn context_name(context: &Context) -> String {
+    if context.is_empty() {
+        return "(no context)".to_string();
+    }
+    context
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}

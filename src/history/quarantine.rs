@@ -1,0 +1,264 @@
+//! Quarantine lists: the selected tests in each runner's own syntax.
+//!
+//! A test id is `classname::name` (see [`crate::junit::Case::id`]); it is
+//! split at its first `::`, which is right for every dialect flakelab's
+//! recipes know (nextest's classname is the binary id, its name the test
+//! path; pytest's, go's and jest's classnames hold no `::`).
+//!
+//! Pure: each emitter returns the text and the entries it cannot express.
+
+use serde::Serialize;
+
+/// One quarantined test and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    /// The test id.
+    pub test: String,
+    /// The evidence, in a sentence.
+    pub evidence: String,
+    /// The test's file, when a report gave one.
+    pub file: Option<String>,
+}
+
+/// The runners' syntaxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// `--deselect NODEID`, one per line.
+    Pytest,
+    /// `-skip=REGEX` for `go test`.
+    Go,
+    /// `--testNamePattern=REGEX` excluding the names.
+    Jest,
+    /// `-t REGEX` (`--testNamePattern`) excluding the names.
+    Vitest,
+    /// `-E FILTERSET` for `cargo nextest run`.
+    CargoNextest,
+    /// A `spec_helper.rb` snippet excluding the full descriptions.
+    Rspec,
+    /// `--exclude-filter=REGEX` for PHPUnit.
+    Phpunit,
+    /// A generic YAML list with the evidence.
+    Yaml,
+}
+
+/// What an emitter produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Emitted {
+    /// The text to print.
+    pub text: String,
+    /// Tests the syntax cannot express, left out (with why).
+    pub left_out: Vec<String>,
+}
+
+/// `(classname, name)` of a test id.
+pub fn split(id: &str) -> (&str, &str) {
+    id.split_once("::").unwrap_or(("", id))
+}
+
+/// The list in `syntax`. An empty selection gives an empty text (a runner
+/// given nothing skips nothing).
+pub fn emit(syntax: Syntax, entries: &[Entry]) -> Emitted {
+    let mut left_out = Vec::new();
+    let text = match syntax {
+        Syntax::Pytest => entries
+            .iter()
+            .map(|e| format!("--deselect={}\n", pytest_node(e)))
+            .collect(),
+        Syntax::Go => {
+            let mut names = Vec::new();
+            for e in entries {
+                let (_, name) = split(&e.test);
+                if name.contains('/') {
+                    left_out.push(format!(
+                        "{}: a subtest; `go test -skip` cannot skip one subtest beside others without skipping more",
+                        e.test
+                    ));
+                } else {
+                    names.push(regex::escape(name));
+                }
+            }
+            if names.is_empty() {
+                String::new()
+            } else {
+                format!("-skip=^(?:{})$\n", names.join("|"))
+            }
+        }
+        Syntax::Jest | Syntax::Vitest => {
+            if entries.is_empty() {
+                String::new()
+            } else {
+                let names: Vec<String> = entries
+                    .iter()
+                    .map(|e| js_escape(split(&e.test).1))
+                    .collect();
+                format!("--testNamePattern=^(?!(?:{})$)\n", names.join("|"))
+            }
+        }
+        Syntax::CargoNextest => {
+            if entries.is_empty() {
+                String::new()
+            } else {
+                let parts: Vec<String> = entries
+                    .iter()
+                    .map(|e| format!("test(={})", split(&e.test).1))
+                    .collect();
+                format!("not ({})\n", parts.join(" | "))
+            }
+        }
+        Syntax::Rspec => {
+            let names: Vec<String> = entries
+                .iter()
+                .map(|e| json_quote(split(&e.test).1))
+                .collect();
+            format!(
+                "# flakelab quarantine: put in spec/spec_helper.rb\nFLAKELAB_QUARANTINE = [{}].freeze\nRSpec.configure do |config|\n  config.filter_run_excluding(full_description: ->(d) {{ FLAKELAB_QUARANTINE.include?(d) }})\nend\n",
+                names.join(", ")
+            )
+        }
+        Syntax::Phpunit => {
+            if entries.is_empty() {
+                String::new()
+            } else {
+                let names: Vec<String> = entries
+                    .iter()
+                    .map(|e| {
+                        let (class, name) = split(&e.test);
+                        pcre_escape(&format!("{class}::{name}"))
+                    })
+                    .collect();
+                format!("--exclude-filter=/^(?:{})(?: |$)/\n", names.join("|"))
+            }
+        }
+        Syntax::Yaml => {
+            let mut s = String::from("# flakelab.quarantine/1\nquarantine:\n");
+            if entries.is_empty() {
+                s = String::from("# flakelab.quarantine/1\nquarantine: []\n");
+            }
+            for e in entries {
+                s.push_str(&format!("  - test: {}\n", json_quote(&e.test)));
+                if let Some(f) = &e.file {
+                    s.push_str(&format!("    file: {}\n", json_quote(f)));
+                }
+                s.push_str(&format!("    evidence: {}\n", json_quote(&e.evidence)));
+            }
+            s
+        }
+    };
+    Emitted { text, left_out }
+}
+
+/// A pytest node id: the report's file when it gave one, else the
+/// classname's module path (dotted segments up to the first that starts
+/// with an upper-case letter, a class) as a `.py` file, then the classes,
+/// then the name.
+fn pytest_node(e: &Entry) -> String {
+    let (class, name) = split(&e.test);
+    let segments: Vec<&str> = class.split('.').filter(|s| !s.is_empty()).collect();
+    let first_class = segments
+        .iter()
+        .position(|s| s.starts_with(|c: char| c.is_ascii_uppercase()))
+        .unwrap_or(segments.len());
+    let (module, classes) = segments.split_at(first_class);
+    let file = match &e.file {
+        Some(f) if f.ends_with(".py") => f.clone(),
+        _ => format!("{}.py", module.join("/")),
+    };
+    let mut node = file;
+    for c in classes {
+        node.push_str("::");
+        node.push_str(c);
+    }
+    node.push_str("::");
+    node.push_str(name);
+    node
+}
+
+fn js_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\^$.*+?()[]{}|/".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn pcre_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\^$.*+?()[]{}|/#:-".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn json_quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(test: &str) -> Entry {
+        Entry {
+            test: test.into(),
+            evidence: "passed and failed on commit c1".into(),
+            file: None,
+        }
+    }
+
+    #[test]
+    fn each_syntax() {
+        let py = [
+            e("test_orders::test_total"),
+            e("tests.test_a.TestK::test_x[1-2]"),
+        ];
+        assert_eq!(
+            emit(Syntax::Pytest, &py).text,
+            "--deselect=test_orders.py::test_total\n--deselect=tests/test_a.py::TestK::test_x[1-2]\n"
+        );
+        let go = emit(
+            Syntax::Go,
+            &[
+                e("example.com/pool::TestA"),
+                e("p::TestB.x"),
+                e("p::TestC/sub"),
+            ],
+        );
+        assert_eq!(go.text, "-skip=^(?:TestA|TestB\\.x)$\n");
+        assert_eq!(go.left_out.len(), 1);
+        assert_eq!(
+            emit(Syntax::Jest, &[e("sum adds::sum adds (1+1)")]).text,
+            "--testNamePattern=^(?!(?:sum adds \\(1\\+1\\))$)\n"
+        );
+        assert_eq!(
+            emit(
+                Syntax::CargoNextest,
+                &[e("crate::mod_a::t1"), e("crate::t2")]
+            )
+            .text,
+            "not (test(=mod_a::t1) | test(=t2))\n"
+        );
+        assert!(emit(Syntax::Rspec, &[e("spec.user::User saves")])
+            .text
+            .contains("[\"User saves\"]"));
+        assert_eq!(
+            emit(Syntax::Phpunit, &[e("Tests\\FooTest::testBar")]).text,
+            "--exclude-filter=/^(?:Tests\\\\FooTest\\:\\:testBar)(?: |$)/\n"
+        );
+        let yaml = emit(Syntax::Yaml, &[e("a::b")]).text;
+        assert_eq!(
+            yaml,
+            "# flakelab.quarantine/1\nquarantine:\n  - test: \"a::b\"\n    evidence: \"passed and failed on commit c1\"\n"
+        );
+        assert_eq!(emit(Syntax::Go, &[]).text, "");
+        assert_eq!(
+            emit(Syntax::Yaml, &[]).text,
+            "# flakelab.quarantine/1\nquarantine: []\n"
+        );
+    }
+}
