@@ -36,6 +36,7 @@ pub mod plan;
 pub mod record;
 pub mod redact;
 pub mod report;
+pub mod scan;
 pub mod repro;
 pub mod screen;
 pub mod session;
