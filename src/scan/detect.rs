@@ -137,6 +137,12 @@ impl<'a> Detector<'_, 'a> {
                 self.global(n, &callee);
                 self.resource_call(n, &callee);
                 self.order_call(n, &callee);
+                // Dates built from integers: date(2031, 1, 1), time.Date(2031, time.June, 30, …).
+                if matches!(last_segment(&callee), "date" | "datetime" | "Date")
+                    && !callee.starts_with("new ")
+                {
+                    self.int_date(n);
+                }
             } else if self.src.is_string(n) {
                 self.string(n);
             } else {
@@ -290,7 +296,9 @@ impl<'a> Detector<'_, 'a> {
             return;
         }
         let seconds = self.duration(n, callee);
-        if seconds == Some(0.0) {
+        // A zero sleep is a yield; a JS `setTimeout(r, ms)` with a variable
+        // delay is the body of a sleep helper, whose callers are the sites.
+        if seconds == Some(0.0) || (lang.is_js() && callee == "setTimeout" && seconds.is_none()) {
             return;
         }
         let (kind, bucket, finding, proposal, fix, detail) =
@@ -762,16 +770,7 @@ impl<'a> Detector<'_, 'a> {
                 }
             }
             (Lang::Go, "range_clause") => self.go_map_range(n),
-            (Lang::Python, "call") | (Lang::Go, "call_expression") => {}
             _ => {}
-        }
-        // Dates built from integers: date(2031, 1, 1), time.Date(2031, time.January, 1, …).
-        if self.src.is_call(n) {
-            let callee = self.src.callee(n);
-            let last = last_segment(&callee);
-            if matches!(last, "date" | "datetime" | "Date") && !callee.starts_with("new ") {
-                self.int_date(n);
-            }
         }
     }
 
