@@ -102,11 +102,12 @@ fn assert_re(lang: Lang) -> &'static Regex {
 
 /// Every site in one file.
 pub fn detect(src: &Src, root: Node, facts: &TreeFacts) -> Vec<Site> {
+    let code = src.code(root);
     let d = Detector {
         src,
         facts,
-        code: src.code(root),
-        frozen: FREEZE.is_match(&src.code(root)),
+        frozen: FREEZE.is_match(&code),
+        code,
         out: Vec::new(),
         containers: module_containers(src, root),
     };
@@ -189,10 +190,10 @@ impl<'a> Detector<'_, 'a> {
         let Some(var) = ASSIGN.captures(&code).map(|c| c[1].to_string()) else {
             return false;
         };
-        let word = re(&format!(r"\b{}\b", regex::escape(&var)));
+        let word = format!(r"\b{}\b", regex::escape(&var));
         self.src.following(stmt).into_iter().any(|s| {
             let c = self.src.code(s);
-            word.is_match(&c) && (asserts.is_match(&c) || c.trim_start().starts_with("return"))
+            re_match(&word, &c) && (asserts.is_match(&c) || c.trim_start().starts_with("return"))
         })
     }
 
@@ -404,7 +405,9 @@ impl<'a> Detector<'_, 'a> {
                 Some(total)
             }
             Lang::Rust => {
-                let c = re(r"from_(secs|millis|micros|secs_f64)\(\s*([\d._]+)\s*\)").captures(inner)?;
+                static FROM: LazyLock<Regex> =
+                    LazyLock::new(|| re(r"from_(secs|millis|micros|secs_f64)\(\s*([\d._]+)\s*\)"));
+                let c = FROM.captures(inner)?;
                 let v: f64 = c[2].replace('_', "").parse().ok()?;
                 Some(match &c[1] {
                     "millis" => v / 1e3,
@@ -502,6 +505,20 @@ impl<'a> Detector<'_, 'a> {
 
     fn global(&mut self, n: Node<'a>, callee: &str) {
         let lang = self.src.lang;
+        let writes = matches!(
+            callee,
+            "os.environ.update" | "os.environ.setdefault" | "os.putenv" | "os.chdir" | "os.Setenv"
+                | "os.Chdir" | "process.chdir" | "setInterval"
+        ) || callee.ends_with("set_var")
+            || callee.ends_with("set_current_dir")
+            || callee.ends_with(".useFakeTimers")
+            || (lang == Lang::Python
+                && callee
+                    .split_once('.')
+                    .is_some_and(|(name, _)| self.containers.iter().any(|x| x == name)));
+        if !writes {
+            return;
+        }
         let scope = self
             .src
             .outermost_function(n)
@@ -913,7 +930,16 @@ fn month_number(name: &str) -> Option<i8> {
 }
 
 fn re_match(pattern: &str, text: &str) -> bool {
-    re(pattern).is_match(text)
+    thread_local! {
+        static CACHE: std::cell::RefCell<std::collections::HashMap<String, Regex>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        c.entry(pattern.to_string())
+            .or_insert_with(|| re(pattern))
+            .is_match(text)
+    })
 }
 
 /// The last segment of a callee (`requests.get` → `get`, `TcpListener::bind` → `bind`).

@@ -153,7 +153,8 @@ pub fn reached(symbol: &Symbol, file: &FileIndex, all: &[FileIndex]) -> Vec<Stri
                     f.rel == file.rel
                         || (file.lang == Lang::Go && f.lang == Lang::Go && f.dir() == file.dir())
                         || (conftest && under(f))
-                        || (f.lang == file.lang && f.text.contains(file.stem()))
+                        // Rust names collide across a crate: its reach stays in the file.
+                        || (f.lang == file.lang && f.lang != Lang::Rust && f.text.contains(file.stem()))
                 })
                 .collect();
             let mut names = BTreeSet::from([name]);
