@@ -19,7 +19,9 @@ pub fn scan_cmd(args: &ScanArgs) -> Result<i32> {
         Some(d) => d.parse::<jiff::civil::Date>().map_err(|e| {
             Error::usage(format!("--today {d}: {e}"), "write the date as YYYY-MM-DD")
         })?,
-        None => jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC).date(),
+        None => jiff::Timestamp::now()
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .date(),
     };
     let ledger = match &args.ledger {
         Some(path) => {

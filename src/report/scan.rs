@@ -47,11 +47,22 @@ pub fn table(scan: &ScanReport) -> String {
         let _ = writeln!(out, "  skipped {}: {}", s.path, s.reason);
     }
     for p in &scan.parse_errors {
-        let _ = writeln!(out, "  {p}: parsed with errors (scanned as far as it parsed)");
+        let _ = writeln!(
+            out,
+            "  {p}: parsed with errors (scanned as far as it parsed)"
+        );
     }
     for f in &scan.findings {
         let _ = writeln!(out);
-        let _ = writeln!(out, "{}:{}  {}  {} [{}]", f.file, f.line, f.symbol, f.class.name(), f.bucket);
+        let _ = writeln!(
+            out,
+            "{}:{}  {}  {} [{}]",
+            f.file,
+            f.line,
+            f.symbol,
+            f.class.name(),
+            f.bucket
+        );
         let _ = writeln!(out, "  seen:    {}", f.detail);
         let _ = writeln!(out, "  tests:   {}", f.tests.join(", "));
         let _ = writeln!(out, "  perturb: {}", proposal(f));
@@ -60,12 +71,21 @@ pub fn table(scan: &ScanReport) -> String {
     }
     if let Some(l) = &scan.ledger {
         let _ = writeln!(out);
-        let _ = writeln!(out, "ledger: {} accepted, {} new, {} stale", l.accepted, l.new.len(), l.stale.len());
+        let _ = writeln!(
+            out,
+            "ledger: {} accepted, {} new, {} stale",
+            l.accepted,
+            l.new.len(),
+            l.stale.len()
+        );
         for (f, s, c, b) in &l.new {
             let _ = writeln!(out, "  new:   {f}  {s}  {c} [{b}]");
         }
         for (f, s, c, b) in &l.stale {
-            let _ = writeln!(out, "  stale: {f}  {s}  {c} [{b}] (no longer found: remove the entry)");
+            let _ = writeln!(
+                out,
+                "  stale: {f}  {s}  {c} [{b}] (no longer found: remove the entry)"
+            );
         }
     }
     let _ = writeln!(out);
@@ -99,7 +119,10 @@ pub fn markdown(scan: &ScanReport) -> String {
         files_line(scan)
     );
     if !scan.findings.is_empty() {
-        let _ = writeln!(out, "| site | symbol | class | tests | perturbation | status | fix |");
+        let _ = writeln!(
+            out,
+            "| site | symbol | class | tests | perturbation | status | fix |"
+        );
         let _ = writeln!(out, "| --- | --- | --- | --- | --- | --- | --- |");
         for f in &scan.findings {
             let _ = writeln!(
@@ -121,7 +144,13 @@ pub fn markdown(scan: &ScanReport) -> String {
         let _ = writeln!(out);
     }
     if let Some(l) = &scan.ledger {
-        let _ = writeln!(out, "Ledger: {} accepted, {} new, {} stale.\n", l.accepted, l.new.len(), l.stale.len());
+        let _ = writeln!(
+            out,
+            "Ledger: {} accepted, {} new, {} stale.\n",
+            l.accepted,
+            l.new.len(),
+            l.stale.len()
+        );
         for (f, s, c, b) in l.new.iter() {
             let _ = writeln!(out, "- new: `{f}` `{}` {c} [{b}]", cell(s));
         }

@@ -67,20 +67,29 @@ fn re(s: &str) -> Regex {
 }
 
 static FREEZE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"freeze_time|freezegun|time_machine|useFakeTimers|setSystemTime|MockDate|clockwork|clock\.NewMock|synctest|start_paused|mock_instant|MockClock")
+    re(
+        r"freeze_time|freezegun|time_machine|useFakeTimers|setSystemTime|MockDate|clockwork|clock\.NewMock|synctest|start_paused|mock_instant|MockClock",
+    )
 });
-static SEEDED: LazyLock<Regex> =
-    LazyLock::new(|| re(r"random\.seed\(|rand\.Seed\(|seedrandom|faker\.seed|seed_from_u64|from_seed"));
+static SEEDED: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"random\.seed\(|rand\.Seed\(|seedrandom|faker\.seed|seed_from_u64|from_seed")
+});
 static VIRTUAL: LazyLock<Regex> = LazyLock::new(|| re(r"synctest\.|start_paused"));
 static DEADLINE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)deadline|timeout|time\.time\(\)|monotonic|perf_counter|time\.Now\(\)|time\.Since|time\.Until|time\.After|Date\.now\(\)|performance\.now\(\)|Instant::now|elapsed\(\)|\.Before\(|ctx\.Done\(\)")
+    re(
+        r"(?i)deadline|timeout|time\.time\(\)|monotonic|perf_counter|time\.Now\(\)|time\.Since|time\.Until|time\.After|Date\.now\(\)|performance\.now\(\)|Instant::now|elapsed\(\)|\.Before\(|ctx\.Done\(\)",
+    )
 });
 static EXPIRY: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)expir|valid_?until|valid_?to\b|not_?after|deadline|cutoff|sunset|\bttl\b|ends?_?at\b|until")
+    re(
+        r"(?i)expir|valid_?until|valid_?to\b|not_?after|deadline|cutoff|sunset|\bttl\b|ends?_?at\b|until",
+    )
 });
 static DATE: LazyLock<Regex> = LazyLock::new(|| re(r"\b(20\d\d)-(\d\d)-(\d\d)\b"));
 static NEGATIVE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"\bnot\b|is None|==\s*0\b|!=\s*0\b|==\s*\[\]|\bFalse\b|\bfalse\b|Nil\(|Empty\(|!=\s*nil|toHaveLength\(0\)|\.not\.|is_none\(\)|is_empty\(\)|!\w")
+    re(
+        r"\bnot\b|is None|==\s*0\b|!=\s*0\b|==\s*\[\]|\bFalse\b|\bfalse\b|Nil\(|Empty\(|!=\s*nil|toHaveLength\(0\)|\.not\.|is_none\(\)|is_empty\(\)|!\w",
+    )
 });
 static PORT: LazyLock<Regex> = LazyLock::new(|| re(r"^([\w.\-\[\]:]*):(\d{1,5})$"));
 static DB: LazyLock<Regex> =
@@ -211,8 +220,16 @@ impl<'a> Detector<'_, 'a> {
                         .is_some_and(|f| {
                             matches!(
                                 self.src.text(f),
-                                "Year" | "Month" | "Day" | "YearDay" | "Weekday" | "Format"
-                                    | "Date" | "Hour" | "AddDate" | "ISOWeek"
+                                "Year"
+                                    | "Month"
+                                    | "Day"
+                                    | "YearDay"
+                                    | "Weekday"
+                                    | "Format"
+                                    | "Date"
+                                    | "Hour"
+                                    | "AddDate"
+                                    | "ISOWeek"
                             )
                         })
             }
@@ -221,11 +238,7 @@ impl<'a> Detector<'_, 'a> {
                 callee,
             ),
             _ => {
-                callee == "new Date"
-                    && self
-                        .src
-                        .args(n)
-                        .is_none_or(|a| a.named_child_count() == 0)
+                callee == "new Date" && self.src.args(n).is_none_or(|a| a.named_child_count() == 0)
             }
         };
         if !calendar {
@@ -256,7 +269,9 @@ impl<'a> Detector<'_, 'a> {
                 r"^rand\.(Intn|Int|Int31|Int31n|Int63|Int63n|IntN|Float32|Float64|Perm|Shuffle|N|Uint32|Uint64)$",
                 callee,
             ),
-            Lang::Rust => re_match(r"(^|::)(random|thread_rng|rng)$", callee) && callee.contains("rand"),
+            Lang::Rust => {
+                re_match(r"(^|::)(random|thread_rng|rng)$", callee) && callee.contains("rand")
+            }
             _ => callee == "Math.random",
         };
         if !unseeded {
@@ -302,19 +317,20 @@ impl<'a> Detector<'_, 'a> {
         if seconds == Some(0.0) || (lang.is_js() && callee == "setTimeout" && seconds.is_none()) {
             return;
         }
-        let (kind, bucket, finding, proposal, fix, detail) =
-            if let Some(lp) = self.src.enclosing_loop(n) {
-                if self.bounded(lp) {
-                    (
-                        "sleep",
-                        "bounded-poll",
-                        false,
-                        Proposal::Cell("cpu-stress".into()),
-                        "none needed: a poll with a deadline",
-                        "inside a loop bounded by a count or a deadline".to_string(),
-                    )
-                } else {
-                    (
+        let (kind, bucket, finding, proposal, fix, detail) = if let Some(lp) =
+            self.src.enclosing_loop(n)
+        {
+            if self.bounded(lp) {
+                (
+                    "sleep",
+                    "bounded-poll",
+                    false,
+                    Proposal::Cell("cpu-stress".into()),
+                    "none needed: a poll with a deadline",
+                    "inside a loop bounded by a count or a deadline".to_string(),
+                )
+            } else {
+                (
                         "sleep",
                         "unbounded-poll",
                         true,
@@ -324,15 +340,17 @@ impl<'a> Detector<'_, 'a> {
                         "bound the loop by a deadline and fail naming what was last seen",
                         "inside a loop with no count and no deadline".to_string(),
                     )
-                }
-            } else {
-                let stmt = self.src.statement(n);
-                let asserted = self.src.following(stmt).into_iter().find(|s| {
-                    assert_re(lang).is_match(&self.src.code(*s))
-                });
-                if let Some(a) = asserted {
-                    let negative = NEGATIVE.is_match(&self.src.code(a));
-                    (
+            }
+        } else {
+            let stmt = self.src.statement(n);
+            let asserted = self
+                .src
+                .following(stmt)
+                .into_iter()
+                .find(|s| assert_re(lang).is_match(&self.src.code(*s)));
+            if let Some(a) = asserted {
+                let negative = NEGATIVE.is_match(&self.src.code(a));
+                (
                         "sleep",
                         "sleep-then-assert",
                         true,
@@ -344,26 +362,28 @@ impl<'a> Detector<'_, 'a> {
                             "a fixed sleep, then an assertion".to_string()
                         },
                     )
-                } else if seconds.is_some_and(|s| s >= 1.0) {
-                    (
-                        "long-sleep",
-                        "long-sleep",
-                        true,
-                        Proposal::None("a long fixed sleep costs wall time and flips nothing by itself"),
-                        "wait for the event itself, or move the test onto a fake clock",
-                        "a fixed sleep of a second or more".to_string(),
-                    )
-                } else {
-                    (
-                        "sleep",
-                        "bare",
-                        false,
-                        Proposal::Cell("cpu-stress".into()),
-                        "none needed: nothing is asserted after it",
-                        "a short sleep nothing asserts after".to_string(),
-                    )
-                }
-            };
+            } else if seconds.is_some_and(|s| s >= 1.0) {
+                (
+                    "long-sleep",
+                    "long-sleep",
+                    true,
+                    Proposal::None(
+                        "a long fixed sleep costs wall time and flips nothing by itself",
+                    ),
+                    "wait for the event itself, or move the test onto a fake clock",
+                    "a fixed sleep of a second or more".to_string(),
+                )
+            } else {
+                (
+                    "sleep",
+                    "bare",
+                    false,
+                    Proposal::Cell("cpu-stress".into()),
+                    "none needed: nothing is asserted after it",
+                    "a short sleep nothing asserts after".to_string(),
+                )
+            }
+        };
         let detail = match seconds {
             Some(s) => format!("{detail} ({s}s)"),
             None => detail,
@@ -443,9 +463,9 @@ impl<'a> Detector<'_, 'a> {
             (_, "for_in_statement") => true,
             (Lang::Go, _) => {
                 let mut c = lp.walk();
-                let clause = lp.named_children(&mut c).find(|x| {
-                    !matches!(x.kind(), "block" | "comment")
-                });
+                let clause = lp
+                    .named_children(&mut c)
+                    .find(|x| !matches!(x.kind(), "block" | "comment"));
                 match clause {
                     Some(x) if x.kind() == "range_clause" => true,
                     Some(x) if x.kind() == "for_clause" => {
@@ -455,7 +475,9 @@ impl<'a> Detector<'_, 'a> {
                     None => deadline(&body),
                 }
             }
-            (l, "for_statement") if l.is_js() => cond.is_some_and(|c| c.trim() != ";") || deadline(&body),
+            (l, "for_statement") if l.is_js() => {
+                cond.is_some_and(|c| c.trim() != ";") || deadline(&body)
+            }
             _ => match cond {
                 Some(c) if !matches!(c.trim(), "True" | "true" | "1" | "(true)" | "(1)") => {
                     deadline(&c) || deadline(&body)
@@ -469,10 +491,28 @@ impl<'a> Detector<'_, 'a> {
         let last = last_segment(callee);
         let net = matches!(
             last,
-            "get" | "post" | "put" | "patch" | "delete" | "head" | "request" | "urlopen"
-                | "fetch" | "create_connection" | "connect" | "Dial" | "DialTimeout" | "Get"
-                | "Post" | "Head" | "NewRequest" | "HTTPConnection" | "HTTPSConnection"
-                | "getaddrinfo" | "gethostbyname" | "LookupHost"
+            "get"
+                | "post"
+                | "put"
+                | "patch"
+                | "delete"
+                | "head"
+                | "request"
+                | "urlopen"
+                | "fetch"
+                | "create_connection"
+                | "connect"
+                | "Dial"
+                | "DialTimeout"
+                | "Get"
+                | "Post"
+                | "Head"
+                | "NewRequest"
+                | "HTTPConnection"
+                | "HTTPSConnection"
+                | "getaddrinfo"
+                | "gethostbyname"
+                | "LookupHost"
         );
         if !net {
             return;
@@ -507,8 +547,14 @@ impl<'a> Detector<'_, 'a> {
         let lang = self.src.lang;
         let writes = matches!(
             callee,
-            "os.environ.update" | "os.environ.setdefault" | "os.putenv" | "os.chdir" | "os.Setenv"
-                | "os.Chdir" | "process.chdir" | "setInterval"
+            "os.environ.update"
+                | "os.environ.setdefault"
+                | "os.putenv"
+                | "os.chdir"
+                | "os.Setenv"
+                | "os.Chdir"
+                | "process.chdir"
+                | "setInterval"
         ) || callee.ends_with("set_var")
             || callee.ends_with("set_current_dir")
             || callee.ends_with(".useFakeTimers")
@@ -528,7 +574,10 @@ impl<'a> Detector<'_, 'a> {
         let (kind, restored, fix) = match (lang, callee) {
             (Lang::Python, "os.environ.update" | "os.environ.setdefault" | "os.putenv") => (
                 "env-write",
-                re_match(r"os\.environ\.pop|del os\.environ|os\.environ\.clear|os\.environ\s*=|monkeypatch", &scope),
+                re_match(
+                    r"os\.environ\.pop|del os\.environ|os\.environ\.clear|os\.environ\s*=|monkeypatch",
+                    &scope,
+                ),
                 ENV_FIX,
             ),
             (Lang::Python, "os.chdir") => ("cwd-change", count(&scope, "os.chdir(") >= 2, CWD_FIX),
@@ -548,9 +597,11 @@ impl<'a> Detector<'_, 'a> {
                 count(&scope, "set_current_dir(") >= 2,
                 CWD_FIX,
             ),
-            (l, "process.chdir") if l.is_js() => {
-                ("cwd-change", count(&self.code, "process.chdir(") >= 2, CWD_FIX)
-            }
+            (l, "process.chdir") if l.is_js() => (
+                "cwd-change",
+                count(&self.code, "process.chdir(") >= 2,
+                CWD_FIX,
+            ),
             (l, c) if l.is_js() && c.ends_with(".useFakeTimers") => (
                 "fake-timers",
                 self.code.contains("useRealTimers("),
@@ -562,9 +613,14 @@ impl<'a> Detector<'_, 'a> {
                 "clear the interval in afterEach",
             ),
             (Lang::Python, c) => {
-                let Some((name, method)) = c.split_once('.') else { return };
+                let Some((name, method)) = c.split_once('.') else {
+                    return;
+                };
                 if !self.containers.iter().any(|x| x == name)
-                    || !matches!(method, "append" | "add" | "update" | "extend" | "setdefault" | "insert")
+                    || !matches!(
+                        method,
+                        "append" | "add" | "update" | "extend" | "setdefault" | "insert"
+                    )
                     || self.src.outermost_function(n).is_none()
                 {
                     return;
@@ -581,11 +637,17 @@ impl<'a> Detector<'_, 'a> {
     }
 
     fn container_reset(&self, name: &str) -> bool {
-        self.code.contains(&format!("{name}.clear("))
-            || self.code.contains(&format!("{name}[:] ="))
+        self.code.contains(&format!("{name}.clear(")) || self.code.contains(&format!("{name}[:] ="))
     }
 
-    fn push_global(&mut self, n: Node<'a>, kind: &'static str, restored: bool, fix: &'static str, what: &str) {
+    fn push_global(
+        &mut self,
+        n: Node<'a>,
+        kind: &'static str,
+        restored: bool,
+        fix: &'static str,
+        what: &str,
+    ) {
         self.push(
             n,
             SiteSpec {
@@ -604,8 +666,17 @@ impl<'a> Detector<'_, 'a> {
         let last = last_segment(callee);
         let listens = matches!(
             last,
-            "bind" | "listen" | "Listen" | "ListenAndServe" | "ListenPacket" | "ListenTCP"
-                | "serve" | "HTTPServer" | "TCPServer" | "ThreadingHTTPServer" | "make_server"
+            "bind"
+                | "listen"
+                | "Listen"
+                | "ListenAndServe"
+                | "ListenPacket"
+                | "ListenTCP"
+                | "serve"
+                | "HTTPServer"
+                | "TCPServer"
+                | "ThreadingHTTPServer"
+                | "make_server"
                 | "createServer"
         );
         if !listens {
@@ -618,19 +689,32 @@ impl<'a> Detector<'_, 'a> {
                 if let Some(c) = PORT.captures(&self.src.string_value(a)) {
                     port = Some(c[2].to_string());
                 }
-            } else if matches!(a.kind(), "integer" | "number" | "int_literal" | "integer_literal")
-                && (a.parent().is_some_and(|p| p.kind() == "tuple")
-                    || (self.src.lang.is_js() && last == "listen" && args.named_child(0) == Some(a)))
+            } else if matches!(
+                a.kind(),
+                "integer" | "number" | "int_literal" | "integer_literal"
+            ) && (a.parent().is_some_and(|p| p.kind() == "tuple")
+                || (self.src.lang.is_js() && last == "listen" && args.named_child(0) == Some(a)))
             {
                 port = Some(self.src.text(a).to_string());
             }
         }
         if let Some(p) = port.filter(|p| p.parse::<u32>().is_ok_and(|v| v != 0)) {
-            self.push_resource(n, "fixed-port", format!("{callee} on fixed port {p}"), PORT_FIX);
+            self.push_resource(
+                n,
+                "fixed-port",
+                format!("{callee} on fixed port {p}"),
+                PORT_FIX,
+            );
         }
     }
 
-    fn push_resource(&mut self, n: Node<'a>, kind: &'static str, detail: String, fix: &'static str) {
+    fn push_resource(
+        &mut self,
+        n: Node<'a>,
+        kind: &'static str,
+        detail: String,
+        fix: &'static str,
+    ) {
         self.push(
             n,
             SiteSpec {
@@ -663,7 +747,12 @@ impl<'a> Detector<'_, 'a> {
                     format!("{callee}(set) iterates in hash order"),
                 )
             }
-            l if l.is_js() && re_match(r"\.(toLocaleString|toLocaleDateString|toLocaleTimeString)$", callee) => {
+            l if l.is_js()
+                && re_match(
+                    r"\.(toLocaleString|toLocaleDateString|toLocaleTimeString)$",
+                    callee,
+                ) =>
+            {
                 if self.src.args(n).is_some_and(|a| a.named_child_count() > 0) {
                     return;
                 }
@@ -722,9 +811,19 @@ impl<'a> Detector<'_, 'a> {
             && v.len() > 5
             && !v.contains(['{', '%', '$'])
         {
-            self.push_resource(n, "fixed-temp-path", format!("fixed temporary path {v}"), TMP_FIX);
+            self.push_resource(
+                n,
+                "fixed-temp-path",
+                format!("fixed temporary path {v}"),
+                TMP_FIX,
+            );
         } else if DB.is_match(&v) && v != ":memory:" {
-            self.push_resource(n, "fixed-db-name", format!("fixed database name {v}"), DB_FIX);
+            self.push_resource(
+                n,
+                "fixed-db-name",
+                format!("fixed database name {v}"),
+                DB_FIX,
+            );
         }
         if let Some(c) = DATE.captures(&v) {
             let date = (c[1].parse(), c[2].parse(), c[3].parse());
@@ -738,32 +837,54 @@ impl<'a> Detector<'_, 'a> {
         let lang = self.src.lang;
         match (lang, n.kind()) {
             (Lang::Python, "assignment") => {
-                let left = n.child_by_field_name("left").map(|l| self.src.code(l)).unwrap_or_default();
+                let left = n
+                    .child_by_field_name("left")
+                    .map(|l| self.src.code(l))
+                    .unwrap_or_default();
                 if left.starts_with("os.environ[") {
                     let scope = self
                         .src
                         .outermost_function(n)
                         .map(|f| self.src.code(f))
                         .unwrap_or_else(|| self.code.clone());
-                    let restored = re_match(r"os\.environ\.pop|del os\.environ|os\.environ\.clear|os\.environ\s*=[^=]|os\.environ\.update\(", &scope);
+                    let restored = re_match(
+                        r"os\.environ\.pop|del os\.environ|os\.environ\.clear|os\.environ\s*=[^=]|os\.environ\.update\(",
+                        &scope,
+                    );
                     self.push_global(n, "env-write", restored, ENV_FIX, "os.environ[…] =");
                 } else if let Some((name, _)) = left.split_once('[') {
-                    if self.containers.iter().any(|c| c == name) && self.src.outermost_function(n).is_some() {
+                    if self.containers.iter().any(|c| c == name)
+                        && self.src.outermost_function(n).is_some()
+                    {
                         let reset = self.container_reset(name);
-                        self.push_global(n, "module-container", reset, CONTAINER_FIX, &format!("{name}[…] ="));
+                        self.push_global(
+                            n,
+                            "module-container",
+                            reset,
+                            CONTAINER_FIX,
+                            &format!("{name}[…] ="),
+                        );
                     }
                 }
             }
             (l, "assignment_expression") if l.is_js() => {
-                let left = n.child_by_field_name("left").map(|l| self.src.code(l)).unwrap_or_default();
+                let left = n
+                    .child_by_field_name("left")
+                    .map(|l| self.src.code(l))
+                    .unwrap_or_default();
                 if left.starts_with("process.env.") || left.starts_with("process.env[") {
-                    let restored = re_match(r"delete process\.env|process\.env\s*=[^=]|stubEnv|unstubAllEnvs", &self.code)
-                        && !self.code.contains("// no restore");
+                    let restored = re_match(
+                        r"delete process\.env|process\.env\s*=[^=]|stubEnv|unstubAllEnvs",
+                        &self.code,
+                    ) && !self.code.contains("// no restore");
                     self.push_global(n, "env-write", restored, ENV_FIX, &format!("{left} ="));
                 }
             }
             (Lang::Python, "keyword_argument") => {
-                let name = n.child_by_field_name("name").map(|x| self.src.text(x)).unwrap_or("");
+                let name = n
+                    .child_by_field_name("name")
+                    .map(|x| self.src.text(x))
+                    .unwrap_or("");
                 let value = n.child_by_field_name("value");
                 if name == "port" {
                     if let Some(v) = value.filter(|v| v.kind() == "integer") {
@@ -775,7 +896,10 @@ impl<'a> Detector<'_, 'a> {
                 }
             }
             (l, "pair") if l.is_js() => {
-                let key = n.child_by_field_name("key").map(|x| self.src.text(x)).unwrap_or("");
+                let key = n
+                    .child_by_field_name("key")
+                    .map(|x| self.src.text(x))
+                    .unwrap_or("");
                 let value = n.child_by_field_name("value");
                 if key == "port" {
                     if let Some(v) = value.filter(|v| v.kind() == "number") {
@@ -814,7 +938,9 @@ impl<'a> Detector<'_, 'a> {
     fn time_bomb(&mut self, n: Node<'a>, y: i16, m: i8, d: i8) {
         let Ok(date) = Date::new(y, m, d) else { return };
         let today = self.facts.today;
-        let Ok(horizon) = today.checked_add(jiff::Span::new().years(10)) else { return };
+        let Ok(horizon) = today.checked_add(jiff::Span::new().years(10)) else {
+            return;
+        };
         if date <= today || date > horizon || self.frozen {
             return;
         }
@@ -823,7 +949,9 @@ impl<'a> Detector<'_, 'a> {
         if !EXPIRY.is_match(line) {
             return;
         }
-        let Ok(after) = date.checked_add(jiff::Span::new().days(1)) else { return };
+        let Ok(after) = date.checked_add(jiff::Span::new().days(1)) else {
+            return;
+        };
         self.push(
             n,
             SiteSpec {
@@ -839,12 +967,16 @@ impl<'a> Detector<'_, 'a> {
     }
 
     fn go_map_range(&mut self, n: Node<'a>) {
-        let Some(right) = n.child_by_field_name("right") else { return };
+        let Some(right) = n.child_by_field_name("right") else {
+            return;
+        };
         let name = self.src.text(right).trim().to_string();
         if !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
             return;
         }
-        let Some(f) = self.src.enclosing_function(n) else { return };
+        let Some(f) = self.src.enclosing_function(n) else {
+            return;
+        };
         let scope = self.src.code(f);
         let decl = format!(
             r"\b{0}\s*(:=|=)\s*(map\[|make\(map\[)|\bvar\s+{0}\s+map\[|\b{0}\s+map\[",
@@ -855,7 +987,10 @@ impl<'a> Detector<'_, 'a> {
             .and_then(|lp| lp.child_by_field_name("body"))
             .map(|b| self.src.code(b))
             .unwrap_or_default();
-        if !re_match(&decl, &scope) || !body.contains("append(") || re_match(r"sort\.|slices\.Sort", &scope) {
+        if !re_match(&decl, &scope)
+            || !body.contains("append(")
+            || re_match(r"sort\.|slices\.Sort", &scope)
+        {
             return;
         }
         self.push(
@@ -891,8 +1026,10 @@ const CWD_FIX: &str = "restore the working directory in a cleanup (monkeypatch.c
 const CONTAINER_FIX: &str = "reset the container in a fixture, or build it per test";
 const PORT_FIX: &str = "bind port 0 and read the chosen port back";
 const TMP_FIX: &str = "use a per-test temporary directory (tmp_path, t.TempDir(), mkdtemp)";
-const DB_FIX: &str = "name the database per test or per worker (a temporary file, :memory:, a worker suffix)";
-const ORDER_FIX: &str = "sort before comparing, compare as sets, or pass the locale and zone explicitly";
+const DB_FIX: &str =
+    "name the database per test or per worker (a temporary file, :memory:, a worker suffix)";
+const ORDER_FIX: &str =
+    "sort before comparing, compare as sets, or pass the locale and zone explicitly";
 
 /// Module-level names bound to an empty mutable container (Python).
 fn module_containers(src: &Src, root: Node) -> Vec<String> {
@@ -905,12 +1042,18 @@ fn module_containers(src: &Src, root: Node) -> Vec<String> {
         let Some(a) = stmt.named_child(0).filter(|a| a.kind() == "assignment") else {
             continue;
         };
-        let (Some(l), Some(r)) = (a.child_by_field_name("left"), a.child_by_field_name("right")) else {
+        let (Some(l), Some(r)) = (
+            a.child_by_field_name("left"),
+            a.child_by_field_name("right"),
+        ) else {
             continue;
         };
         let right = src.code(r);
         if l.kind() == "identifier"
-            && re_match(r"^(\[\]|\{\}|set\(\)|dict\(\)|list\(\)|defaultdict\(.*\))$", right.trim())
+            && re_match(
+                r"^(\[\]|\{\}|set\(\)|dict\(\)|list\(\)|defaultdict\(.*\))$",
+                right.trim(),
+            )
         {
             out.push(src.text(l).to_string());
         }
@@ -920,13 +1063,20 @@ fn module_containers(src: &Src, root: Node) -> Vec<String> {
 
 fn month_number(name: &str) -> Option<i8> {
     const MONTHS: [&str; 12] = [
-        "January", "February", "March", "April", "May", "June", "July", "August", "September",
-        "October", "November", "December",
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
     ];
-    MONTHS
-        .iter()
-        .position(|m| *m == name)
-        .map(|i| i as i8 + 1)
+    MONTHS.iter().position(|m| *m == name).map(|i| i as i8 + 1)
 }
 
 fn re_match(pattern: &str, text: &str) -> bool {
@@ -944,16 +1094,19 @@ fn re_match(pattern: &str, text: &str) -> bool {
 
 /// The last segment of a callee (`requests.get` → `get`, `TcpListener::bind` → `bind`).
 fn last_segment(callee: &str) -> &str {
-    callee
-        .rsplit(['.', ':', ' '])
-        .next()
-        .unwrap_or(callee)
+    callee.rsplit(['.', ':', ' ']).next().unwrap_or(callee)
 }
 
 /// The non-loopback host a literal names, if it names one.
 pub fn remote_host(value: &str) -> Option<String> {
     let rest = match value.split_once("://") {
-        Some((scheme, rest)) if scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '+') => rest,
+        Some((scheme, rest))
+            if scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '+') =>
+        {
+            rest
+        }
         Some(_) => return None,
         None => {
             let ipv4 = re_match(r"^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(:\d+)?$", value);

@@ -43,7 +43,10 @@ pub type Key = (String, String, String, String);
 /// A path spelled with `/` whatever separator wrote it, without `./`.
 pub fn normalise_key(path: &str) -> String {
     let p = path.replace('\\', "/");
-    let mut parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    let mut parts: Vec<&str> = p
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
     if parts.is_empty() {
         parts.push("");
     }
@@ -64,7 +67,8 @@ impl Entry {
 
 /// Parses a ledger, refusing an entry without a reason or a bucket.
 pub fn parse(text: &str) -> Result<Ledger, String> {
-    let ledger: Ledger = serde_json::from_str(text).map_err(|e| format!("not a scan ledger: {e}"))?;
+    let ledger: Ledger =
+        serde_json::from_str(text).map_err(|e| format!("not a scan ledger: {e}"))?;
     if ledger.schema != LEDGER_SCHEMA {
         return Err(format!(
             "schema is {:?}, expected {LEDGER_SCHEMA:?}",
@@ -78,7 +82,11 @@ pub fn parse(text: &str) -> Result<Ledger, String> {
                 i + 1,
                 e.file,
                 e.symbol,
-                if e.bucket.trim().is_empty() { "bucket" } else { "reason" }
+                if e.bucket.trim().is_empty() {
+                    "bucket"
+                } else {
+                    "reason"
+                }
             ));
         }
     }
@@ -113,7 +121,9 @@ pub fn check(ledger: &Ledger, findings: &[Key]) -> Check {
     Check {
         accepted: findings
             .iter()
-            .filter(|(f, s, c, b)| entries.contains(&(normalise_key(f), s.clone(), c.clone(), b.clone())))
+            .filter(|(f, s, c, b)| {
+                entries.contains(&(normalise_key(f), s.clone(), c.clone(), b.clone()))
+            })
             .count(),
         new: found.difference(&entries).cloned().collect(),
         stale: entries.difference(&found).cloned().collect(),

@@ -18,9 +18,9 @@ pub mod detect;
 pub mod ledger;
 pub mod reach;
 pub mod syntax;
-pub mod walk;
 #[cfg(test)]
 mod tests;
+pub mod walk;
 
 use detect::{Proposal, TreeFacts};
 use syntax::{Lang, Src};
@@ -188,19 +188,30 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
     let walked = walk::walk(root, &opts.exclude)?;
     let mut texts = Vec::new();
     for (rel, path, lang) in &walked.files {
-        let Ok(text) = std::fs::read_to_string(path) else { continue };
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
         texts.push((rel.clone(), *lang, text));
     }
     let mut guards = Vec::new();
     for (lang, token, name) in GUARDS {
-        let config = ["setup.cfg", "pytest.ini", "pyproject.toml", "tox.ini", "package.json"]
-            .iter()
-            .any(|c| std::fs::read_to_string(root.join(c)).is_ok_and(|t| t.contains(token)));
+        let config = [
+            "setup.cfg",
+            "pytest.ini",
+            "pyproject.toml",
+            "tox.ini",
+            "package.json",
+        ]
+        .iter()
+        .any(|c| std::fs::read_to_string(root.join(c)).is_ok_and(|t| t.contains(token)));
         if config || texts.iter().any(|(_, _, t)| t.contains(token)) {
             guards.push((*lang, *name));
         }
     }
-    let facts = TreeFacts { today: opts.today, guards };
+    let facts = TreeFacts {
+        today: opts.today,
+        guards,
+    };
     let js_runner = js_runner(root);
 
     let mut indexes = Vec::new();
@@ -208,7 +219,9 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
     let mut parse_errors = Vec::new();
     let mut counts: Vec<(Lang, usize)> = Vec::new();
     for (rel, lang, text) in &texts {
-        let Some(tree) = syntax::parse(*lang, text, rel.ends_with(".tsx")) else { continue };
+        let Some(tree) = syntax::parse(*lang, text, rel.ends_with(".tsx")) else {
+            continue;
+        };
         let root_node = tree.root_node();
         if root_node.has_error() {
             parse_errors.push(rel.clone());
@@ -237,11 +250,17 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
     let mut findings = Vec::new();
     for (i, site) in raw {
         let file = &indexes[i];
-        let row = coverage.iter_mut().find(|r| r.class == site.class).expect("every class has a row");
+        let row = coverage
+            .iter_mut()
+            .find(|r| r.class == site.class)
+            .expect("every class has a row");
         row.sites += 1;
         let tests_file = walk::is_test_file(&file.rel, file.lang);
         let tests = reach::reached(&site.symbol, file, &indexes);
-        if !site.finding || tests.is_empty() || (!tests_file && site.symbol.role == syntax::Role::Module) {
+        if !site.finding
+            || tests.is_empty()
+            || (!tests_file && site.symbol.role == syntax::Role::Module)
+        {
             continue;
         }
         row.findings += 1;
@@ -268,7 +287,9 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
         });
     }
     findings.sort_by(|a, b| (&a.file, a.line, a.class).cmp(&(&b.file, b.line, b.class)));
-    findings.dedup_by(|a, b| a.file == b.file && a.line == b.line && a.class == b.class && a.kind == b.kind);
+    findings.dedup_by(|a, b| {
+        a.file == b.file && a.line == b.line && a.class == b.class && a.kind == b.kind
+    });
     for row in &mut coverage {
         row.findings = findings.iter().filter(|f| f.class == row.class).count();
     }
@@ -325,16 +346,34 @@ fn command(file: &reach::FileIndex, tests: &[String], cell: Option<&str>, js: &s
         ),
         Lang::Go => {
             let dir = file.rel.rsplit_once('/').map_or(".", |(d, _)| d);
-            let pkg = if dir == "." { "./".to_string() } else { format!("./{dir}") };
-            format!("go test -count=1 -run {} {pkg}", q(&format!("^({})$", tests.join("|"))))
+            let pkg = if dir == "." {
+                "./".to_string()
+            } else {
+                format!("./{dir}")
+            };
+            format!(
+                "go test -count=1 -run {} {pkg}",
+                q(&format!("^({})$", tests.join("|")))
+            )
         }
-        Lang::Rust => format!("cargo test -- --exact {}", tests.iter().map(|t| q(t)).collect::<Vec<_>>().join(" ")),
+        Lang::Rust => format!(
+            "cargo test -- --exact {}",
+            tests.iter().map(|t| q(t)).collect::<Vec<_>>().join(" ")
+        ),
         _ => {
-            let pattern = tests.iter().map(|t| regex::escape(t)).collect::<Vec<_>>().join("|");
+            let pattern = tests
+                .iter()
+                .map(|t| regex::escape(t))
+                .collect::<Vec<_>>()
+                .join("|");
             match js {
                 "vitest" => format!("npx vitest run {} -t {}", q(&file.rel), q(&pattern)),
                 "jest" => format!("npx jest {} -t {}", q(&file.rel), q(&pattern)),
-                _ => format!("node --test --test-name-pattern={} {}", q(&pattern), q(&file.rel)),
+                _ => format!(
+                    "node --test --test-name-pattern={} {}",
+                    q(&pattern),
+                    q(&file.rel)
+                ),
             }
         }
     };

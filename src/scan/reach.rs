@@ -75,9 +75,17 @@ pub fn index(src: &Src, root: Node, rel: &str) -> FileIndex {
                 })
                 .unwrap_or_default();
             funcs.push(Func {
-                role: if src.lang.is_js() { Role::Helper } else { src.role(n, &name) },
+                role: if src.lang.is_js() {
+                    Role::Helper
+                } else {
+                    src.role(n, &name)
+                },
                 name,
-                shown: if src.lang.is_js() { src.function_name(n) } else { sym.name },
+                shown: if src.lang.is_js() {
+                    src.function_name(n)
+                } else {
+                    sym.name
+                },
                 idents: idents(src, n),
                 params,
             });
@@ -127,24 +135,33 @@ pub fn reached(symbol: &Symbol, file: &FileIndex, all: &[FileIndex]) -> Vec<Stri
     };
     let conftest = file.rel.ends_with("conftest.py");
     let under = |f: &FileIndex| {
-        f.lang == Lang::Python && (file.dir().is_empty() || f.rel.starts_with(&format!("{}/", file.dir())))
+        f.lang == Lang::Python
+            && (file.dir().is_empty() || f.rel.starts_with(&format!("{}/", file.dir())))
     };
     match symbol.role {
         Role::Test => {
-            if let Some(t) = file.funcs.iter().find(|t| t.role == Role::Test && t.shown == symbol.name) {
+            if let Some(t) = file
+                .funcs
+                .iter()
+                .find(|t| t.role == Role::Test && t.shown == symbol.name)
+            {
                 out.insert(file.test_id(t));
             }
         }
         Role::Module => {
             if conftest {
-                all.iter().filter(|f| under(f)).for_each(|f| tests_of(f, &mut out));
+                all.iter()
+                    .filter(|f| under(f))
+                    .for_each(|f| tests_of(f, &mut out));
             } else {
                 tests_of(file, &mut out);
             }
         }
         Role::Fixture if file.lang.is_js() || file.lang == Lang::Go => tests_of(file, &mut out),
         Role::Fixture | Role::Helper => {
-            let Some(name) = symbol.callable.clone() else { return Vec::new() };
+            let Some(name) = symbol.callable.clone() else {
+                return Vec::new();
+            };
             // The files that can see the symbol: its own, its package (Go),
             // the files under a conftest, or files that import it by name.
             let scope: Vec<&FileIndex> = all
@@ -163,7 +180,8 @@ pub fn reached(symbol: &Symbol, file: &FileIndex, all: &[FileIndex]) -> Vec<Stri
                 for f in &scope {
                     for func in &f.funcs {
                         let uses = func.idents.iter().any(|i| names.contains(i))
-                            || (f.lang == Lang::Python && func.params.iter().any(|p| names.contains(p)));
+                            || (f.lang == Lang::Python
+                                && func.params.iter().any(|p| names.contains(p)));
                         if uses && func.role != Role::Test {
                             names.insert(func.name.clone());
                         }

@@ -174,7 +174,11 @@ impl<'a> Src<'a> {
             .child_by_field_name("function")
             .or_else(|| call.child_by_field_name("constructor"));
         let Some(f) = f else { return String::new() };
-        let mut s: String = self.code(f).chars().filter(|c| !c.is_whitespace()).collect();
+        let mut s: String = self
+            .code(f)
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
         if let Some(i) = s.find("::<") {
             s.truncate(i);
         }
@@ -193,7 +197,10 @@ impl<'a> Src<'a> {
     pub fn is_string(&self, n: Node) -> bool {
         match self.lang {
             Lang::Python => n.kind() == "string",
-            Lang::Go => matches!(n.kind(), "interpreted_string_literal" | "raw_string_literal"),
+            Lang::Go => matches!(
+                n.kind(),
+                "interpreted_string_literal" | "raw_string_literal"
+            ),
             Lang::Rust => matches!(n.kind(), "string_literal" | "raw_string_literal"),
             _ => matches!(n.kind(), "string" | "template_string"),
         }
@@ -203,7 +210,8 @@ impl<'a> Src<'a> {
     pub fn string_value(&self, n: Node) -> String {
         let t = self.text(n);
         let t = t.trim_start_matches(|c: char| c.is_ascii_alphabetic() || c == '#');
-        t.trim_matches(|c| matches!(c, '"' | '\'' | '`' | '#')).to_string()
+        t.trim_matches(|c| matches!(c, '"' | '\'' | '`' | '#'))
+            .to_string()
     }
 
     /// Whether `n` is a function definition.

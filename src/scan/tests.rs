@@ -9,7 +9,9 @@ use super::ledger::{self, Entry, Ledger, LEDGER_SCHEMA};
 use super::*;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 fn opts() -> ScanOptions {
@@ -37,8 +39,20 @@ fn set(root: &Path) -> Vec<(String, String, String, String, String)> {
         .collect()
 }
 
-fn row(site: &str, symbol: &str, class: &str, bucket: &str, p: &str) -> (String, String, String, String, String) {
-    (site.into(), symbol.into(), class.into(), bucket.into(), p.into())
+fn row(
+    site: &str,
+    symbol: &str,
+    class: &str,
+    bucket: &str,
+    p: &str,
+) -> (String, String, String, String, String) {
+    (
+        site.into(),
+        symbol.into(),
+        class.into(),
+        bucket.into(),
+        p.into(),
+    )
 }
 
 #[test]
@@ -47,14 +61,62 @@ fn python_fixture_reports_exactly_the_planted_set() {
     assert_eq!(
         set(&fixture("scan-python")),
         vec![
-            row(&format!("{f}:13"), "today_label", "clock", "calendar-read", "tz=Pacific/Kiritimati"),
-            row(&format!("{f}:21"), "test_licence_valid", "clock", "time-bomb", "faketime=@2029-07-01 12:00:00"),
-            row(&format!("{f}:26"), "test_random_pick", "random", "unseeded-draw", "-"),
-            row(&format!("{f}:31"), "test_nothing_fires", "sleep", "sleep-then-assert", "cpu-stress"),
-            row(&format!("{f}:36"), "test_remote_status", "network", "remote-address", "netns"),
-            row(&format!("{f}:41"), "test_env_leak", "global-state", "env-write", "shuffle"),
-            row(&format!("{f}:47"), "test_fixed_port", "host-resource", "fixed-port", "workers=2x"),
-            row(&format!("{f}:52"), "test_set_order", "order", "hash-order", "hashseed-random"),
+            row(
+                &format!("{f}:13"),
+                "today_label",
+                "clock",
+                "calendar-read",
+                "tz=Pacific/Kiritimati"
+            ),
+            row(
+                &format!("{f}:21"),
+                "test_licence_valid",
+                "clock",
+                "time-bomb",
+                "faketime=@2029-07-01 12:00:00"
+            ),
+            row(
+                &format!("{f}:26"),
+                "test_random_pick",
+                "random",
+                "unseeded-draw",
+                "-"
+            ),
+            row(
+                &format!("{f}:31"),
+                "test_nothing_fires",
+                "sleep",
+                "sleep-then-assert",
+                "cpu-stress"
+            ),
+            row(
+                &format!("{f}:36"),
+                "test_remote_status",
+                "network",
+                "remote-address",
+                "netns"
+            ),
+            row(
+                &format!("{f}:41"),
+                "test_env_leak",
+                "global-state",
+                "env-write",
+                "shuffle"
+            ),
+            row(
+                &format!("{f}:47"),
+                "test_fixed_port",
+                "host-resource",
+                "fixed-port",
+                "workers=2x"
+            ),
+            row(
+                &format!("{f}:52"),
+                "test_set_order",
+                "order",
+                "hash-order",
+                "hashseed-random"
+            ),
         ]
     );
 }
@@ -65,15 +127,69 @@ fn go_fixture_reports_exactly_the_planted_set() {
     assert_eq!(
         set(&fixture("scan-go")),
         vec![
-            row(&format!("{f}:16"), "TestClockToday", "clock", "calendar-read", "tz=Pacific/Kiritimati"),
-            row(&format!("{f}:23"), "TestLicence", "clock", "time-bomb", "faketime=@2029-07-01 12:00:00"),
-            row(&format!("{f}:30"), "TestRandomPick", "random", "unseeded-draw", "-"),
-            row(&format!("{f}:38"), "TestSleepThenAssert", "sleep", "sleep-then-assert", "cpu-stress"),
-            row(&format!("{f}:49"), "TestUnboundedPoll", "sleep", "unbounded-poll", "-"),
-            row(&format!("{f}:54"), "TestRemote", "network", "remote-address", "netns"),
-            row(&format!("{f}:62"), "TestEnvLeak", "global-state", "env-write", "shuffle"),
-            row(&format!("{f}:69"), "TestFixedPort", "host-resource", "fixed-port", "workers=2x"),
-            row(&format!("{f}:79"), "TestMapOrder", "order", "map-order", "-"),
+            row(
+                &format!("{f}:16"),
+                "TestClockToday",
+                "clock",
+                "calendar-read",
+                "tz=Pacific/Kiritimati"
+            ),
+            row(
+                &format!("{f}:23"),
+                "TestLicence",
+                "clock",
+                "time-bomb",
+                "faketime=@2029-07-01 12:00:00"
+            ),
+            row(
+                &format!("{f}:30"),
+                "TestRandomPick",
+                "random",
+                "unseeded-draw",
+                "-"
+            ),
+            row(
+                &format!("{f}:38"),
+                "TestSleepThenAssert",
+                "sleep",
+                "sleep-then-assert",
+                "cpu-stress"
+            ),
+            row(
+                &format!("{f}:49"),
+                "TestUnboundedPoll",
+                "sleep",
+                "unbounded-poll",
+                "-"
+            ),
+            row(
+                &format!("{f}:54"),
+                "TestRemote",
+                "network",
+                "remote-address",
+                "netns"
+            ),
+            row(
+                &format!("{f}:62"),
+                "TestEnvLeak",
+                "global-state",
+                "env-write",
+                "shuffle"
+            ),
+            row(
+                &format!("{f}:69"),
+                "TestFixedPort",
+                "host-resource",
+                "fixed-port",
+                "workers=2x"
+            ),
+            row(
+                &format!("{f}:79"),
+                "TestMapOrder",
+                "order",
+                "map-order",
+                "-"
+            ),
         ]
     );
 }
@@ -84,14 +200,62 @@ fn js_fixture_reports_exactly_the_planted_set() {
     assert_eq!(
         set(&fixture("scan-js")),
         vec![
-            row(&format!("{f}:7"), "labels today", "clock", "calendar-read", "tz=Pacific/Kiritimati"),
-            row(&format!("{f}:12"), "licence still valid", "clock", "time-bomb", "faketime=@2029-07-01 12:00:00"),
-            row(&format!("{f}:17"), "random pick", "random", "unseeded-draw", "-"),
-            row(&format!("{f}:23"), "nothing fires", "sleep", "sleep-then-assert", "cpu-stress"),
-            row(&format!("{f}:28"), "calls out", "network", "remote-address", "netns"),
-            row(&format!("{f}:33"), "sets env", "global-state", "env-write", "shuffle"),
-            row(&format!("{f}:38"), "listens", "host-resource", "fixed-port", "workers=2x"),
-            row(&format!("{f}:43"), "formats", "order", "locale-format", "locale=POSIX"),
+            row(
+                &format!("{f}:7"),
+                "labels today",
+                "clock",
+                "calendar-read",
+                "tz=Pacific/Kiritimati"
+            ),
+            row(
+                &format!("{f}:12"),
+                "licence still valid",
+                "clock",
+                "time-bomb",
+                "faketime=@2029-07-01 12:00:00"
+            ),
+            row(
+                &format!("{f}:17"),
+                "random pick",
+                "random",
+                "unseeded-draw",
+                "-"
+            ),
+            row(
+                &format!("{f}:23"),
+                "nothing fires",
+                "sleep",
+                "sleep-then-assert",
+                "cpu-stress"
+            ),
+            row(
+                &format!("{f}:28"),
+                "calls out",
+                "network",
+                "remote-address",
+                "netns"
+            ),
+            row(
+                &format!("{f}:33"),
+                "sets env",
+                "global-state",
+                "env-write",
+                "shuffle"
+            ),
+            row(
+                &format!("{f}:38"),
+                "listens",
+                "host-resource",
+                "fixed-port",
+                "workers=2x"
+            ),
+            row(
+                &format!("{f}:43"),
+                "formats",
+                "order",
+                "locale-format",
+                "locale=POSIX"
+            ),
         ]
     );
 }
@@ -102,13 +266,55 @@ fn rust_fixture_reports_exactly_the_planted_set() {
     assert_eq!(
         set(&fixture("scan-rust")),
         vec![
-            row(&format!("{f}:11"), "clock_today", "clock", "calendar-read", "tz=Pacific/Kiritimati"),
-            row(&format!("{f}:17"), "licence_valid", "clock", "time-bomb", "faketime=@2029-07-01 12:00:00"),
-            row(&format!("{f}:23"), "random_pick", "random", "unseeded-draw", "-"),
-            row(&format!("{f}:29"), "sleep_then_assert", "sleep", "sleep-then-assert", "cpu-stress"),
-            row(&format!("{f}:35"), "remote", "network", "remote-address", "netns"),
-            row(&format!("{f}:41"), "env_leak", "global-state", "env-write", "shuffle"),
-            row(&format!("{f}:47"), "fixed_port", "host-resource", "fixed-port", "workers=2x"),
+            row(
+                &format!("{f}:11"),
+                "clock_today",
+                "clock",
+                "calendar-read",
+                "tz=Pacific/Kiritimati"
+            ),
+            row(
+                &format!("{f}:17"),
+                "licence_valid",
+                "clock",
+                "time-bomb",
+                "faketime=@2029-07-01 12:00:00"
+            ),
+            row(
+                &format!("{f}:23"),
+                "random_pick",
+                "random",
+                "unseeded-draw",
+                "-"
+            ),
+            row(
+                &format!("{f}:29"),
+                "sleep_then_assert",
+                "sleep",
+                "sleep-then-assert",
+                "cpu-stress"
+            ),
+            row(
+                &format!("{f}:35"),
+                "remote",
+                "network",
+                "remote-address",
+                "netns"
+            ),
+            row(
+                &format!("{f}:41"),
+                "env_leak",
+                "global-state",
+                "env-write",
+                "shuffle"
+            ),
+            row(
+                &format!("{f}:47"),
+                "fixed_port",
+                "host-resource",
+                "fixed-port",
+                "workers=2x"
+            ),
             row(&format!("{f}:54"), "hash_order", "order", "hash-order", "-"),
         ]
     );
@@ -118,10 +324,19 @@ fn rust_fixture_reports_exactly_the_planted_set() {
 fn a_helper_reaches_the_test_that_calls_it_and_the_coverage_block_counts_every_class() {
     let s = scan(&fixture("scan-python"), &opts()).unwrap();
     let today = &s.findings[0];
-    assert_eq!(today.tests, vec!["tests/test_planted.py::test_today_label".to_string()]);
+    assert_eq!(
+        today.tests,
+        vec!["tests/test_planted.py::test_today_label".to_string()]
+    );
     assert_eq!(today.reach, "static");
     assert_eq!(today.status, "unconfirmed");
-    assert!(today.command.starts_with("flakelab run -n 20 -p 'tz=Pacific/Kiritimati' -- python3 -m pytest"), "{}", today.command);
+    assert!(
+        today
+            .command
+            .starts_with("flakelab run -n 20 -p 'tz=Pacific/Kiritimati' -- python3 -m pytest"),
+        "{}",
+        today.command
+    );
     let classes: Vec<_> = s.coverage.iter().map(|c| c.class).collect();
     assert_eq!(classes, Class::ALL.to_vec());
     // Sites the near-misses hold are counted, not reported: the sleeps of
@@ -136,7 +351,8 @@ fn write(root: &Path, rel: &str, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
-const PLANTED_SLEEP: &str = "import time\n\ndef test_x():\n    time.sleep(0.1)\n    assert not False\n";
+const PLANTED_SLEEP: &str =
+    "import time\n\ndef test_x():\n    time.sleep(0.1)\n    assert not False\n";
 
 #[test]
 fn vendored_generated_and_nested_worktree_trees_are_skipped() {
@@ -145,18 +361,37 @@ fn vendored_generated_and_nested_worktree_trees_are_skipped() {
     write(root, "tests/test_a.py", PLANTED_SLEEP);
     write(root, "vendor/lib/test_v.py", PLANTED_SLEEP);
     write(root, "node_modules/x/test_n.py", PLANTED_SLEEP);
-    write(root, "tests/test_gen.py", &format!("# Code generated by gen. DO NOT EDIT.\n{PLANTED_SLEEP}"));
+    write(
+        root,
+        "tests/test_gen.py",
+        &format!("# Code generated by gen. DO NOT EDIT.\n{PLANTED_SLEEP}"),
+    );
     // A nested git worktree: a second checkout holding another branch's copy.
-    write(root, ".claude/worktrees/other/.git", "gitdir: /elsewhere/.git/worktrees/other\n");
-    write(root, ".claude/worktrees/other/tests/test_a.py", PLANTED_SLEEP);
+    write(
+        root,
+        ".claude/worktrees/other/.git",
+        "gitdir: /elsewhere/.git/worktrees/other\n",
+    );
+    write(
+        root,
+        ".claude/worktrees/other/tests/test_a.py",
+        PLANTED_SLEEP,
+    );
     let s = scan(root, &opts()).unwrap();
     let files: Vec<_> = s.findings.iter().map(|f| f.file.as_str()).collect();
     assert_eq!(files, vec!["tests/test_a.py"]);
-    let skipped: Vec<_> = s.skipped.iter().map(|k| (k.path.as_str(), k.reason.as_str())).collect();
+    let skipped: Vec<_> = s
+        .skipped
+        .iter()
+        .map(|k| (k.path.as_str(), k.reason.as_str()))
+        .collect();
     assert_eq!(
         skipped,
         vec![
-            (".claude/worktrees/other", "nested git worktree or repository"),
+            (
+                ".claude/worktrees/other",
+                "nested git worktree or repository"
+            ),
             ("node_modules", "vendored"),
             ("tests/test_gen.py", "generated"),
             ("vendor", "vendored"),
@@ -172,7 +407,11 @@ func TestBounded(t *testing.T) {\n\tfor i := 0; i < 60; i++ { // SQL Server may 
 func TestUnbounded(t *testing.T) {\n\tfor { // keep going until the deadline\n\t\tif ready() {\n\t\t\tbreak\n\t\t}\n\t\ttime.Sleep(time.Second)\n\t}\n}\n";
     write(dir.path(), "p_test.go", go);
     let s = scan(dir.path(), &opts()).unwrap();
-    let got: Vec<_> = s.findings.iter().map(|f| (f.symbol.as_str(), f.bucket.as_str())).collect();
+    let got: Vec<_> = s
+        .findings
+        .iter()
+        .map(|f| (f.symbol.as_str(), f.bucket.as_str()))
+        .collect();
     assert_eq!(got, vec![("TestUnbounded", "unbounded-poll")]);
 }
 
@@ -185,8 +424,15 @@ def test_wait():\n    while not ready():  # no deadline: the comment must not bo
 def test_yield():\n    time.sleep(0)\n    assert ready()\n";
     write(dir.path(), "test_s.py", py);
     let s = scan(dir.path(), &opts()).unwrap();
-    let got: Vec<_> = s.findings.iter().map(|f| (f.symbol.as_str(), f.bucket.as_str())).collect();
-    assert_eq!(got, vec![("test_long", "long-sleep"), ("test_wait", "unbounded-poll")]);
+    let got: Vec<_> = s
+        .findings
+        .iter()
+        .map(|f| (f.symbol.as_str(), f.bucket.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![("test_long", "long-sleep"), ("test_wait", "unbounded-poll")]
+    );
 }
 
 fn entry(file: &str, symbol: &str, class: &str, bucket: &str) -> Entry {
@@ -218,8 +464,19 @@ fn the_ledger_is_checked_both_ways() {
     ];
     let c = ledger::check(&l, &found);
     assert_eq!(c.accepted, 1);
-    assert_eq!(c.new, vec![key("tests/b.py", "test_b", "network", "remote-address")]);
-    assert_eq!(c.stale, vec![key("tests/gone.py", "test_gone", "sleep", "sleep-then-assert")]);
+    assert_eq!(
+        c.new,
+        vec![key("tests/b.py", "test_b", "network", "remote-address")]
+    );
+    assert_eq!(
+        c.stale,
+        vec![key(
+            "tests/gone.py",
+            "test_gone",
+            "sleep",
+            "sleep-then-assert"
+        )]
+    );
     assert!(c.fails());
     // The key is the whole key: the same site in another bucket is new, and
     // its entry stale.
@@ -232,7 +489,10 @@ fn the_ledger_is_checked_both_ways() {
 fn a_ledger_written_on_windows_matches_the_same_sites() {
     let l = Ledger {
         schema: LEDGER_SCHEMA.into(),
-        entries: vec![entry(r"tests\unit\a.py", "test_a", "sleep", "sleep-then-assert"), entry(r".\tests\b.py", "<module>", "clock", "time-bomb")],
+        entries: vec![
+            entry(r"tests\unit\a.py", "test_a", "sleep", "sleep-then-assert"),
+            entry(r".\tests\b.py", "<module>", "clock", "time-bomb"),
+        ],
     };
     let found = vec![
         key("tests/unit/a.py", "test_a", "sleep", "sleep-then-assert"),
@@ -240,7 +500,10 @@ fn a_ledger_written_on_windows_matches_the_same_sites() {
     ];
     let c = ledger::check(&l, &found);
     assert_eq!((c.accepted, c.new.len(), c.stale.len()), (2, 0, 0), "{c:?}");
-    assert_eq!(walk::normalise(Path::new("tests/unit/a.py")), "tests/unit/a.py");
+    assert_eq!(
+        walk::normalise(Path::new("tests/unit/a.py")),
+        "tests/unit/a.py"
+    );
 }
 
 #[test]
@@ -250,16 +513,31 @@ fn a_ledger_entry_without_a_reason_is_refused_by_name() {
     );
     let e = ledger::parse(&text).unwrap_err();
     assert!(e.contains("entry 1 (a.py: test_a) has no reason"), "{e}");
-    assert!(ledger::parse(r#"{"schema": "x", "entries": []}"#).unwrap_err().contains("schema"));
+    assert!(ledger::parse(r#"{"schema": "x", "entries": []}"#)
+        .unwrap_err()
+        .contains("schema"));
 }
 
 #[test]
 fn remote_hosts_are_told_from_loopback() {
     use detect::remote_host;
-    assert_eq!(remote_host("http://93.184.216.34/x"), Some("93.184.216.34".into()));
-    assert_eq!(remote_host("https://api.example.org:8443/v1"), Some("api.example.org".into()));
+    assert_eq!(
+        remote_host("http://93.184.216.34/x"),
+        Some("93.184.216.34".into())
+    );
+    assert_eq!(
+        remote_host("https://api.example.org:8443/v1"),
+        Some("api.example.org".into())
+    );
     assert_eq!(remote_host("203.0.113.9:443"), Some("203.0.113.9".into()));
-    for local in ["http://localhost:8000/", "http://127.0.0.1/x", "http://[::1]:80/", "127.0.0.1", "not a url", "0.0.0.0:80"] {
+    for local in [
+        "http://localhost:8000/",
+        "http://127.0.0.1/x",
+        "http://[::1]:80/",
+        "127.0.0.1",
+        "not a url",
+        "0.0.0.0:80",
+    ] {
         assert_eq!(remote_host(local), None, "{local}");
     }
 }

@@ -59,7 +59,11 @@ pub fn walk(root: &Path, exclude: &[String]) -> std::io::Result<Walk> {
     let mut out = Walk::default();
     let exclude: Vec<String> = exclude
         .iter()
-        .map(|e| super::ledger::normalise_key(e).trim_end_matches('/').to_string())
+        .map(|e| {
+            super::ledger::normalise_key(e)
+                .trim_end_matches('/')
+                .to_string()
+        })
         .collect();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -70,14 +74,23 @@ pub fn walk(root: &Path, exclude: &[String]) -> std::io::Result<Walk> {
             let rel = normalise(path.strip_prefix(root).unwrap_or(&path));
             let name = e.file_name().to_string_lossy().into_owned();
             let Ok(kind) = e.file_type() else { continue };
-            if exclude.iter().any(|x| rel == *x || rel.starts_with(&format!("{x}/"))) {
-                out.skipped.push(Skipped { path: rel, reason: "excluded (--exclude)".into() });
+            if exclude
+                .iter()
+                .any(|x| rel == *x || rel.starts_with(&format!("{x}/")))
+            {
+                out.skipped.push(Skipped {
+                    path: rel,
+                    reason: "excluded (--exclude)".into(),
+                });
                 continue;
             }
             if kind.is_dir() {
                 if let Some((_, why)) = SKIP_DIRS.iter().find(|(n, _)| *n == name) {
                     if name != ".git" {
-                        out.skipped.push(Skipped { path: rel, reason: (*why).into() });
+                        out.skipped.push(Skipped {
+                            path: rel,
+                            reason: (*why).into(),
+                        });
                     }
                     continue;
                 }
@@ -90,9 +103,14 @@ pub fn walk(root: &Path, exclude: &[String]) -> std::io::Result<Walk> {
                 }
                 stack.push(path);
             } else if kind.is_file() {
-                let Some(lang) = Lang::of(&name) else { continue };
+                let Some(lang) = Lang::of(&name) else {
+                    continue;
+                };
                 if name.ends_with(".min.js") || name.ends_with(".d.ts") || generated(&path) {
-                    out.skipped.push(Skipped { path: rel, reason: "generated".into() });
+                    out.skipped.push(Skipped {
+                        path: rel,
+                        reason: "generated".into(),
+                    });
                     continue;
                 }
                 out.files.push((rel, path, lang));
@@ -106,7 +124,9 @@ pub fn walk(root: &Path, exclude: &[String]) -> std::io::Result<Walk> {
 
 /// Whether a file says it is generated in its first lines.
 fn generated(path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
     text.lines().take(5).any(|l| {
         (l.contains("Code generated") && l.contains("DO NOT EDIT")) || l.contains("@generated")
     })
