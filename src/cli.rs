@@ -101,6 +101,11 @@ pub enum Command {
     /// Fold the history's observations into per (test, context, commit)
     /// counts; every figure `history` prints stays the same.
     Compact(CompactArgs),
+    /// Scan test code (Python, Go, JavaScript/TypeScript, Rust) for flake
+    /// sources: each finding with its line, test, class and the perturbation
+    /// that would flip it; `--ledger --strict` guards them in CI.
+    #[command(after_long_help = SCAN_AFTER_HELP)]
+    Scan(ScanArgs),
     /// Internal: report what a child process sees (used by probes).
     #[command(name = "__probe", hide = true)]
     Probe(ProbeArgs),
@@ -536,6 +541,50 @@ pub struct PlanArgs {
     /// Confidence of seeing at least one failure.
     #[arg(long, default_value_t = 0.95, value_name = "C")]
     pub confidence: f64,
+}
+
+const SCAN_AFTER_HELP: &str = "\
+Classes: clock (calendar reads, time bombs), random, sleep (bounded poll,
+sleep-then-assert, unbounded poll, long sleep), network, global-state,
+host-resource (ports, temp paths, databases), order (hash order, locale).
+A site is a finding when it reaches a test's assertion and nothing in its
+file pins it; the output ends with the class-coverage block.
+
+Every finding is `unconfirmed` until a run shows it: its `command` is the
+`flakelab run` of the proposed cell on the reached tests only.
+
+Ledger (--ledger FILE): {\"schema\": \"flakelab.scan-ledger/1\", \"entries\":
+[{\"file\", \"symbol\", \"class\", \"bucket\", \"reason\"}]}, keyed on the file
+(with /) and the enclosing symbol, never the line. --strict exits 1 on a
+finding with no entry and on an entry no finding matches (stale).
+
+Exit codes: 0 scanned (and, with --strict, the ledger holds), 1 --strict
+found a new finding or a stale entry, 2 usage error (bad path, bad ledger).
+
+Example:
+  flakelab scan tests --ledger scan-ledger.json --strict";
+
+/// `flakelab scan`.
+#[derive(Debug, Clone, Args)]
+pub struct ScanArgs {
+    /// The tree to scan [default: the current directory].
+    pub path: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// The ledger of accepted sites (JSON), checked both ways.
+    #[arg(long, value_name = "FILE")]
+    pub ledger: Option<PathBuf>,
+    /// Exit 1 on a finding not in the ledger (every finding without
+    /// --ledger) and on a ledger entry no finding matches.
+    #[arg(long)]
+    pub strict: bool,
+    /// A path under PATH not to scan (repeatable), e.g. a fixture tree.
+    #[arg(long, value_name = "PATH")]
+    pub exclude: Vec<String>,
+    /// The date time bombs are judged against [default: today, UTC].
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub today: Option<String>,
 }
 
 /// `flakelab report`.

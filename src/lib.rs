@@ -38,6 +38,7 @@ pub mod record;
 pub mod redact;
 pub mod report;
 pub mod repro;
+pub mod scan;
 pub mod screen;
 pub mod session;
 pub mod shard;

@@ -23,6 +23,7 @@ mod quarantine;
 mod replay;
 mod report_cmd;
 mod run;
+mod scan;
 mod screen;
 mod verify;
 
@@ -53,6 +54,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
         Command::Verify(args) => runtime()?.block_on(verify::verify_cmd(ctx, args)),
         Command::Replay(args) => replay::replay_cmd(ctx, &args),
         Command::Demo(args) => demo::demo_cmd(ctx, &args),
+        Command::Scan(args) => scan::scan_cmd(&args),
         Command::Report(args) => report_cmd::report_cmd(&args),
         Command::Merge(args) => merge::merge_cmd(&args),
         Command::Evidence(args) => report_cmd::evidence_cmd(ctx, &args),

@@ -18,6 +18,7 @@ pub mod per_test;
 pub mod progress;
 #[doc(hidden)]
 pub mod reference;
+pub mod scan;
 pub mod sham;
 #[cfg(test)]
 mod snapshots_test;

@@ -25,6 +25,7 @@ mod runner_cargo;
 mod runner_go;
 mod runner_node;
 mod sandbox;
+mod scan;
 mod screen;
 mod sham;
 mod shard;

@@ -1,0 +1,384 @@
+//! `flakelab scan`: static detection of flake sources in test code and the
+//! code it calls, for Python, Go, JavaScript/TypeScript and Rust. Owns the
+//! scan's findings, its class-coverage block and the ledger check; pure
+//! apart from reading the files under the root (`walk`). Proof by running
+//! is `app::scan`'s, through the session engine; a finding here is never
+//! called proven.
+//!
+//! Every file is parsed with tree-sitter (`syntax`), the detectors
+//! (`detect`) walk the tree, and each site's tests come from static
+//! reachability (`reach`).
+
+use std::path::Path;
+
+use jiff::civil::Date;
+use serde::Serialize;
+
+pub mod detect;
+pub mod ledger;
+pub mod reach;
+pub mod syntax;
+#[cfg(test)]
+mod tests;
+pub mod walk;
+
+use detect::{Proposal, TreeFacts};
+use syntax::{Lang, Src};
+
+/// The scan report's schema name.
+pub const SCAN_SCHEMA: &str = "flakelab.scan/1";
+
+/// A flake-source class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    /// Calendar or zone reads off the real clock; time bombs.
+    Clock,
+    /// Unseeded randomness reaching an assertion.
+    Random,
+    /// Fixed sleeps.
+    Sleep,
+    /// Literal non-loopback addresses called from tests.
+    Network,
+    /// Process-global state written and never restored.
+    GlobalState,
+    /// Host resources with fixed names: ports, temp paths, databases.
+    HostResource,
+    /// Locale- and hash-order-dependent formatting and iteration.
+    Order,
+}
+
+impl Class {
+    /// Every class, in report order.
+    pub const ALL: [Class; 7] = [
+        Class::Clock,
+        Class::Random,
+        Class::Sleep,
+        Class::Network,
+        Class::GlobalState,
+        Class::HostResource,
+        Class::Order,
+    ];
+
+    /// The class's name as printed and keyed.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Clock => "clock",
+            Class::Random => "random",
+            Class::Sleep => "sleep",
+            Class::Network => "network",
+            Class::GlobalState => "global-state",
+            Class::HostResource => "host-resource",
+            Class::Order => "order",
+        }
+    }
+
+    /// The constructs the class looks for, per language (the coverage
+    /// block's "scanned" column).
+    pub fn constructs(self) -> &'static str {
+        match self {
+            Class::Clock => "calendar reads (date.today, datetime.now, time.Now().Day…, new Date(), Local::now) in files that freeze no clock; future expiry dates (strings, date(…), time.Date(…))",
+            Class::Random => "process-global draws (random.*, math/rand top level, Math.random, rand::random/thread_rng) whose value is asserted, in files that seed nothing",
+            Class::Sleep => "time.sleep/asyncio.sleep, time.Sleep, await sleep/setTimeout, thread::sleep/tokio::time::sleep: bounded poll, sleep-then-assert, unbounded poll, long sleep",
+            Class::Network => "literal non-loopback URLs and IPs passed to HTTP/socket calls, and whether a network guard is present",
+            Class::GlobalState => "env writes (os.environ, os.Setenv, process.env, env::set_var), chdir, Python module-level containers, JS fake timers and intervals, never restored",
+            Class::HostResource => "literal ports given to bind/listen (port=N, port: N), /tmp/ paths, fixed *.db/*.sqlite names",
+            Class::Order => "Python list/join over a set, Go range over a map appended in order, JS toLocale*() without a locale, Rust HashMap/HashSet iteration collected",
+        }
+    }
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// The file, relative to the root, with `/`.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// The enclosing test, fixture or helper (`<module>` outside all).
+    pub symbol: String,
+    /// The class.
+    pub class: Class,
+    /// The construct.
+    pub kind: String,
+    /// The sleep bucket, or the construct for other classes (the ledger key's last part).
+    pub bucket: String,
+    /// The tests it reaches, by id.
+    pub tests: Vec<String>,
+    /// How `tests` was found.
+    pub reach: String,
+    /// The proposed cell, or null when no perturbation settles it.
+    pub perturbation: Option<String>,
+    /// Why no perturbation settles it (when `perturbation` is null).
+    pub settle: Option<String>,
+    /// `unconfirmed` from the scan alone; `proven` / `not-shown` after `--prove`.
+    pub status: String,
+    /// The command that would prove it.
+    pub command: String,
+    /// The fix shape.
+    pub fix: String,
+    /// What was seen.
+    pub detail: String,
+}
+
+impl Finding {
+    /// The ledger key.
+    pub fn key(&self) -> ledger::Key {
+        (
+            self.file.clone(),
+            self.symbol.clone(),
+            self.class.name().to_string(),
+            self.bucket.clone(),
+        )
+    }
+}
+
+/// One row of the class-coverage block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    /// The class.
+    pub class: Class,
+    /// What was scanned: the files per language and the constructs.
+    pub scanned: String,
+    /// Sites seen (findings and accepted shapes such as bounded polls).
+    pub sites: usize,
+    /// Findings.
+    pub findings: usize,
+}
+
+/// The whole scan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScanReport {
+    /// Always [`SCAN_SCHEMA`].
+    pub schema: &'static str,
+    /// Files parsed per language.
+    pub files: Vec<(Lang, usize)>,
+    /// Files that did not parse cleanly (scanned as far as they parsed).
+    pub parse_errors: Vec<String>,
+    /// Trees and files skipped, and why.
+    pub skipped: Vec<walk::Skipped>,
+    /// The findings, by file and line.
+    pub findings: Vec<Finding>,
+    /// The class-coverage block.
+    pub coverage: Vec<Coverage>,
+    /// The ledger check, with `--ledger`.
+    pub ledger: Option<ledger::Check>,
+}
+
+/// What a scan is asked.
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// "Today", for time bombs.
+    pub today: Date,
+    /// Paths under the root not to scan.
+    pub exclude: Vec<String>,
+}
+
+/// Guards that make a language's tests refuse real network, by the text
+/// that turns them on.
+const GUARDS: &[(Lang, &str, &str)] = &[
+    (Lang::Python, "disable_socket", "pytest-socket"),
+    (Lang::Python, "--disable-socket", "pytest-socket"),
+    (Lang::JavaScript, "disableNetConnect", "nock"),
+    (Lang::JavaScript, "onUnhandledRequest", "msw"),
+];
+
+/// Scans the tree at `root`.
+pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
+    let walked = walk::walk(root, &opts.exclude)?;
+    let mut texts = Vec::new();
+    for (rel, path, lang) in &walked.files {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        texts.push((rel.clone(), *lang, text));
+    }
+    let mut guards = Vec::new();
+    for (lang, token, name) in GUARDS {
+        let config = [
+            "setup.cfg",
+            "pytest.ini",
+            "pyproject.toml",
+            "tox.ini",
+            "package.json",
+        ]
+        .iter()
+        .any(|c| std::fs::read_to_string(root.join(c)).is_ok_and(|t| t.contains(token)));
+        if config || texts.iter().any(|(_, _, t)| t.contains(token)) {
+            guards.push((*lang, *name));
+        }
+    }
+    let facts = TreeFacts {
+        today: opts.today,
+        guards,
+    };
+    let js_runner = js_runner(root);
+
+    let mut indexes = Vec::new();
+    let mut raw = Vec::new();
+    let mut parse_errors = Vec::new();
+    let mut counts: Vec<(Lang, usize)> = Vec::new();
+    for (rel, lang, text) in &texts {
+        let Some(tree) = syntax::parse(*lang, text, rel.ends_with(".tsx")) else {
+            continue;
+        };
+        let root_node = tree.root_node();
+        if root_node.has_error() {
+            parse_errors.push(rel.clone());
+        }
+        match counts.iter_mut().find(|(l, _)| l == lang) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((*lang, 1)),
+        }
+        let src = Src { lang: *lang, text };
+        indexes.push(reach::index(&src, root_node, rel));
+        for site in detect::detect(&src, root_node, &facts) {
+            raw.push((indexes.len() - 1, site));
+        }
+    }
+    counts.sort();
+
+    let mut coverage: Vec<Coverage> = Class::ALL
+        .iter()
+        .map(|c| Coverage {
+            class: *c,
+            scanned: scanned_line(&counts, *c),
+            sites: 0,
+            findings: 0,
+        })
+        .collect();
+    let mut findings = Vec::new();
+    for (i, site) in raw {
+        let file = &indexes[i];
+        let row = coverage
+            .iter_mut()
+            .find(|r| r.class == site.class)
+            .expect("every class has a row");
+        row.sites += 1;
+        let tests_file = walk::is_test_file(&file.rel, file.lang);
+        let tests = reach::reached(&site.symbol, file, &indexes);
+        if !site.finding
+            || tests.is_empty()
+            || (!tests_file && site.symbol.role == syntax::Role::Module)
+        {
+            continue;
+        }
+        row.findings += 1;
+        let (perturbation, settle) = match &site.proposal {
+            Proposal::Cell(c) => (Some(c.clone()), None),
+            Proposal::None(why) => (None, Some(format!("no perturbation settles this: {why}"))),
+        };
+        let command = command(file, &tests, perturbation.as_deref(), js_runner);
+        findings.push(Finding {
+            file: file.rel.clone(),
+            line: site.line,
+            symbol: site.symbol.name.clone(),
+            class: site.class,
+            kind: site.kind.to_string(),
+            bucket: site.bucket.unwrap_or(site.kind).to_string(),
+            tests,
+            reach: "static".into(),
+            perturbation,
+            settle,
+            status: "unconfirmed".into(),
+            command,
+            fix: site.fix.to_string(),
+            detail: site.detail,
+        });
+    }
+    findings.sort_by(|a, b| (&a.file, a.line, a.class).cmp(&(&b.file, b.line, b.class)));
+    findings.dedup_by(|a, b| {
+        a.file == b.file && a.line == b.line && a.class == b.class && a.kind == b.kind
+    });
+    for row in &mut coverage {
+        row.findings = findings.iter().filter(|f| f.class == row.class).count();
+    }
+    Ok(ScanReport {
+        schema: SCAN_SCHEMA,
+        files: counts,
+        parse_errors,
+        skipped: walked.skipped,
+        findings,
+        coverage,
+        ledger: None,
+    })
+}
+
+fn scanned_line(counts: &[(Lang, usize)], class: Class) -> String {
+    let files: Vec<String> = counts
+        .iter()
+        .map(|(l, n)| format!("{} {n}", l.name()))
+        .collect();
+    let files = if files.is_empty() {
+        "no files".to_string()
+    } else {
+        files.join(", ")
+    };
+    let go_locale = if class == Class::Order && counts.iter().any(|(l, _)| *l == Lang::Go) {
+        " (go: map order only, its formatting is locale-free)"
+    } else {
+        ""
+    };
+    format!("{files}{go_locale}")
+}
+
+/// The JS runner a project's package.json names.
+fn js_runner(root: &Path) -> &'static str {
+    let pkg = std::fs::read_to_string(root.join("package.json")).unwrap_or_default();
+    if pkg.contains("\"vitest\"") {
+        "vitest"
+    } else if pkg.contains("\"jest\"") {
+        "jest"
+    } else {
+        "node"
+    }
+}
+
+/// The exact command that would prove a finding: `flakelab run` of the
+/// proposed cell (the baseline alone when none settles it) on the reached
+/// tests only.
+fn command(file: &reach::FileIndex, tests: &[String], cell: Option<&str>, js: &str) -> String {
+    let q = |s: &str| shell_words::quote(s).into_owned();
+    let subject = match file.lang {
+        Lang::Python => format!(
+            "python3 -m pytest -p no:randomly -p no:cacheprovider {}",
+            tests.iter().map(|t| q(t)).collect::<Vec<_>>().join(" ")
+        ),
+        Lang::Go => {
+            let dir = file.rel.rsplit_once('/').map_or(".", |(d, _)| d);
+            let pkg = if dir == "." {
+                "./".to_string()
+            } else {
+                format!("./{dir}")
+            };
+            format!(
+                "go test -count=1 -run {} {pkg}",
+                q(&format!("^({})$", tests.join("|")))
+            )
+        }
+        Lang::Rust => format!(
+            "cargo test -- --exact {}",
+            tests.iter().map(|t| q(t)).collect::<Vec<_>>().join(" ")
+        ),
+        _ => {
+            let pattern = tests
+                .iter()
+                .map(|t| regex::escape(t))
+                .collect::<Vec<_>>()
+                .join("|");
+            match js {
+                "vitest" => format!("npx vitest run {} -t {}", q(&file.rel), q(&pattern)),
+                "jest" => format!("npx jest {} -t {}", q(&file.rel), q(&pattern)),
+                _ => format!(
+                    "node --test --test-name-pattern={} {}",
+                    q(&pattern),
+                    q(&file.rel)
+                ),
+            }
+        }
+    };
+    match cell {
+        Some(c) => format!("flakelab run -n 20 -p {} -- {subject}", q(c)),
+        None => format!("flakelab run -n 20 -- {subject}"),
+    }
+}

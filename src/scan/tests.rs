@@ -1,0 +1,543 @@
+//! The scanner's own tests: the planted fixtures (every class once, a
+//! near-miss per class) give exactly the planted set; the walk skips
+//! vendored, generated and nested-worktree trees; the ledger is checked
+//! both ways with paths normalised.
+
+use std::path::{Path, PathBuf};
+
+use super::ledger::{self, Entry, Ledger, LEDGER_SCHEMA};
+use super::*;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn opts() -> ScanOptions {
+    ScanOptions {
+        today: "2026-12-01".parse().unwrap(),
+        exclude: Vec::new(),
+    }
+}
+
+/// (file:line, symbol, class, bucket, perturbation or "-").
+fn set(root: &Path) -> Vec<(String, String, String, String, String)> {
+    scan(root, &opts())
+        .unwrap()
+        .findings
+        .into_iter()
+        .map(|f| {
+            (
+                format!("{}:{}", f.file, f.line),
+                f.symbol,
+                f.class.name().to_string(),
+                f.bucket,
+                f.perturbation.unwrap_or_else(|| "-".into()),
+            )
+        })
+        .collect()
+}
+
+fn row(
+    site: &str,
+    symbol: &str,
+    class: &str,
+    bucket: &str,
+    p: &str,
+) -> (String, String, String, String, String) {
+    (
+        site.into(),
+        symbol.into(),
+        class.into(),
+        bucket.into(),
+        p.into(),
+    )
+}
+
+#[test]
+fn python_fixture_reports_exactly_the_planted_set() {
+    let f = "tests/test_planted.py";
+    assert_eq!(
+        set(&fixture("scan-python")),
+        vec![
+            row(
+                &format!("{f}:13"),
+                "today_label",
+                "clock",
+                "calendar-read",
+                "tz=Pacific/Kiritimati"
+            ),
+            row(
+                &format!("{f}:21"),
+                "test_licence_valid",
+                "clock",
+                "time-bomb",
+                "faketime=@2029-07-01 12:00:00"
+            ),
+            row(
+                &format!("{f}:26"),
+                "test_random_pick",
+                "random",
+                "unseeded-draw",
+                "-"
+            ),
+            row(
+                &format!("{f}:31"),
+                "test_nothing_fires",
+                "sleep",
+                "sleep-then-assert",
+                "cpu-stress"
+            ),
+            row(
+                &format!("{f}:36"),
+                "test_remote_status",
+                "network",
+                "remote-address",
+                "netns"
+            ),
+            row(
+                &format!("{f}:41"),
+                "test_env_leak",
+                "global-state",
+                "env-write",
+                "shuffle"
+            ),
+            row(
+                &format!("{f}:47"),
+                "test_fixed_port",
+                "host-resource",
+                "fixed-port",
+                "workers=2x"
+            ),
+            row(
+                &format!("{f}:52"),
+                "test_set_order",
+                "order",
+                "hash-order",
+                "hashseed-random"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn go_fixture_reports_exactly_the_planted_set() {
+    let f = "planted_test.go";
+    assert_eq!(
+        set(&fixture("scan-go")),
+        vec![
+            row(
+                &format!("{f}:16"),
+                "TestClockToday",
+                "clock",
+                "calendar-read",
+                "tz=Pacific/Kiritimati"
+            ),
+            row(
+                &format!("{f}:23"),
+                "TestLicence",
+                "clock",
+                "time-bomb",
+                "faketime=@2029-07-01 12:00:00"
+            ),
+            row(
+                &format!("{f}:30"),
+                "TestRandomPick",
+                "random",
+                "unseeded-draw",
+                "-"
+            ),
+            row(
+                &format!("{f}:38"),
+                "TestSleepThenAssert",
+                "sleep",
+                "sleep-then-assert",
+                "cpu-stress"
+            ),
+            row(
+                &format!("{f}:49"),
+                "TestUnboundedPoll",
+                "sleep",
+                "unbounded-poll",
+                "-"
+            ),
+            row(
+                &format!("{f}:54"),
+                "TestRemote",
+                "network",
+                "remote-address",
+                "netns"
+            ),
+            row(
+                &format!("{f}:62"),
+                "TestEnvLeak",
+                "global-state",
+                "env-write",
+                "shuffle"
+            ),
+            row(
+                &format!("{f}:69"),
+                "TestFixedPort",
+                "host-resource",
+                "fixed-port",
+                "workers=2x"
+            ),
+            row(
+                &format!("{f}:79"),
+                "TestMapOrder",
+                "order",
+                "map-order",
+                "-"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn js_fixture_reports_exactly_the_planted_set() {
+    let f = "tests/planted.test.js";
+    assert_eq!(
+        set(&fixture("scan-js")),
+        vec![
+            row(
+                &format!("{f}:7"),
+                "labels today",
+                "clock",
+                "calendar-read",
+                "tz=Pacific/Kiritimati"
+            ),
+            row(
+                &format!("{f}:12"),
+                "licence still valid",
+                "clock",
+                "time-bomb",
+                "faketime=@2029-07-01 12:00:00"
+            ),
+            row(
+                &format!("{f}:17"),
+                "random pick",
+                "random",
+                "unseeded-draw",
+                "-"
+            ),
+            row(
+                &format!("{f}:23"),
+                "nothing fires",
+                "sleep",
+                "sleep-then-assert",
+                "cpu-stress"
+            ),
+            row(
+                &format!("{f}:28"),
+                "calls out",
+                "network",
+                "remote-address",
+                "netns"
+            ),
+            row(
+                &format!("{f}:33"),
+                "sets env",
+                "global-state",
+                "env-write",
+                "shuffle"
+            ),
+            row(
+                &format!("{f}:38"),
+                "listens",
+                "host-resource",
+                "fixed-port",
+                "workers=2x"
+            ),
+            row(
+                &format!("{f}:43"),
+                "formats",
+                "order",
+                "locale-format",
+                "locale=POSIX"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn rust_fixture_reports_exactly_the_planted_set() {
+    let f = "tests/planted.rs";
+    assert_eq!(
+        set(&fixture("scan-rust")),
+        vec![
+            row(
+                &format!("{f}:11"),
+                "clock_today",
+                "clock",
+                "calendar-read",
+                "tz=Pacific/Kiritimati"
+            ),
+            row(
+                &format!("{f}:17"),
+                "licence_valid",
+                "clock",
+                "time-bomb",
+                "faketime=@2029-07-01 12:00:00"
+            ),
+            row(
+                &format!("{f}:23"),
+                "random_pick",
+                "random",
+                "unseeded-draw",
+                "-"
+            ),
+            row(
+                &format!("{f}:29"),
+                "sleep_then_assert",
+                "sleep",
+                "sleep-then-assert",
+                "cpu-stress"
+            ),
+            row(
+                &format!("{f}:35"),
+                "remote",
+                "network",
+                "remote-address",
+                "netns"
+            ),
+            row(
+                &format!("{f}:41"),
+                "env_leak",
+                "global-state",
+                "env-write",
+                "shuffle"
+            ),
+            row(
+                &format!("{f}:47"),
+                "fixed_port",
+                "host-resource",
+                "fixed-port",
+                "workers=2x"
+            ),
+            row(&format!("{f}:54"), "hash_order", "order", "hash-order", "-"),
+        ]
+    );
+}
+
+#[test]
+fn a_helper_reaches_the_test_that_calls_it_and_the_coverage_block_counts_every_class() {
+    let s = scan(&fixture("scan-python"), &opts()).unwrap();
+    let today = &s.findings[0];
+    assert_eq!(
+        today.tests,
+        vec!["tests/test_planted.py::test_today_label".to_string()]
+    );
+    assert_eq!(today.reach, "static");
+    assert_eq!(today.status, "unconfirmed");
+    assert!(
+        today
+            .command
+            .starts_with("flakelab run -n 20 -p 'tz=Pacific/Kiritimati' -- python3 -m pytest"),
+        "{}",
+        today.command
+    );
+    let classes: Vec<_> = s.coverage.iter().map(|c| c.class).collect();
+    assert_eq!(classes, Class::ALL.to_vec());
+    // Sites the near-misses hold are counted, not reported: the sleeps of
+    // the two bounded polls, the frozen clock's read and date.
+    let sleep = s.coverage.iter().find(|c| c.class == Class::Sleep).unwrap();
+    assert_eq!((sleep.sites, sleep.findings), (3, 1));
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+const PLANTED_SLEEP: &str =
+    "import time\n\ndef test_x():\n    time.sleep(0.1)\n    assert not False\n";
+
+#[test]
+fn vendored_generated_and_nested_worktree_trees_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "tests/test_a.py", PLANTED_SLEEP);
+    write(root, "vendor/lib/test_v.py", PLANTED_SLEEP);
+    write(root, "node_modules/x/test_n.py", PLANTED_SLEEP);
+    write(
+        root,
+        "tests/test_gen.py",
+        &format!("# Code generated by gen. DO NOT EDIT.\n{PLANTED_SLEEP}"),
+    );
+    // A nested git worktree: a second checkout holding another branch's copy.
+    write(
+        root,
+        ".claude/worktrees/other/.git",
+        "gitdir: /elsewhere/.git/worktrees/other\n",
+    );
+    write(
+        root,
+        ".claude/worktrees/other/tests/test_a.py",
+        PLANTED_SLEEP,
+    );
+    let s = scan(root, &opts()).unwrap();
+    let files: Vec<_> = s.findings.iter().map(|f| f.file.as_str()).collect();
+    assert_eq!(files, vec!["tests/test_a.py"]);
+    let skipped: Vec<_> = s
+        .skipped
+        .iter()
+        .map(|k| (k.path.as_str(), k.reason.as_str()))
+        .collect();
+    assert_eq!(
+        skipped,
+        vec![
+            (
+                ".claude/worktrees/other",
+                "nested git worktree or repository"
+            ),
+            ("node_modules", "vendored"),
+            ("tests/test_gen.py", "generated"),
+            ("vendor", "vendored"),
+        ]
+    );
+}
+
+#[test]
+fn a_trailing_comment_never_bounds_or_unbounds_a_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let go = "package p\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc ready() bool { return true }\n\n\
+func TestBounded(t *testing.T) {\n\tfor i := 0; i < 60; i++ { // SQL Server may still be starting\n\t\tif ready() {\n\t\t\tbreak\n\t\t}\n\t\ttime.Sleep(time.Second)\n\t}\n}\n\n\
+func TestUnbounded(t *testing.T) {\n\tfor { // keep going until the deadline\n\t\tif ready() {\n\t\t\tbreak\n\t\t}\n\t\ttime.Sleep(time.Second)\n\t}\n}\n";
+    write(dir.path(), "p_test.go", go);
+    let s = scan(dir.path(), &opts()).unwrap();
+    let got: Vec<_> = s
+        .findings
+        .iter()
+        .map(|f| (f.symbol.as_str(), f.bucket.as_str()))
+        .collect();
+    assert_eq!(got, vec![("TestUnbounded", "unbounded-poll")]);
+}
+
+#[test]
+fn a_long_sleep_and_a_python_unbounded_poll_are_their_own_buckets() {
+    let dir = tempfile::tempdir().unwrap();
+    let py = "import time\n\ndef ready():\n    return True\n\n\
+def test_long():\n    time.sleep(2)\n\n\
+def test_wait():\n    while not ready():  # no deadline: the comment must not bound it\n        time.sleep(0.1)\n\n\
+def test_yield():\n    time.sleep(0)\n    assert ready()\n";
+    write(dir.path(), "test_s.py", py);
+    let s = scan(dir.path(), &opts()).unwrap();
+    let got: Vec<_> = s
+        .findings
+        .iter()
+        .map(|f| (f.symbol.as_str(), f.bucket.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![("test_long", "long-sleep"), ("test_wait", "unbounded-poll")]
+    );
+}
+
+fn entry(file: &str, symbol: &str, class: &str, bucket: &str) -> Entry {
+    Entry {
+        file: file.into(),
+        symbol: symbol.into(),
+        class: class.into(),
+        bucket: bucket.into(),
+        reason: "accepted: asserts a negative on purpose".into(),
+    }
+}
+
+fn key(file: &str, symbol: &str, class: &str, bucket: &str) -> ledger::Key {
+    (file.into(), symbol.into(), class.into(), bucket.into())
+}
+
+#[test]
+fn the_ledger_is_checked_both_ways() {
+    let l = Ledger {
+        schema: LEDGER_SCHEMA.into(),
+        entries: vec![
+            entry("tests/a.py", "test_a", "sleep", "sleep-then-assert"),
+            entry("tests/gone.py", "test_gone", "sleep", "sleep-then-assert"),
+        ],
+    };
+    let found = vec![
+        key("tests/a.py", "test_a", "sleep", "sleep-then-assert"),
+        key("tests/b.py", "test_b", "network", "remote-address"),
+    ];
+    let c = ledger::check(&l, &found);
+    assert_eq!(c.accepted, 1);
+    assert_eq!(
+        c.new,
+        vec![key("tests/b.py", "test_b", "network", "remote-address")]
+    );
+    assert_eq!(
+        c.stale,
+        vec![key(
+            "tests/gone.py",
+            "test_gone",
+            "sleep",
+            "sleep-then-assert"
+        )]
+    );
+    assert!(c.fails());
+    // The key is the whole key: the same site in another bucket is new, and
+    // its entry stale.
+    let other = vec![key("tests/a.py", "test_a", "sleep", "long-sleep")];
+    let c = ledger::check(&l, &other);
+    assert_eq!((c.accepted, c.new.len(), c.stale.len()), (0, 1, 2));
+}
+
+#[test]
+fn a_ledger_written_on_windows_matches_the_same_sites() {
+    let l = Ledger {
+        schema: LEDGER_SCHEMA.into(),
+        entries: vec![
+            entry(r"tests\unit\a.py", "test_a", "sleep", "sleep-then-assert"),
+            entry(r".\tests\b.py", "<module>", "clock", "time-bomb"),
+        ],
+    };
+    let found = vec![
+        key("tests/unit/a.py", "test_a", "sleep", "sleep-then-assert"),
+        key("tests/b.py", "<module>", "clock", "time-bomb"),
+    ];
+    let c = ledger::check(&l, &found);
+    assert_eq!((c.accepted, c.new.len(), c.stale.len()), (2, 0, 0), "{c:?}");
+    assert_eq!(
+        walk::normalise(Path::new("tests/unit/a.py")),
+        "tests/unit/a.py"
+    );
+}
+
+#[test]
+fn a_ledger_entry_without_a_reason_is_refused_by_name() {
+    let text = format!(
+        r#"{{"schema": "{LEDGER_SCHEMA}", "entries": [{{"file": "a.py", "symbol": "test_a", "class": "sleep", "bucket": "long-sleep", "reason": " "}}]}}"#
+    );
+    let e = ledger::parse(&text).unwrap_err();
+    assert!(e.contains("entry 1 (a.py: test_a) has no reason"), "{e}");
+    assert!(ledger::parse(r#"{"schema": "x", "entries": []}"#)
+        .unwrap_err()
+        .contains("schema"));
+}
+
+#[test]
+fn remote_hosts_are_told_from_loopback() {
+    use detect::remote_host;
+    assert_eq!(
+        remote_host("http://93.184.216.34/x"),
+        Some("93.184.216.34".into())
+    );
+    assert_eq!(
+        remote_host("https://api.example.org:8443/v1"),
+        Some("api.example.org".into())
+    );
+    assert_eq!(remote_host("203.0.113.9:443"), Some("203.0.113.9".into()));
+    for local in [
+        "http://localhost:8000/",
+        "http://127.0.0.1/x",
+        "http://[::1]:80/",
+        "127.0.0.1",
+        "not a url",
+        "0.0.0.0:80",
+    ] {
+        assert_eq!(remote_host(local), None, "{local}");
+    }
+}
