@@ -220,6 +220,11 @@ pub enum Format {
     Json,
     /// GitHub-flavoured Markdown.
     Markdown,
+    /// One self-contained HTML page (inline CSS, JS and SVG; nothing fetched).
+    Html,
+    /// GitHub Actions: `::error`/`::warning` annotations on stdout, and the
+    /// step summary (Markdown) appended to $GITHUB_STEP_SUMMARY when set.
+    Github,
 }
 
 /// Where the store is and where the subject runs.
@@ -351,6 +356,11 @@ pub struct RunArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// `auto`: also append the GitHub step summary to $GITHUB_STEP_SUMMARY
+    /// when it is set (annotations on stderr; plot and HTML report in
+    /// ./flakelab-report/).
+    #[arg(long, value_enum, default_value_t = SummaryMode::Off, value_name = "WHEN")]
+    pub summary: SummaryMode,
     /// The flags every session takes.
     #[command(flatten)]
     pub session: SessionFlags,
@@ -496,9 +506,23 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// `auto`: also append the GitHub step summary to $GITHUB_STEP_SUMMARY
+    /// when it is set (annotations on stderr; plot and HTML report in
+    /// ./flakelab-report/).
+    #[arg(long, value_enum, default_value_t = SummaryMode::Off, value_name = "WHEN")]
+    pub summary: SummaryMode,
     /// Where the store is.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// When to write the GitHub step summary beside the chosen format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SummaryMode {
+    /// Never (`--format github` writes it anyway).
+    Off,
+    /// When $GITHUB_STEP_SUMMARY is set (inside GitHub Actions).
+    Auto,
 }
 
 /// `flakelab evidence`.
@@ -521,6 +545,9 @@ pub enum EvidenceFormat {
     Markdown,
     /// One JSON document (schema `flakelab.evidence/1`).
     Json,
+    /// One self-contained HTML page: the report's plots and tables, then
+    /// the ladder, classification and coverage blocks.
+    Html,
 }
 
 const EVIDENCE_AFTER_HELP: &str = "\

@@ -15,6 +15,7 @@ mod info;
 mod internal;
 mod ladder;
 mod merge;
+mod outputs;
 mod replay;
 mod report_cmd;
 mod run;
@@ -122,6 +123,8 @@ fn print_report(report: &Report, format: Format, redaction: &crate::redact::Reda
         Format::Table => report::table::render(report),
         Format::Json => report::json::render(report),
         Format::Markdown => report::markdown::render(report),
+        Format::Html => report::html::render(report),
+        Format::Github => outputs::github(report, redaction),
     };
     print_text(&redaction.text(&text));
 }

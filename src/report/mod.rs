@@ -7,6 +7,9 @@
 
 pub mod catalog;
 pub mod fold;
+pub mod gha;
+pub mod github;
+pub mod html;
 #[cfg(test)]
 mod fold_tests;
 pub mod json;
@@ -17,6 +20,7 @@ pub mod progress;
 #[doc(hidden)]
 pub mod reference;
 pub mod sham;
+pub mod svg;
 #[cfg(test)]
 mod snapshots_test;
 pub mod table;
