@@ -142,8 +142,9 @@ tr.differs td:first-child{border-left:4px solid #b91c1c}
 .forest .not-applied line.ci{stroke:#d97706;stroke-dasharray:4 3}.forest .not-applied circle{fill:#d97706}
 .legend{font-size:.8rem;color:#374151}
 .repro{display:flex;gap:.4rem;align-items:flex-start}.repro pre{flex:1;margin:0}
+td .repro pre{white-space:pre;overflow-x:auto;max-width:26rem;word-break:normal}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
-@media print{.controls,button.copy{display:none}body{max-width:none;padding:0}tr{break-inside:avoid}tr[hidden]{display:table-row}h2{break-after:avoid}.forest{break-inside:avoid}}
+@media print{.controls,button.copy{display:none}td .repro pre{white-space:pre-wrap;word-break:break-all;max-width:none}body{max-width:none;padding:0}tr{break-inside:avoid}tr[hidden]{display:table-row}h2{break-after:avoid}.forest{break-inside:avoid}}
 "#;
 
 const SCRIPT: &str = r#"

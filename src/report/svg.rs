@@ -270,6 +270,18 @@ pub fn forest(
                 format!("<circle cx=\"{:.2}\" cy=\"{y:.1}\" r=\"4\"/>", x_of(r.rate))
             };
             s.push_str(&mark);
+        } else {
+            let _ = write!(
+                s,
+                "<text x=\"{}\" y=\"{:.1}\" fill=\"#92400e\" aria-hidden=\"true\">{}</text>",
+                LABEL_W + 6.0,
+                y + 4.0,
+                if r.kind == RowKind::NotApplied {
+                    "not applied: no run measured"
+                } else {
+                    "no run measured"
+                }
+            );
         }
         let _ = write!(
             s,

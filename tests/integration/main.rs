@@ -11,6 +11,7 @@ mod fake;
 mod fuzz_replay;
 mod honest;
 mod hostile;
+mod html_report;
 mod junit_corpus;
 mod junit_e2e;
 mod kernel;
