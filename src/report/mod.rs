@@ -23,6 +23,8 @@ pub mod sham;
 pub mod svg;
 #[cfg(test)]
 mod snapshots_test;
+#[cfg(test)]
+mod github_tests;
 pub mod table;
 pub mod verify;
 

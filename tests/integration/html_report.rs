@@ -291,3 +291,62 @@ fn evidence_as_html_adds_classification_and_coverage_to_the_report_page() {
     assert!(page.contains("@media print"));
     assert!(!page.contains("https://"));
 }
+
+#[test]
+fn github_output_annotates_the_differing_test_and_writes_the_step_summary() {
+    let lab = Lab::new();
+    fixture(&lab);
+    // `--format github` outside Actions: annotations, then the summary, on stdout.
+    let out = lab
+        .cmd()
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .args(["report", "--format", "github"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("::error title=flakelab%3A tests.test_a%3A%3Atest_zone differs under tz=Pacific/Kiritimati::"),
+        "{text}"
+    );
+    assert!(text.contains("::warning title=flakelab%3A netns not applied::"), "{text}");
+    assert!(text.contains("### flakelab `"), "{text}");
+    // `--summary auto` inside Actions: stdout keeps the JSON; the summary is
+    // appended to the file, the annotations go to stderr, the plot and the
+    // HTML page are written for upload.
+    let summary = lab.path().join("step-summary.md");
+    std::fs::write(&summary, "earlier step\n").unwrap();
+    let out = lab
+        .cmd()
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("GITHUB_SERVER_URL", "https://forge.example")
+        .env("GITHUB_REPOSITORY", "o/r")
+        .env("GITHUB_RUN_ID", "9")
+        .args(["report", "--format", "json", "--summary", "auto"])
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).expect("stdout is the JSON report");
+    let session = json["session"].as_str().unwrap();
+    let written = std::fs::read_to_string(&summary).unwrap();
+    assert!(written.starts_with("earlier step\n### flakelab `"), "{written}");
+    assert!(
+        written.contains(&format!(
+            "[flakelab-report/{session}-forest.svg](https://forge.example/o/r/actions/runs/9#artifacts)"
+        )),
+        "{written}"
+    );
+    assert!(written.contains("<details><summary>Repro lines"), "{written}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("::error title=flakelab%3A tests.test_a"), "{stderr}");
+    let svg = std::fs::read_to_string(lab.path().join(format!("flakelab-report/{session}-forest.svg"))).unwrap();
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{svg}");
+    assert!(lab.path().join(format!("flakelab-report/{session}.html")).is_file());
+    // Without the variable, `--summary auto` writes nothing.
+    let out = lab
+        .cmd()
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .current_dir(lab.path().join("flakelab-report"))
+        .args(["report", "--format", "json", "--summary", "auto", "-C", ".."])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
