@@ -81,6 +81,11 @@ pub enum Command {
     Recipes(RecipesArgs),
     /// Run the standard matrix on the bundled example suite.
     Demo(DemoArgs),
+    /// Print a shell completion script: `flakelab completions bash >
+    /// ~/.local/share/bash-completion/completions/flakelab`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `flakelab man > flakelab.1`.
+    Man,
     /// Internal: report what a child process sees (used by probes).
     #[command(name = "__probe", hide = true)]
     Probe(ProbeArgs),
@@ -658,6 +663,31 @@ pub struct DemoArgs {
     /// Keep the demo directory (its store and logs) and print its path.
     #[arg(long)]
     pub keep: bool,
+    /// Also write the demo's HTML report to this file (or
+    /// flakelab-demo.html in the current directory) and print its path.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "flakelab-demo.html")]
+    pub html: Option<PathBuf>,
+}
+
+/// `flakelab completions`.
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// The shells `flakelab completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    /// bash (bash-completion).
+    Bash,
+    /// zsh (a `_flakelab` function for $fpath).
+    Zsh,
+    /// fish.
+    Fish,
+    /// PowerShell.
+    Powershell,
 }
 
 /// `flakelab __probe`.

@@ -10,6 +10,7 @@ use crate::exec::child::Stop;
 use crate::exec::Executor;
 use crate::report::{self, Report};
 
+mod completions;
 mod demo;
 mod info;
 mod internal;
@@ -47,6 +48,8 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
         Command::Verify(args) => runtime()?.block_on(verify::verify_cmd(ctx, args)),
         Command::Replay(args) => replay::replay_cmd(ctx, &args),
         Command::Demo(args) => demo::demo_cmd(ctx, &args),
+        Command::Completions(args) => completions::completions_cmd(&args),
+        Command::Man => completions::man_cmd(),
         Command::Report(args) => report_cmd::report_cmd(&args),
         Command::Merge(args) => merge::merge_cmd(&args),
         Command::Evidence(args) => report_cmd::evidence_cmd(ctx, &args),
