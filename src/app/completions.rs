@@ -62,7 +62,10 @@ pub(super) fn completions_cmd(args: &CompletionsArgs) -> Result<i32> {
 
 pub(super) fn man_cmd() -> Result<i32> {
     let page = man_page().map_err(|e| {
-        Error::harness(format!("cannot render the man page: {e}"), "report this as a bug")
+        Error::harness(
+            format!("cannot render the man page: {e}"),
+            "report this as a bug",
+        )
     })?;
     super::print_text(&page);
     Ok(EXIT_OK)
@@ -108,17 +111,28 @@ mod tests {
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("re: report replay recipes"), "{text} {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            text.contains("re: report replay recipes"),
+            "{text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(text.contains("__: \n"), "{text}");
     }
 
     #[test]
     fn the_man_page_has_a_section_per_visible_subcommand() {
         let page = man_page().unwrap();
-        assert!(page.starts_with(".ie") || page.contains(".TH flakelab"), "{}", &page[..200]);
+        assert!(
+            page.starts_with(".ie") || page.contains(".TH flakelab"),
+            "{}",
+            &page[..200]
+        );
         for name in visible() {
             let heading = format!(".SH \"FLAKELAB {}\"", name.to_uppercase());
-            assert!(page.contains(&heading), "no section for `{name}` ({heading})");
+            assert!(
+                page.contains(&heading),
+                "no section for `{name}` ({heading})"
+            );
         }
         assert!(!page.contains("__warden"));
     }

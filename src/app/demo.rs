@@ -81,7 +81,10 @@ fn write_html(spec: &session::SessionSpec, path: &std::path::Path) -> Result<()>
         return Ok(());
     };
     let (report, _) = super::report_cmd::shown(&spec.store, &latest)?;
-    let page = spec.redaction.text(&crate::report::html::render(&report)).into_owned();
+    let page = spec
+        .redaction
+        .text(&crate::report::html::render(&report))
+        .into_owned();
     std::fs::write(path, page).map_err(|e| {
         Error::usage(
             format!("cannot write the HTML report to {}: {e}", path.display()),
@@ -89,7 +92,10 @@ fn write_html(spec: &session::SessionSpec, path: &std::path::Path) -> Result<()>
         )
     })?;
     let shown = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    eprintln!("flakelab demo: wrote the HTML report to {}", shown.display());
+    eprintln!(
+        "flakelab demo: wrote the HTML report to {}",
+        shown.display()
+    );
     println!("{}", shown.display());
     Ok(())
 }

@@ -28,10 +28,17 @@ fn write_artifacts(report: &Report, redaction: &Redaction) -> Option<report::git
         .and_then(|_| {
             std::fs::write(
                 &svg,
-                redaction.text(&report::html::cells_plot(report, true)).as_bytes(),
+                redaction
+                    .text(&report::html::cells_plot(report, true))
+                    .as_bytes(),
             )
         })
-        .and_then(|_| std::fs::write(&html, redaction.text(&report::html::render(report)).as_bytes()));
+        .and_then(|_| {
+            std::fs::write(
+                &html,
+                redaction.text(&report::html::render(report)).as_bytes(),
+            )
+        });
     match written {
         Ok(()) => Some(report::github::PlotLink {
             path: svg.display().to_string(),

@@ -64,7 +64,10 @@ fn the_summary_of_a_20000_test_session_stays_under_a_mebibyte() {
         r.tests = (0..20_000)
             .map(|i| {
                 let mut t = template.clone();
-                t.id = format!("tests/test_mod{}.py::test_case_with_a_long_name_{i}", i % 97);
+                t.id = format!(
+                    "tests/test_mod{}.py::test_case_with_a_long_name_{i}",
+                    i % 97
+                );
                 t.outcome = if outcome == Outcome::Fail && i % 2 == 0 {
                     TestOutcome::Fail
                 } else {
@@ -99,5 +102,9 @@ fn the_summary_of_a_20000_test_session_stays_under_a_mebibyte() {
     assert!(text.contains("…and 9970 more"), "{text}");
     let notes = annotations(&report);
     assert_eq!(notes.lines().count(), super::github::MAX_ANNOTATIONS + 1);
-    assert!(notes.lines().last().unwrap().starts_with("::notice title=flakelab::"));
+    assert!(notes
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("::notice title=flakelab::"));
 }

@@ -230,11 +230,7 @@ fn header(out: &mut String, report: &Report) {
         );
     }
     if let Some(run) = &report.replay_of {
-        let _ = write!(
-            out,
-            "<p>Replay of run <code>{}</code>.</p>",
-            escape(run)
-        );
+        let _ = write!(out, "<p>Replay of run <code>{}</code>.</p>", escape(run));
     }
     out.push_str("</header>");
 }
@@ -309,7 +305,7 @@ fn tests_section(out: &mut String, report: &Report) {
     if !rows.is_empty() {
         let _ = write!(
             out,
-            "<div class=\"controls\"><label for=\"filter\">Filter rows</label><input type=\"search\" id=\"filter\" data-filter-for=\"tests-table\" placeholder=\"test, cell or signature\"><label><input type=\"checkbox\" id=\"filter-differs\"> only rows that differ</label><output id=\"filter-count\" aria-live=\"polite\"></output></div><p id=\"tests-table-status\" class=\"sr-only\" aria-live=\"polite\"></p><table id=\"tests-table\" class=\"sortable\"><caption>Tests that differ from the baseline or failed, per cell ({} rows)</caption><thead><tr>{}{}{}{}{}{}{}{}</tr></thead><tbody>",
+            "<div class=\"controls\"><label for=\"filter\">Filter rows</label><input type=\"search\" id=\"filter\" data-filter-for=\"tests-table\" placeholder=\"test, cell or signature\"><label><input type=\"checkbox\" id=\"filter-differs\"> only rows that differ</label><output id=\"filter-count\" aria-live=\"polite\"></output></div><p id=\"tests-table-status\" class=\"sr-only\" aria-live=\"polite\"></p><table id=\"tests-table\" class=\"sortable\"><caption>Tests that differ from the baseline or failed, per cell ({} rows)</caption><thead><tr>{}{}{}{}{}{}{}<th scope=\"col\">repro</th></tr></thead><tbody>",
             rows.len(),
             th("test"),
             th("cell"),
@@ -318,7 +314,6 @@ fn tests_section(out: &mut String, report: &Report) {
             th("interval"),
             th("vs baseline"),
             th("signature"),
-            "<th scope=\"col\">repro</th>"
         );
         for (i, (c, t)) in rows.iter().enumerate() {
             let sig = t
@@ -331,7 +326,9 @@ fn tests_section(out: &mut String, report: &Report) {
                 None => super::test_versus_text(c, t),
             };
             let repro = match (&t.first_failure, &c.first_failure) {
-                (Some(run), Some(f)) if &f.run == run => repro_block(&format!("repro-t{i}"), &f.repro),
+                (Some(run), Some(f)) if &f.run == run => {
+                    repro_block(&format!("repro-t{i}"), &f.repro)
+                }
                 (Some(run), _) => repro_block(
                     &format!("repro-t{i}"),
                     &format!("flakelab replay {run} --times 10"),
@@ -481,9 +478,9 @@ pub fn render_with(report: &Report, extra: &[Section]) -> String {
             s.html
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<footer><p class=\"legend\">flakelab {} · schema {}</p></footer></main><script>{SCRIPT}</script></body></html>\n",
+        "<footer><p class=\"legend\">flakelab {} · schema {}</p></footer></main><script>{SCRIPT}</script></body></html>",
         env!("CARGO_PKG_VERSION"),
         super::REPORT_SCHEMA
     );

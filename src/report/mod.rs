@@ -7,11 +7,13 @@
 
 pub mod catalog;
 pub mod fold;
-pub mod gha;
-pub mod github;
-pub mod html;
 #[cfg(test)]
 mod fold_tests;
+pub mod gha;
+pub mod github;
+#[cfg(test)]
+mod github_tests;
+pub mod html;
 pub mod json;
 pub mod ladder;
 pub mod markdown;
@@ -20,11 +22,9 @@ pub mod progress;
 #[doc(hidden)]
 pub mod reference;
 pub mod sham;
-pub mod svg;
 #[cfg(test)]
 mod snapshots_test;
-#[cfg(test)]
-mod github_tests;
+pub mod svg;
 pub mod table;
 pub mod verify;
 

@@ -129,7 +129,13 @@ pub fn row_words(r: &PlotRow, confidence_pct: f64) -> String {
             r.rate, r.low, r.high
         )
     };
-    format!("{}: {} of {}, {bound}; {}", r.label, r.k, r.n, r.kind.word())
+    format!(
+        "{}: {} of {}, {bound}; {}",
+        r.label,
+        r.k,
+        r.n,
+        r.kind.word()
+    )
 }
 
 /// A forest plot of `rows`, titled `title`; `baseline` is the baseline
@@ -320,7 +326,10 @@ mod tests {
         let svg = forest(
             "p",
             "cells <&>",
-            &[row(RowKind::Baseline, "baseline"), row(RowKind::Sham, "tz=UTC")],
+            &[
+                row(RowKind::Baseline, "baseline"),
+                row(RowKind::Sham, "tz=UTC"),
+            ],
             Some((0.3, 0.06673951117773447, 0.6524528500599972)),
             0.95,
             true,
@@ -336,7 +345,10 @@ mod tests {
 
     #[test]
     fn escape_handles_markup_and_controls() {
-        assert_eq!(escape("a<b>&\"'\u{1}"), "a&lt;b&gt;&amp;&quot;&#39;\u{fffd}");
+        assert_eq!(
+            escape("a<b>&\"'\u{1}"),
+            "a&lt;b&gt;&amp;&quot;&#39;\u{fffd}"
+        );
     }
 
     #[test]

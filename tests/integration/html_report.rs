@@ -42,11 +42,26 @@ pub(super) fn fixture(lab: &Lab) {
         lab,
         &s,
         &[
-            "run", "-n", "10", "--seed", "5", "-p", "tz=Pacific/Kiritimati", "-p", "netns", "--",
-            "subject", "--junit={junit}",
+            "run",
+            "-n",
+            "10",
+            "--seed",
+            "5",
+            "-p",
+            "tz=Pacific/Kiritimati",
+            "-p",
+            "netns",
+            "--",
+            "subject",
+            "--junit={junit}",
         ],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 const DRIVER: &str = r#"<script>
@@ -86,7 +101,10 @@ fn page_requests(netlog: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(netlog).expect("chromium wrote its network log");
     let log: Value = serde_json::from_str(&text).expect("the network log is JSON");
     let start = &log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"];
-    assert!(start.is_u64(), "no URL_REQUEST_START_JOB in the log's constants");
+    assert!(
+        start.is_u64(),
+        "no URL_REQUEST_START_JOB in the log's constants"
+    );
     log["events"]
         .as_array()
         .unwrap()
@@ -162,7 +180,8 @@ fn the_html_report_plots_every_cell_and_differing_test_with_the_json_bounds_in_c
     }
     let lab = Lab::new();
     fixture(&lab);
-    let json: Value = serde_json::from_slice(&lab.run(&["report", "--format", "json"]).stdout).unwrap();
+    let json: Value =
+        serde_json::from_slice(&lab.run(&["report", "--format", "json"]).stdout).unwrap();
     let html = lab.run(&["report", "--format", "html"]);
     assert_eq!(html.status.code(), Some(1));
     let page = String::from_utf8(html.stdout).unwrap();
@@ -173,7 +192,11 @@ fn the_html_report_plots_every_cell_and_differing_test_with_the_json_bounds_in_c
     let art = artifact_dir();
     std::fs::write(art.join("fixture.html"), &page).unwrap();
     let driven = art.join("fixture-driven.html");
-    std::fs::write(&driven, page.replace("</body>", &format!("{DRIVER}</body>"))).unwrap();
+    std::fs::write(
+        &driven,
+        page.replace("</body>", &format!("{DRIVER}</body>")),
+    )
+    .unwrap();
 
     let profile = tempfile::tempdir().unwrap();
     let netlog = profile.path().join("netlog.json");
@@ -184,7 +207,10 @@ fn the_html_report_plots_every_cell_and_differing_test_with_the_json_bounds_in_c
         .output()
         .unwrap();
     let dom = String::from_utf8_lossy(&dom.stdout);
-    let start = dom.find("<pre id=\"driver-result\">").expect("the driver ran") + 24;
+    let start = dom
+        .find("<pre id=\"driver-result\">")
+        .expect("the driver ran")
+        + 24;
     let end = start + dom[start..].find("</pre>").unwrap();
     let r: Value = serde_json::from_str(&unescape(&dom[start..end])).unwrap();
 
@@ -202,17 +228,29 @@ fn the_html_report_plots_every_cell_and_differing_test_with_the_json_bounds_in_c
     assert_eq!(cells.len(), want.len(), "{r:#}");
     for (got, c) in cells.iter().zip(want) {
         assert_eq!(got["cell"], c["name"]);
-        assert_eq!((got["k"].as_u64(), got["n"].as_u64()), (c["k"].as_u64(), c["n"].as_u64()));
+        assert_eq!(
+            (got["k"].as_u64(), got["n"].as_u64()),
+            (c["k"].as_u64(), c["n"].as_u64())
+        );
         let low: f64 = got["low"].as_str().unwrap().parse().unwrap();
         let high: f64 = got["high"].as_str().unwrap().parse().unwrap();
         assert_eq!(low, c["low"].as_f64().unwrap(), "{got}");
         assert_eq!(high, c["high"].as_f64().unwrap(), "{got}");
         if c["n"].as_u64().unwrap() > 0 {
             // Drawn where the bounds say (330 px label, 440 px axis).
-            assert!((got["x1"].as_f64().unwrap() - (330.0 + 440.0 * low)).abs() < 0.01, "{got}");
-            assert!((got["x2"].as_f64().unwrap() - (330.0 + 440.0 * high)).abs() < 0.01, "{got}");
+            assert!(
+                (got["x1"].as_f64().unwrap() - (330.0 + 440.0 * low)).abs() < 0.01,
+                "{got}"
+            );
+            assert!(
+                (got["x2"].as_f64().unwrap() - (330.0 + 440.0 * high)).abs() < 0.01,
+                "{got}"
+            );
         }
-        assert!(got["label"].as_str().unwrap().starts_with(c["name"].as_str().unwrap()));
+        assert!(got["label"]
+            .as_str()
+            .unwrap()
+            .starts_with(c["name"].as_str().unwrap()));
         let kind = got["kind"].as_str().unwrap();
         if c["sham_of"].is_string() {
             assert!(kind.contains("sham"), "{got}");
@@ -240,29 +278,55 @@ fn the_html_report_plots_every_cell_and_differing_test_with_the_json_bounds_in_c
             .unwrap_or_else(|| panic!("{cell} {} not plotted", t["id"]));
         let low: f64 = got["low"].as_str().unwrap().parse().unwrap();
         let high: f64 = got["high"].as_str().unwrap().parse().unwrap();
-        assert_eq!((low, high), (t["low"].as_f64().unwrap(), t["high"].as_f64().unwrap()));
+        assert_eq!(
+            (low, high),
+            (t["low"].as_f64().unwrap(), t["high"].as_f64().unwrap())
+        );
     }
 
     // Sorting by rate both ways, then by test; filtering by text and by differing.
     let nums = |v: &Value| -> Vec<f64> {
-        v.as_array().unwrap().iter().map(|x| x.as_str().unwrap().parse().unwrap()).collect()
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().parse().unwrap())
+            .collect()
     };
     let asc = nums(&r["asc"]);
     let mut sorted = asc.clone();
     sorted.sort_by(f64::total_cmp);
     assert_eq!(asc, sorted, "{r:#}");
-    assert!(asc.first() < asc.last(), "the fixture has rates to sort: {asc:?}");
+    assert!(
+        asc.first() < asc.last(),
+        "the fixture has rates to sort: {asc:?}"
+    );
     let mut desc = nums(&r["desc"]);
     desc.reverse();
     assert_eq!(desc, sorted);
-    assert_eq!((r["asc_sort"].as_str(), r["desc_sort"].as_str()), (Some("ascending"), Some("descending")));
-    let by_test: Vec<&str> = r["by_test"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+    assert_eq!(
+        (r["asc_sort"].as_str(), r["desc_sort"].as_str()),
+        (Some("ascending"), Some("descending"))
+    );
+    let by_test: Vec<&str> = r["by_test"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
     let mut names = by_test.clone();
     names.sort();
     assert_eq!(by_test, names);
-    assert_eq!(r["filtered"], serde_json::json!(["tests.test_a::test_zone"]), "{r:#}");
+    assert_eq!(
+        r["filtered"],
+        serde_json::json!(["tests.test_a::test_zone"]),
+        "{r:#}"
+    );
     assert!(r["count"].as_str().unwrap().starts_with("1 of "), "{r:#}");
-    assert_eq!(r["differing"], serde_json::json!(["tz=Pacific/Kiritimati"]), "{r:#}");
+    assert_eq!(
+        r["differing"],
+        serde_json::json!(["tz=Pacific/Kiritimati"]),
+        "{r:#}"
+    );
     assert!(r["copy_buttons"].as_u64().unwrap() >= 1);
 
     // The screenshot, kept as an artifact.
@@ -274,7 +338,8 @@ fn the_html_report_plots_every_cell_and_differing_test_with_the_json_bounds_in_c
         .arg(format!("file://{}", art.join("fixture.html").display()))
         .output()
         .unwrap();
-    let png = std::fs::read(&shot).unwrap_or_else(|_| panic!("no screenshot: {}", String::from_utf8_lossy(&out.stderr)));
+    let png = std::fs::read(&shot)
+        .unwrap_or_else(|_| panic!("no screenshot: {}", String::from_utf8_lossy(&out.stderr)));
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
 }
 
@@ -283,9 +348,21 @@ fn evidence_as_html_adds_classification_and_coverage_to_the_report_page() {
     let lab = Lab::new();
     fixture(&lab);
     let out = lab.run(&["evidence", "--format", "html"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let page = String::from_utf8(out.stdout).unwrap();
-    for id in ["id=\"plot-cells\"", "id=\"plot-tests\"", "id=\"classification\"", "id=\"coverage\"", "id=\"coverage-table\"", "id=\"context\""] {
+    for id in [
+        "id=\"plot-cells\"",
+        "id=\"plot-tests\"",
+        "id=\"classification\"",
+        "id=\"coverage\"",
+        "id=\"coverage-table\"",
+        "id=\"context\"",
+    ] {
         assert!(page.contains(id), "no {id}");
     }
     assert!(page.contains("@media print"));
@@ -308,7 +385,10 @@ fn github_output_annotates_the_differing_test_and_writes_the_step_summary() {
         text.starts_with("::error title=flakelab%3A tests.test_a%3A%3Atest_zone differs under tz=Pacific/Kiritimati::"),
         "{text}"
     );
-    assert!(text.contains("::warning title=flakelab%3A netns not applied::"), "{text}");
+    assert!(
+        text.contains("::warning title=flakelab%3A netns not applied::"),
+        "{text}"
+    );
     assert!(text.contains("### flakelab `"), "{text}");
     // `--summary auto` inside Actions: stdout keeps the JSON; the summary is
     // appended to the file, the annotations go to stderr, the plot and the
@@ -327,26 +407,57 @@ fn github_output_annotates_the_differing_test_and_writes_the_step_summary() {
     let json: Value = serde_json::from_slice(&out.stdout).expect("stdout is the JSON report");
     let session = json["session"].as_str().unwrap();
     let written = std::fs::read_to_string(&summary).unwrap();
-    assert!(written.starts_with("earlier step\n### flakelab `"), "{written}");
+    assert!(
+        written.starts_with("earlier step\n### flakelab `"),
+        "{written}"
+    );
     assert!(
         written.contains(&format!(
             "[flakelab-report/{session}-forest.svg](https://forge.example/o/r/actions/runs/9#artifacts)"
         )),
         "{written}"
     );
-    assert!(written.contains("<details><summary>Repro lines"), "{written}");
+    assert!(
+        written.contains("<details><summary>Repro lines"),
+        "{written}"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("::error title=flakelab%3A tests.test_a"), "{stderr}");
-    let svg = std::fs::read_to_string(lab.path().join(format!("flakelab-report/{session}-forest.svg"))).unwrap();
-    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{svg}");
-    assert!(lab.path().join(format!("flakelab-report/{session}.html")).is_file());
+    assert!(
+        stderr.contains("::error title=flakelab%3A tests.test_a"),
+        "{stderr}"
+    );
+    let svg = std::fs::read_to_string(
+        lab.path()
+            .join(format!("flakelab-report/{session}-forest.svg")),
+    )
+    .unwrap();
+    assert!(
+        svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+        "{svg}"
+    );
+    assert!(lab
+        .path()
+        .join(format!("flakelab-report/{session}.html"))
+        .is_file());
     // Without the variable, `--summary auto` writes nothing.
     let out = lab
         .cmd()
         .env_remove("GITHUB_STEP_SUMMARY")
         .current_dir(lab.path().join("flakelab-report"))
-        .args(["report", "--format", "json", "--summary", "auto", "-C", ".."])
+        .args([
+            "report",
+            "--format",
+            "json",
+            "--summary",
+            "auto",
+            "-C",
+            "..",
+        ])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
