@@ -25,6 +25,8 @@ command -v go >/dev/null || need_pkgs+=(golang-go)
 command -v gotestsum >/dev/null || need_pkgs+=(gotestsum)
 # shellcheck, which actionlint runs on the generated workflow's `run:` scripts.
 command -v shellcheck >/dev/null || need_pkgs+=(shellcheck)
+# headless Chromium for the HTML report's test (tests/integration/html_report.rs).
+command -v chromium >/dev/null || need_pkgs+=(chromium)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "installing: ${need_pkgs[*]}"
   sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"

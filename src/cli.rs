@@ -106,6 +106,11 @@ pub enum Command {
     /// that would flip it; `--ledger --strict` guards them in CI.
     #[command(after_long_help = SCAN_AFTER_HELP)]
     Scan(ScanArgs),
+    /// Print a shell completion script: `flakelab completions bash >
+    /// ~/.local/share/bash-completion/completions/flakelab`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `flakelab man > flakelab.1`.
+    Man,
     /// Internal: report what a child process sees (used by probes).
     #[command(name = "__probe", hide = true)]
     Probe(ProbeArgs),
@@ -275,6 +280,11 @@ pub enum Format {
     Json,
     /// GitHub-flavoured Markdown.
     Markdown,
+    /// One self-contained HTML page (inline CSS, JS and SVG; nothing fetched).
+    Html,
+    /// GitHub Actions: `::error`/`::warning` annotations on stdout, and the
+    /// step summary (Markdown) appended to $GITHUB_STEP_SUMMARY when set.
+    Github,
 }
 
 /// Where the store is and where the subject runs.
@@ -406,6 +416,11 @@ pub struct RunArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// `auto`: also append the GitHub step summary to $GITHUB_STEP_SUMMARY
+    /// when it is set (annotations on stderr; plot and HTML report in
+    /// ./flakelab-report/).
+    #[arg(long, value_enum, default_value_t = SummaryMode::Off, value_name = "WHEN")]
+    pub summary: SummaryMode,
     /// The flags every session takes.
     #[command(flatten)]
     pub session: SessionFlags,
@@ -595,9 +610,23 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// `auto`: also append the GitHub step summary to $GITHUB_STEP_SUMMARY
+    /// when it is set (annotations on stderr; plot and HTML report in
+    /// ./flakelab-report/).
+    #[arg(long, value_enum, default_value_t = SummaryMode::Off, value_name = "WHEN")]
+    pub summary: SummaryMode,
     /// Where the store is.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// When to write the GitHub step summary beside the chosen format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SummaryMode {
+    /// Never (`--format github` writes it anyway).
+    Off,
+    /// When $GITHUB_STEP_SUMMARY is set (inside GitHub Actions).
+    Auto,
 }
 
 /// `flakelab evidence`.
@@ -620,6 +649,9 @@ pub enum EvidenceFormat {
     Markdown,
     /// One JSON document (schema `flakelab.evidence/1`).
     Json,
+    /// One self-contained HTML page: the report's plots and tables, then
+    /// the ladder, classification and coverage blocks.
+    Html,
 }
 
 const EVIDENCE_AFTER_HELP: &str = "\
@@ -730,6 +762,31 @@ pub struct DemoArgs {
     /// Keep the demo directory (its store and logs) and print its path.
     #[arg(long)]
     pub keep: bool,
+    /// Also write the demo's HTML report to this file (or
+    /// flakelab-demo.html in the current directory) and print its path.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "flakelab-demo.html")]
+    pub html: Option<PathBuf>,
+}
+
+/// `flakelab completions`.
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// The shells `flakelab completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    /// bash (bash-completion).
+    Bash,
+    /// zsh (a `_flakelab` function for $fpath).
+    Zsh,
+    /// fish.
+    Fish,
+    /// PowerShell.
+    Powershell,
 }
 
 /// `flakelab __probe`.

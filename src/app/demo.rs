@@ -58,6 +58,9 @@ pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
     let spec = session::resolve(intent, &Layers::none(), &ctx.executor)?;
     let code = super::run_and_report(&spec, args.format)?;
     eprintln!("{}", crate::demo::LEGEND);
+    if let Some(path) = &args.html {
+        write_html(&spec, path)?;
+    }
     if args.keep {
         let kept = dir.keep();
         eprintln!(
@@ -69,6 +72,32 @@ pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
         EXIT_INTERRUPTED | EXIT_USAGE => code,
         _ => EXIT_OK,
     })
+}
+
+/// `--html`: the demo session's HTML report, written to `path`; its path
+/// is printed.
+fn write_html(spec: &session::SessionSpec, path: &std::path::Path) -> Result<()> {
+    let Some(latest) = spec.store.session(None)? else {
+        return Ok(());
+    };
+    let (report, _) = super::report_cmd::shown(&spec.store, &latest)?;
+    let page = spec
+        .redaction
+        .text(&crate::report::html::render(&report))
+        .into_owned();
+    std::fs::write(path, page).map_err(|e| {
+        Error::usage(
+            format!("cannot write the HTML report to {}: {e}", path.display()),
+            "give --html a writable file",
+        )
+    })?;
+    let shown = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    eprintln!(
+        "flakelab demo: wrote the HTML report to {}",
+        shown.display()
+    );
+    println!("{}", shown.display());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use crate::report::{self, Report};
 
 mod check;
 mod compact;
+mod completions;
 mod demo;
 mod history;
 mod info;
@@ -20,6 +21,7 @@ mod internal;
 mod ladder;
 mod merge;
 mod quarantine;
+mod outputs;
 mod replay;
 mod report_cmd;
 mod run;
@@ -55,6 +57,8 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
         Command::Replay(args) => replay::replay_cmd(ctx, &args),
         Command::Demo(args) => demo::demo_cmd(ctx, &args),
         Command::Scan(args) => scan::scan_cmd(&args),
+        Command::Completions(args) => completions::completions_cmd(&args),
+        Command::Man => completions::man_cmd(),
         Command::Report(args) => report_cmd::report_cmd(&args),
         Command::Merge(args) => merge::merge_cmd(&args),
         Command::Evidence(args) => report_cmd::evidence_cmd(ctx, &args),
@@ -136,6 +140,8 @@ fn print_report(report: &Report, format: Format, redaction: &crate::redact::Reda
         Format::Table => report::table::render(report),
         Format::Json => report::json::render(report),
         Format::Markdown => report::markdown::render(report),
+        Format::Html => report::html::render(report),
+        Format::Github => outputs::github(report, redaction),
     };
     print_text(&redaction.text(&text));
 }

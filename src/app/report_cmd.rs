@@ -94,6 +94,9 @@ pub(super) fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
     let (report, _) = shown(&store, &session)?;
     let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
     super::print_report(&report, args.format, &redaction);
+    if args.format != cli::Format::Github {
+        super::outputs::auto_summary(&report, args.summary, &redaction);
+    }
     Ok(report.exit_code())
 }
 
@@ -121,11 +124,13 @@ pub(super) fn evidence_cmd(ctx: &super::Ctx, args: &cli::EvidenceArgs) -> Result
     let ladder = by_ladder.or_else(|| crate::evidence::ladder_of(&ladders, &session.id));
     let version = runner_version(&ctx.executor, &session);
     let (report, facts) = shown(&store, &session)?;
+    let shown_report = report.clone();
     let evidence =
         crate::evidence::build_from(&session, &facts, report, ladder, version, &redaction);
     let text = match args.format {
         cli::EvidenceFormat::Markdown => crate::evidence::markdown::render(&evidence),
         cli::EvidenceFormat::Json => crate::evidence::render_json(&evidence),
+        cli::EvidenceFormat::Html => crate::evidence::html::render(&evidence, &shown_report),
     };
     super::print_text(&redaction.text(&text));
     Ok(EXIT_OK)

@@ -123,6 +123,9 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
     }
     let (report, _) = super::report_cmd::shown(&spec.store, &done.session)?;
     super::print_report(&report, args.format, &spec.redaction);
+    if args.format != crate::cli::Format::Github {
+        super::outputs::auto_summary(&report, args.summary, &spec.redaction);
+    }
     let interrupted = done.interrupted || *stop.borrow() != Stop::Run;
     Ok(Verdict::of(Findings {
         interrupted,

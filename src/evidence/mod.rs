@@ -9,6 +9,7 @@
 //! Pure: no I/O. It never labels a test; every verdict is a count with its N.
 
 pub mod classify;
+pub mod html;
 pub mod markdown;
 #[cfg(test)]
 mod snapshots_test;

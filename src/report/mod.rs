@@ -11,6 +11,10 @@ pub mod fold;
 mod fold_tests;
 pub mod gha;
 pub mod history;
+pub mod github;
+#[cfg(test)]
+mod github_tests;
+pub mod html;
 pub mod json;
 pub mod ladder;
 pub mod markdown;
@@ -22,6 +26,7 @@ pub mod scan;
 pub mod sham;
 #[cfg(test)]
 mod snapshots_test;
+pub mod svg;
 pub mod table;
 pub mod verify;
 

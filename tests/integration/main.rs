@@ -12,6 +12,7 @@ mod fuzz_replay;
 mod history;
 mod honest;
 mod hostile;
+mod html_report;
 mod junit_corpus;
 mod junit_e2e;
 mod kernel;
