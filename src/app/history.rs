@@ -55,6 +55,19 @@ pub(super) fn history_cmd(args: &HistoryArgs) -> Result<i32> {
     let text = match args.format {
         Format::Table => crate::report::history::table(&analysis),
         Format::Markdown => crate::report::history::markdown(&analysis),
+        Format::Html | Format::Github => {
+            return Err(crate::error::Error::usage(
+                format!(
+                    "`--format {}` is not available for `flakelab history`",
+                    if args.format == Format::Html {
+                        "html"
+                    } else {
+                        "github"
+                    }
+                ),
+                "use --format table, markdown or json",
+            ))
+        }
         Format::Json => {
             let mut v = serde_json::to_value(&analysis).unwrap_or_default();
             v["read"] = serde_json::to_value(stats).unwrap_or_default();

@@ -61,6 +61,19 @@ pub fn scan_cmd(args: &ScanArgs) -> Result<i32> {
     let text = match args.format {
         Format::Table => report::scan::table(&found),
         Format::Markdown => report::scan::markdown(&found),
+        Format::Html | Format::Github => {
+            return Err(crate::error::Error::usage(
+                format!(
+                    "`--format {}` is not available for `flakelab scan`",
+                    if args.format == Format::Html {
+                        "html"
+                    } else {
+                        "github"
+                    }
+                ),
+                "use --format table, markdown or json",
+            ))
+        }
         Format::Json => report::scan::json(&found),
     };
     super::print_text(&text);

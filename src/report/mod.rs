@@ -10,10 +10,10 @@ pub mod fold;
 #[cfg(test)]
 mod fold_tests;
 pub mod gha;
-pub mod history;
 pub mod github;
 #[cfg(test)]
 mod github_tests;
+pub mod history;
 pub mod html;
 pub mod json;
 pub mod ladder;

@@ -529,7 +529,6 @@ impl Writer {
     }
 }
 
-
 /// What the reader knows of one writer.
 #[derive(Debug, Default)]
 struct WriterState {

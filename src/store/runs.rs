@@ -59,7 +59,8 @@ impl Seen {
             _ => match self.index.get(session) {
                 Some(&at) => at,
                 None => {
-                    self.index.insert(session.to_string(), self.by_session.len());
+                    self.index
+                        .insert(session.to_string(), self.by_session.len());
                     self.by_session.push((session.to_string(), Vec::new()));
                     self.by_session.len() - 1
                 }
