@@ -914,6 +914,7 @@ mod tests {
                 ("FAKETIME".to_string(), "+1d".to_string()),
             ]),
             env_unset: Vec::new(),
+            isolation: Default::default(),
         };
         let watch = Watch {
             env: vec!["FAKETIME".into()],
