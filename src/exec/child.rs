@@ -1140,6 +1140,7 @@ mod tests {
             cwd: cwd.to_path_buf(),
             env_set: BTreeMap::from([(RUN_ID_VAR.to_string(), marker.to_string())]),
             env_unset: Vec::new(),
+            isolation: Default::default(),
         }
     }
 
