@@ -215,7 +215,10 @@ impl Armed {
         let step = Step::from_u32(word(0))?;
         let index = word(4) as usize;
         let errno = Errno::from_raw(word(8) as i32);
-        Some(format!("{SETUP_FAILED} {}", self.plan.explain(step, index, errno)))
+        Some(format!(
+            "{SETUP_FAILED} {}",
+            self.plan.explain(step, index, errno)
+        ))
     }
 }
 

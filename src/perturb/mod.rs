@@ -134,10 +134,7 @@ impl Prepared {
 
     /// What to inspect in the processes of a run of `command` in this cell:
     /// None when the cell has no mechanism a program can bypass.
-    pub fn watch(
-        &self,
-        command: &[String],
-    ) -> Option<crate::exec::inspect::Watch> {
+    pub fn watch(&self, command: &[String]) -> Option<crate::exec::inspect::Watch> {
         // The isolation is set up in the run's own process before its exec:
         // the first program it runs is the command's.
         let execs: Vec<String> = command.first().cloned().into_iter().collect();
