@@ -2,11 +2,17 @@
 //! plain shell loop running `/bin/true` the same number of times, both
 //! measured in this one process, alternating, so host drift hits both alike.
 //!
-//! Then the per-run cost of the `netns` and `faketime` cells as ratios to the
-//! baseline cell, from one interleaved session's own records (each run's
-//! duration covers the helper's exec and the namespace or preload setup).
+//! The same loop with the warden switched off (`FLAKELAB_TEST_NO_WARDEN=1`),
+//! for what the warden's three pipe writes per run cost.
+//!
+//! Then the per-run cost of the `netns`, `cpu-pin`, `rlimit` and `faketime`
+//! cells as ratios to the baseline cell, from one interleaved session's own
+//! records (each run's duration covers the fork, the setup in the child
+//! between fork and exec, and the preload).
 //!
 //! Run with `cargo bench --bench overhead` (optionally `-- RUNS ROUNDS`).
+//! Targets (issue #15): flakelab at most 1.10x the shell loop, a netns cell
+//! at most 1.3x the baseline cell, faketime at most 1.1x.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -36,24 +42,32 @@ fn main() {
 
     let mut lab = Vec::new();
     let mut shell = Vec::new();
+    let mut unwarded = Vec::new();
     for round in 0..rounds {
         let mut sh = Command::new("sh");
         sh.args(["-c", &loop_script]);
         shell.push(time(sh));
-        let mut fl = Command::new(flakelab);
-        fl.args(["run", "-n", &runs.to_string(), "--seed", &round.to_string()])
-            .arg("--store")
-            .arg(dir.path().join(format!("store{round}")))
-            .arg("-C")
-            .arg(dir.path())
-            .args(["--", "/bin/true"]);
-        lab.push(time(fl));
+        let session = |warden: bool, name: &str| {
+            let mut fl = Command::new(flakelab);
+            fl.args(["run", "-n", &runs.to_string(), "--seed", &round.to_string()])
+                .arg("--store")
+                .arg(dir.path().join(format!("{name}{round}")))
+                .arg("-C")
+                .arg(dir.path())
+                .args(["--", "/bin/true"]);
+            if !warden {
+                fl.env("FLAKELAB_TEST_NO_WARDEN", "1");
+            }
+            fl
+        };
+        lab.push(time(session(true, "store")));
+        unwarded.push(time(session(false, "nowarden")));
     }
     let median = |v: &mut Vec<Duration>| {
         v.sort();
         v[v.len() / 2]
     };
-    let (l, s) = (median(&mut lab), median(&mut shell));
+    let (l, s, u) = (median(&mut lab), median(&mut shell), median(&mut unwarded));
     let per = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(runs);
     println!("runs per measurement: {runs}, rounds: {rounds} (medians)");
     println!("shell loop:    {:8.1} µs per run of /bin/true", per(s));
@@ -64,6 +78,12 @@ fn main() {
     println!(
         "ratio flakelab / shell loop: {:.2}x",
         l.as_secs_f64() / s.as_secs_f64()
+    );
+    println!(
+        "without the warden: {:8.1} µs per run, {:.2}x the shell loop; the warden costs {:+.1} µs per run",
+        per(u),
+        u.as_secs_f64() / s.as_secs_f64(),
+        per(l) - per(u)
     );
 
     cell_costs(flakelab, dir.path(), runs);
@@ -81,6 +101,10 @@ fn cell_costs(flakelab: &str, dir: &std::path::Path, runs: u32) {
             "1",
             "-p",
             "netns",
+            "-p",
+            "cpu-pin=1",
+            "-p",
+            "rlimit=nofile:256",
             "-p",
             "faketime=+365d",
         ])
@@ -112,7 +136,8 @@ fn cell_costs(flakelab: &str, dir: &std::path::Path, runs: u32) {
     };
     let base = mean("baseline");
     println!("per-run cost by cell (mean of {runs} interleaved runs of /bin/true):");
-    for c in ["baseline", "netns", "faketime=+365d"] {
+    // The shams run too: `cpu-pin=N` (every CPU) and `faketime=+0`.
+    for c in sums.keys() {
         println!(
             "  {c:<16} {:8.1} µs  {:.2}x baseline",
             mean(c) * 1e6,

@@ -431,6 +431,7 @@ mod tests {
                 cwd: PathBuf::from("/"),
                 env_set: BTreeMap::new(),
                 env_unset: Vec::new(),
+                isolation: Default::default(),
             },
             log: None,
             marker: "s.00000".into(),

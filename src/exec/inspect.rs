@@ -4,8 +4,8 @@
 //!
 //! For a run whose cell asks for it (a [`Watch`]), the inspection
 //!
-//! - takes the programs the launch execs in turn (`__exec` helper, then the
-//!   subject's `argv[0]`, a script's interpreter) from the files themselves,
+//! - takes the programs the launch execs in turn (the subject's `argv[0]`,
+//!   a script's interpreter) from the files themselves,
 //!   so a leader that ends before the first look is still known;
 //! - from [`POLL_MIN`] after the spawn, walks the run's process tree every
 //!   [`POLL_MIN`] or more while it runs (`/proc/PID/task/*/children` from the
@@ -52,7 +52,7 @@ pub struct Watch {
     /// Variables whose values are read from each process's environment.
     pub env: Vec<String>,
     /// The programs the launch execs in turn, as named in its argv (the
-    /// `__exec` helper, then the subject's `argv[0]`): resolved against the
+    /// subject's `argv[0]`): resolved against the
     /// launch's `PATH` and working directory like `execvp`.
     pub execs: Vec<String>,
 }
@@ -914,6 +914,7 @@ mod tests {
                 ("FAKETIME".to_string(), "+1d".to_string()),
             ]),
             env_unset: Vec::new(),
+            isolation: Default::default(),
         };
         let watch = Watch {
             env: vec!["FAKETIME".into()],

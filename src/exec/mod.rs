@@ -13,6 +13,7 @@ pub mod fake;
 pub mod inspect;
 pub mod query;
 pub mod schedule;
+pub mod setup;
 pub mod stress;
 pub mod warden;
 

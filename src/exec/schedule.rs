@@ -239,6 +239,7 @@ mod tests {
                 cwd: dir.to_path_buf(),
                 env_set: BTreeMap::new(),
                 env_unset: Vec::new(),
+                isolation: Default::default(),
             },
             log: None,
             marker: format!("schedule-test-{index}"),

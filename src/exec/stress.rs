@@ -157,6 +157,8 @@ pub struct Meter {
     children: Option<Duration>,
     stress: Option<Duration>,
     host: Option<(u64, u64)>,
+    /// CPUs `/proc/stat` counted at the start (0: unknown).
+    host_cpus: usize,
 }
 
 /// CPU time of this process's reaped children so far (user + system).
@@ -174,8 +176,10 @@ fn children_cpu() -> Option<Duration> {
 impl Meter {
     /// Takes the first readings.
     pub fn start(stress: Option<&StressGuard>) -> Meter {
+        let stat = std::fs::read_to_string("/proc/stat").ok();
         Meter {
-            host: cpu_ticks(),
+            host: stat.as_deref().and_then(parse_cpu_ticks),
+            host_cpus: stat.as_deref().map_or(0, count_cpus),
             children: children_cpu(),
             stress: stress.map(StressGuard::cpu_time),
             started: Instant::now(),
@@ -203,8 +207,12 @@ impl Meter {
                 .as_secs_f64(),
             error: guard.error(),
         });
+        // A window too short to reach MIN_TICKS on any host gives no share
+        // whatever /proc/stat says: it is not read again (most runs of a
+        // fast subject; a read of /proc/stat costs the kernel all its lines).
         let host = self
             .host
+            .filter(|_| may_reach_min_ticks(window, self.host_cpus))
             .zip(cpu_ticks())
             .and_then(|(a, b)| busy_share(a, b));
         (
@@ -239,6 +247,24 @@ fn parse_cpu_ticks(stat: &str) -> Option<(u64, u64)> {
     Some((total - idle, total))
 }
 
+/// The CPUs `/proc/stat` counts (its `cpuN` lines).
+fn count_cpus(stat: &str) -> usize {
+    stat.lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count()
+}
+
+/// Whether `cpus` CPUs can count [`MIN_TICKS`] ticks (USER_HZ, 100 a
+/// second each) in `window`: each CPU counts at most one tick more than its
+/// share of the window (two, for slack); 0 CPUs (unknown) always may.
+fn may_reach_min_ticks(window: Duration, cpus: usize) -> bool {
+    if cpus == 0 {
+        return true;
+    }
+    let per_cpu = window.as_secs_f64() * 100.0 + 2.0;
+    per_cpu * cpus as f64 >= MIN_TICKS as f64
+}
+
 /// Fewest clock ticks (summed over CPUs) for a share worth recording:
 /// below this the share is 0 or 1 by rounding, not by load.
 pub const MIN_TICKS: u64 = 10;
@@ -256,9 +282,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_short_window_on_few_cpus_cannot_reach_the_tick_floor() {
+        // 2 CPUs: at most 2 x (0.1 + 2) ticks in a millisecond.
+        assert!(!may_reach_min_ticks(Duration::from_millis(1), 2));
+        assert!(may_reach_min_ticks(Duration::from_millis(40), 2));
+        // 8 CPUs may count 10 ticks in any window (boundaries).
+        assert!(may_reach_min_ticks(Duration::from_millis(1), 8));
+        assert!(may_reach_min_ticks(Duration::ZERO, 0));
+    }
+
+    #[test]
     fn parses_proc_stat() {
         let stat = "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5\n";
         assert_eq!(parse_cpu_ticks(stat), Some((150, 1000)));
+        assert_eq!(count_cpus(stat), 1);
+        assert_eq!(count_cpus("cpu  1 2 3 4 5\ncpu0 1\ncpu1 1\nctxt 5\n"), 2);
         assert_eq!(busy_share((150, 1000), (250, 1100)), Some(1.0));
         assert_eq!(busy_share((150, 1000), (150, 1000)), None);
         assert_eq!(busy_share((150, 1000), (151, 1002)), None);

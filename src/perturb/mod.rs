@@ -97,7 +97,8 @@ pub struct Prepared {
     pub unset: Vec<String>,
     /// One probe per perturbation.
     pub probes: Vec<Probe>,
-    /// Setup done by the `__exec` helper.
+    /// Setup done in each run's process between fork and exec
+    /// (`exec::setup`).
     pub isolation: Isolation,
     /// Busy threads beside each run.
     pub stress: Option<StressPlan>,
@@ -124,33 +125,19 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// The argv that runs `argv` in this cell: through the `__exec` helper
-    /// when the cell needs one.
-    pub fn wrap(&self, self_exe: &std::path::Path, argv: &[String]) -> Vec<String> {
-        let mut out = self.isolation.helper_argv(&self_exe.display().to_string());
-        out.extend_from_slice(argv);
-        out
-    }
-
     /// The argv of the repro line: the same setup with standard tools.
     pub fn repro_argv(&self, argv: &[String]) -> Vec<String> {
-        let mut out = self.isolation.repro_prefix();
+        let mut out = isolate::repro_prefix(&self.isolation);
         out.extend_from_slice(argv);
         out
     }
 
     /// What to inspect in the processes of a run of `command` in this cell:
     /// None when the cell has no mechanism a program can bypass.
-    pub fn watch(
-        &self,
-        self_exe: &std::path::Path,
-        command: &[String],
-    ) -> Option<crate::exec::inspect::Watch> {
-        let mut execs = Vec::new();
-        if !self.isolation.is_empty() {
-            execs.push(self_exe.display().to_string());
-        }
-        execs.extend(command.first().cloned());
+    pub fn watch(&self, command: &[String]) -> Option<crate::exec::inspect::Watch> {
+        // The isolation is set up in the run's own process before its exec:
+        // the first program it runs is the command's.
+        let execs: Vec<String> = command.first().cloned().into_iter().collect();
         proof::watch(&self.checks, execs)
     }
 

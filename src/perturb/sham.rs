@@ -7,7 +7,7 @@
 //! | --- | --- | --- |
 //! | `TZ` set | `tz` | `tz=` the host's own zone |
 //! | the libfaketime preload | `faketime` | `faketime=+0` |
-//! | the `__exec` helper | `netns`, `cpu-pin`, `rlimit` | `cpu-pin=` every CPU the harness may use (the helper re-execs and pins to the same set) |
+//! | the setup before exec | `netns`, `cpu-pin`, `rlimit` | `cpu-pin=` every CPU the harness may use (the run is forked, pinned to the same set and read back: the same setup with a null parameter) |
 //! | exclusive scheduling for busy threads | `cpu-stress` | `cpu-stress=0` (the run is scheduled alone, with no busy thread) |
 //!
 //! `locale`, `env`, `shuffle` and `workers` have no mechanism beside their
@@ -33,7 +33,7 @@ pub fn of(kind: &Kind, host: &HostFacts) -> Option<Sham> {
         Kind::Tz { .. } => ("TZ set", format!("tz={}", host_zone(host)?)),
         Kind::Faketime { .. } => ("the libfaketime preload", "faketime=+0".to_string()),
         Kind::Netns | Kind::CpuPin { .. } | Kind::Rlimit { .. } => (
-            "the __exec helper",
+            "the setup before exec",
             format!("cpu-pin={}", host.cpus.len().max(1)),
         ),
         Kind::CpuStress { .. } => ("a run scheduled alone", "cpu-stress=0".to_string()),

@@ -95,6 +95,15 @@ fn classify(
         _ => {}
     }
     record.end = result.end;
+    if let ProcessEnd::SpawnFailed { message } = &record.end {
+        if message.starts_with(perturb::isolate::SETUP_FAILED) {
+            // The run's process could not be set up for the cell (or did
+            // not read back what the cell declares): nothing of the
+            // subject ran.
+            record.outcome = Outcome::NotApplied;
+            return;
+        }
+    }
     // Masked before anything is read from it: a signature normalised from
     // a credential would no longer match its value.
     let text = if record.log.is_some()
@@ -125,18 +134,6 @@ fn classify(
         return;
     }
     let text = String::from_utf8_lossy(&text);
-    let wrapped = record.argv.get(1).is_some_and(|a| a == "__exec");
-    if wrapped && record.exit_code == Some(perturb::isolate::SETUP_EXIT) {
-        if let Some(line) = text
-            .lines()
-            .find(|l| l.starts_with(perturb::isolate::SETUP_FAILED))
-        {
-            // The helper could not set the cell up: nothing of the subject ran.
-            record.outcome = Outcome::NotApplied;
-            record.reason = Some(line.to_string());
-            return;
-        }
-    }
     if let Some(reason) = bypassed {
         record.outcome = Outcome::NotApplied;
         record.reason = Some(reason);

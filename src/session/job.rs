@@ -56,11 +56,11 @@ pub(super) fn plan_process(
                 "fix the recipe (`flakelab recipes show NAME`) or pass --runner none",
             )
         })?;
-    let watch = prepared.watch(&settings.facts.self_exe, &command);
+    let watch = prepared.watch(&command);
     let mut launch = launch_for(
         settings,
         prepared,
-        prepared.wrap(&settings.facts.self_exe, &command),
+        command.clone(),
         identity_env(&id, spec.seed, &cell.name),
         &extra_env,
     );

@@ -40,6 +40,7 @@ pub(super) fn launch_for(
         cwd: settings.dir.clone(),
         env_set,
         env_unset: prepared.unset.clone(),
+        isolation: prepared.isolation.clone(),
     }
 }
 
@@ -72,7 +73,7 @@ pub(super) async fn probe_cell(
         let launch = launch_for(
             settings,
             prepared,
-            prepared.wrap(&settings.facts.self_exe, &probe.argv),
+            probe.argv.clone(),
             identity_env(&marker, 0, &cell.name),
             &BTreeMap::new(),
         );

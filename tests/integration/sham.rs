@@ -1,5 +1,5 @@
 //! Sham controls: every mechanism that can disturb a subject by being there
-//! (a set TZ, the libfaketime preload, the `__exec` helper, runs scheduled
+//! (a set TZ, the libfaketime preload, the setup before exec, runs scheduled
 //! alone for CPU stress) also runs with a null parameter, and a difference
 //! from the baseline is the parameter's only when it differs from the sham
 //! too. Decisions through the fake executor; the preload with real
@@ -91,7 +91,7 @@ fn every_mechanism_gets_one_sham_and_no_sham_leaves_them_out() {
     assert!(shams.contains(&("faketime=+0", "the libfaketime preload")));
     assert!(shams
         .iter()
-        .any(|(n, m)| n.starts_with("cpu-pin=") && *m == "the __exec helper"));
+        .any(|(n, m)| n.starts_with("cpu-pin=") && *m == "the setup before exec"));
     assert!(shams.contains(&("cpu-stress=0", "a run scheduled alone")));
     assert_eq!(
         cell(&report, "netns")["sham"],
