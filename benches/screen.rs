@@ -107,12 +107,20 @@ fn measure(dir: &Path, tag: &str, startup: &str, planted: &BTreeSet<(String, Str
     let (fixed_x, fixed_time) = loop {
         let store = format!(".fixed{tag}{n}");
         let start = std::time::Instant::now();
-        let fixed = run(dir, &store, &["--design", "fixed", "-n", &n.to_string()], startup);
+        let fixed = run(
+            dir,
+            &store,
+            &["--design", "fixed", "-n", &n.to_string()],
+            startup,
+        );
         let elapsed = start.elapsed();
         if &differing(&fixed) == planted {
             break (executions(dir, &store), elapsed);
         }
-        println!("fixed design at N = {n} did not reach the same verdicts; trying N = {}", n + 1);
+        println!(
+            "fixed design at N = {n} did not reach the same verdicts; trying N = {}",
+            n + 1
+        );
         n += 1;
     };
     println!("suite: 2,000 tests, start-up {startup} s per run, cells baseline + tz + faketime + shuffle, 7 planted pairs");

@@ -585,9 +585,7 @@ pub fn baseline_reproduces(screen: (u64, u64), now: (u64, u64), alpha: f64) -> R
 /// Whether selection `outer` holds selection `inner` (a file its tests, a
 /// module its `module::test`s).
 fn holds(outer: &str, inner: &str) -> bool {
-    inner.len() > outer.len()
-        && inner.starts_with(outer)
-        && inner[outer.len()..].starts_with("::")
+    inner.len() > outer.len() && inner.starts_with(outer) && inner[outer.len()..].starts_with("::")
 }
 
 /// One invocation's worth of candidates: what runs, and who it confirms.
@@ -768,7 +766,17 @@ mod tests {
         let (look, _) = look_at(&r, 2, 2, Level::Alone, (2, 2), (1, 2), (3, 3), true, false);
         assert_eq!(look.decision, Decision::Climb);
         // Reproduced: an ordinary look.
-        let (look, why) = look_at(&r, 7, 7, Level::Neighbours, (7, 7), (0, 7), (0, 1), true, true);
+        let (look, why) = look_at(
+            &r,
+            7,
+            7,
+            Level::Neighbours,
+            (7, 7),
+            (0, 7),
+            (0, 1),
+            true,
+            true,
+        );
         assert_eq!((look.decision, why), (Decision::Differs, None));
         // At the widest selection a broken baseline holds any verdict back.
         let (look, why) = look_at(&r, 7, 7, Level::Whole, (7, 7), (1, 7), (0, 1), false, false);
@@ -785,10 +793,16 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("tests")).unwrap();
         std::fs::write(dir.path().join("tests/test_a.py"), "").unwrap();
         let levels = |kind| {
-            ladder(IdFrom::Pytest, "tests.test_a::test_b", dir.path(), true, kind)
-                .into_iter()
-                .map(|s| (s.level, s.id))
-                .collect::<Vec<_>>()
+            ladder(
+                IdFrom::Pytest,
+                "tests.test_a::test_b",
+                dir.path(),
+                true,
+                kind,
+            )
+            .into_iter()
+            .map(|s| (s.level, s.id))
+            .collect::<Vec<_>>()
         };
         let file = Some("tests/test_a.py".to_string());
         assert_eq!(
@@ -804,7 +818,9 @@ mod tests {
             [(Level::Neighbours, file), (Level::Whole, None)]
         );
         assert_eq!(levels(CellKind::Shuffled), [(Level::Whole, None)]);
-        assert!(start_reason(CellKind::Shuffled, Some(9)).unwrap().contains("replays seed 9"));
+        assert!(start_reason(CellKind::Shuffled, Some(9))
+            .unwrap()
+            .contains("replays seed 9"));
         assert_eq!(start_reason(CellKind::Fixed, None), None);
     }
 
@@ -830,7 +846,14 @@ mod tests {
         assert_eq!(got[1].ids, ["a.py"]);
         assert_eq!(got[2].ids, Vec::<String>::new());
         // A recipe that selects one id per run: only equal selections share.
-        let one = batches(&[e(0, Some("x"), None), e(1, Some("y"), None), e(2, Some("x"), None)], false);
+        let one = batches(
+            &[
+                e(0, Some("x"), None),
+                e(1, Some("y"), None),
+                e(2, Some("x"), None),
+            ],
+            false,
+        );
         let members: Vec<Vec<usize>> = one.iter().map(|b| b.members.clone()).collect();
         assert_eq!(members, [vec![0, 2], vec![1]]);
     }

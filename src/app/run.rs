@@ -114,7 +114,11 @@ fn auto_design(args: &RunArgs, spec: &SessionSpec, sharded: bool) -> Result<(Des
     if spec.junit.is_none() {
         return fixed("the runs yield no per-test outcomes (no JUnit report)");
     }
-    let perturbed = spec.cells.iter().filter(|(c, _)| c.name != "baseline").count() as u64;
+    let perturbed = spec
+        .cells
+        .iter()
+        .filter(|(c, _)| c.name != "baseline")
+        .count() as u64;
     if perturbed == 0 || spec.cell_index("baseline").is_none() {
         return fixed("no perturbed cell to compare with the baseline");
     }

@@ -285,8 +285,16 @@ async fn confirm_all(
                 // seed, so a screened session is reproducible from it.
                 let seed = crate::plan::run_seed(settings.seed, 1_000_000 + batch_no);
                 batch_no += 1;
-                let more = run_batch(ctx, cell, &batch, seed, &mut actives, &mut budget, &mut totals)
-                    .await?;
+                let more = run_batch(
+                    ctx,
+                    cell,
+                    &batch,
+                    seed,
+                    &mut actives,
+                    &mut budget,
+                    &mut totals,
+                )
+                .await?;
                 if !more {
                     break 'rounds;
                 }
@@ -375,7 +383,11 @@ async fn run_batch(
             let (kc, nc) = screen::arm(runs, cell, &test);
             let (kb, nb) = screen::arm(runs, "baseline", &test);
             let pairs_here = runs.len() as u32 / 2;
-            a.stage = ((c0.0 + kc, c0.1 + nc), (b0.0 + kb, b0.1 + nb), p0 + pairs_here);
+            a.stage = (
+                (c0.0 + kc, c0.1 + nc),
+                (b0.0 + kb, b0.1 + nb),
+                p0 + pairs_here,
+            );
             let pair = pairs_of(a) + 1;
             let level = a.ladder[a.rung].level;
             let can_climb = a.rung + 1 < a.ladder.len();

@@ -115,9 +115,17 @@ pub fn render(report: &Report) -> String {
     }
     let undecided = super::undecided::rows(report);
     if !undecided.is_empty() {
-        let _ = writeln!(out, "\nundecided (a small raw p that the correction does not keep):");
+        let _ = writeln!(
+            out,
+            "\nundecided (a small raw p that the correction does not keep):"
+        );
         for (cell, row) in undecided {
-            let _ = writeln!(out, "  {cell}  {}: {}", row.id, row.verdict.as_deref().unwrap_or(""));
+            let _ = writeln!(
+                out,
+                "  {cell}  {}: {}",
+                row.id,
+                row.verdict.as_deref().unwrap_or("")
+            );
         }
     }
     if let Some(d) = &report.design {

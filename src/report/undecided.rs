@@ -25,7 +25,9 @@ pub fn mark(report: &mut Report, confidence: f64) {
     for cell in report.cells.iter_mut().filter(|c| c.name != "baseline") {
         for row in &mut cell.tests {
             let Some(v) = &row.vs_baseline else { continue };
-            let Some(&b) = base.get(&row.id) else { continue };
+            let Some(&b) = base.get(&row.id) else {
+                continue;
+            };
             if v.differs || v.fisher_p >= alpha {
                 continue;
             }

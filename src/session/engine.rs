@@ -126,7 +126,7 @@ pub async fn run_session_looking(
         runner_version: match known {
             Some(k) => k.runner_version.clone(),
             None => (settings.recipe.as_ref())
-            .and_then(|r| crate::catalog::recipe::version_argv(r, &settings.command))
+                .and_then(|r| crate::catalog::recipe::version_argv(r, &settings.command))
                 .and_then(|argv| settings.executor.version(&argv, &settings.dir)),
         },
         left_out: settings

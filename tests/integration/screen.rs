@@ -285,8 +285,20 @@ fn context_screen(spec: &str, files: &[&str]) -> (Lab, serde_json::Value, serde_
     let rendezvous = lab.path().join("rendezvous");
     std::fs::create_dir_all(&rendezvous).unwrap();
     let mut args = vec![
-        "run", "--format", "json", "--design", "screen", "--seed", "3", "--no-sham", "-p", spec,
-        "--", "python3", "-m", "pytest",
+        "run",
+        "--format",
+        "json",
+        "--design",
+        "screen",
+        "--seed",
+        "3",
+        "--no-sham",
+        "-p",
+        spec,
+        "--",
+        "python3",
+        "-m",
+        "pytest",
     ];
     args.extend_from_slice(files);
     let out = lab
@@ -315,7 +327,10 @@ fn a_brittle_test_climbs_to_its_file_when_alone_breaks_its_baseline() {
     let (_lab, _report, row) = context_screen("tz=Pacific/Kiritimati", &["tests/test_registry.py"]);
     assert_eq!(row["id"], "tests.test_registry::test_lookup");
     let verdict = row["verdict"].as_str().unwrap();
-    assert!(verdict.contains("confirmed with its neighbours (tests/test_registry.py)"), "{verdict}");
+    assert!(
+        verdict.contains("confirmed with its neighbours (tests/test_registry.py)"),
+        "{verdict}"
+    );
     assert!(
         verdict.contains("climbed from alone (tests/test_registry.py::test_lookup) to with its neighbours (tests/test_registry.py): its baseline arm failed 1 of 1 where the screen's baseline failed 0 of 1"),
         "{verdict}"
@@ -323,7 +338,10 @@ fn a_brittle_test_climbs_to_its_file_when_alone_breaks_its_baseline() {
     let looks = row["looks"].as_array().unwrap();
     assert_eq!(looks[0]["stage"], "alone");
     assert_eq!(looks[0]["decision"], "climb");
-    assert!(looks[1..].iter().all(|l| l["stage"] == "neighbours"), "{looks:?}");
+    assert!(
+        looks[1..].iter().all(|l| l["stage"] == "neighbours"),
+        "{looks:?}"
+    );
     // The verdict rests on the file's runs: failing in the zone, passing at baseline.
     assert_eq!(row["k"], row["n"]);
 }
@@ -339,10 +357,16 @@ fn a_port_collision_is_confirmed_beside_its_partner_under_workers() {
     let (_lab, _report, row) = context_screen("workers=2", &["tests/test_ports.py"]);
     assert_eq!(row["id"], "tests.test_ports::test_port_b");
     let verdict = row["verdict"].as_str().unwrap();
-    assert!(verdict.contains("confirmed with its neighbours (tests/test_ports.py)"), "{verdict}");
+    assert!(
+        verdict.contains("confirmed with its neighbours (tests/test_ports.py)"),
+        "{verdict}"
+    );
     assert!(verdict.contains("never alone"), "{verdict}");
     let looks = row["looks"].as_array().unwrap();
-    assert!(looks.iter().all(|l| l["stage"] == "neighbours"), "{looks:?}");
+    assert!(
+        looks.iter().all(|l| l["stage"] == "neighbours"),
+        "{looks:?}"
+    );
 }
 
 #[test]
