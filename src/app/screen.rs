@@ -189,6 +189,9 @@ struct Context<'a> {
     stop: &'a tokio::sync::watch::Receiver<Stop>,
 }
 
+/// Counts at one rung: cell arm, baseline arm, pairs.
+type StageCounts = ((u64, u64), (u64, u64), u32);
+
 /// One candidate on its way through the confirmation stage.
 struct Active {
     /// Its selections, narrowest first.
@@ -196,7 +199,7 @@ struct Active {
     /// The rung it is on.
     rung: usize,
     /// Counts at this rung so far: cell arm, baseline arm, pairs.
-    stage: ((u64, u64), (u64, u64), u32),
+    stage: StageCounts,
     /// The seed every cell run replays (a shuffle candidate).
     every_seed: Option<u64>,
     /// Decided, capped or given up.
@@ -369,8 +372,7 @@ async fn run_batch(
     let mut looking: Vec<usize> = batch.members.clone();
     let mut exhausted = false;
     let mut used = 0u64;
-    let start: Vec<((u64, u64), (u64, u64), u32)> =
-        batch.members.iter().map(|&i| actives[i].stage).collect();
+    let start: Vec<StageCounts> = batch.members.iter().map(|&i| actives[i].stage).collect();
     let mut on_block = |runs: &[RunRecord]| -> bool {
         used = runs.len() as u64;
         for (m, &i) in batch.members.iter().enumerate() {
