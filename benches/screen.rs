@@ -2,7 +2,9 @@
 //! generated suite of 2,000 fast tests (`tests/fixtures/generated-suite`)
 //! with planted zone, clock and order dependencies, side by side in one
 //! run. Both must call exactly the planted (test, cell) pairs different;
-//! the figure is the share of test executions the screen design used.
+//! the figures are the shares of test executions and of wall-clock time
+//! the screen design used, on the suite as it is and on the same suite
+//! paying 2 s of start-up per run (`SUITE_STARTUP`).
 //!
 //! The fixed design runs at the N the screen design reports the fixed
 //! design needs; when that N does not reach the same verdicts, N grows
@@ -37,7 +39,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Runs flakelab on the suite; returns the JSON report.
-fn run(dir: &Path, store: &str, extra: &[&str]) -> serde_json::Value {
+fn run(dir: &Path, store: &str, extra: &[&str], startup: &str) -> serde_json::Value {
     let expires = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -46,6 +48,7 @@ fn run(dir: &Path, store: &str, extra: &[&str]) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_flakelab"))
         .current_dir(dir)
         .env("SUITE_EXPIRES", expires.to_string())
+        .env("SUITE_STARTUP", startup)
         .args(["run", "--format", "json", "--seed", "1", "--store", store])
         // The designs are compared on the planted cells alone (the shams'
         // cost is the same share of runs in both designs).
@@ -89,6 +92,55 @@ fn executions(dir: &Path, store: &str) -> u64 {
     runs.iter().map(|r| r.tests.len() as u64).sum()
 }
 
+/// One side-by-side measurement: the screen design, then the fixed design
+/// at the N the screen reports (grown until it reaches the same verdicts).
+fn measure(dir: &Path, tag: &str, startup: &str, planted: &BTreeSet<(String, String)>) {
+    let screen_store = format!(".screen{tag}");
+    let start = std::time::Instant::now();
+    let screen = run(dir, &screen_store, &["--design", "screen"], startup);
+    let screen_time = start.elapsed();
+    let screen_x = executions(dir, &screen_store);
+    assert_eq!(&differing(&screen), planted, "the screen design's verdicts");
+    let mut n = screen["design"]["fixed_runs_per_cell"]
+        .as_u64()
+        .expect("a fixed N");
+    let (fixed_x, fixed_time) = loop {
+        let store = format!(".fixed{tag}{n}");
+        let start = std::time::Instant::now();
+        let fixed = run(
+            dir,
+            &store,
+            &["--design", "fixed", "-n", &n.to_string()],
+            startup,
+        );
+        let elapsed = start.elapsed();
+        if &differing(&fixed) == planted {
+            break (executions(dir, &store), elapsed);
+        }
+        println!(
+            "fixed design at N = {n} did not reach the same verdicts; trying N = {}",
+            n + 1
+        );
+        n += 1;
+    };
+    println!("suite: 2,000 tests, start-up {startup} s per run, cells baseline + tz + faketime + shuffle, 7 planted pairs");
+    println!(
+        "screen then confirm: {screen_x:>7} test executions ({:.1} s), {} candidates, {} confirmation invocations",
+        screen_time.as_secs_f64(),
+        screen["design"]["candidates"],
+        screen["design"]["confirm_sessions"]
+    );
+    println!(
+        "fixed, N = {n:>2}:      {fixed_x:>7} test executions ({:.1} s)",
+        fixed_time.as_secs_f64()
+    );
+    println!(
+        "ratios: {:.3} of the fixed design's executions, {:.3} of its wall-clock time (same verdicts: the 7 planted pairs, nothing else)",
+        screen_x as f64 / fixed_x as f64,
+        screen_time.as_secs_f64() / fixed_time.as_secs_f64()
+    );
+}
+
 fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     copy_dir(
@@ -99,43 +151,6 @@ fn main() {
         .iter()
         .map(|(c, t)| (c.to_string(), t.to_string()))
         .collect();
-
-    let start = std::time::Instant::now();
-    let screen = run(dir.path(), ".screen", &["--design", "screen"]);
-    let screen_time = start.elapsed();
-    let screen_x = executions(dir.path(), ".screen");
-    let found = differing(&screen);
-    assert_eq!(found, planted, "the screen design's verdicts");
-    let mut n = screen["design"]["fixed_runs_per_cell"]
-        .as_u64()
-        .expect("a fixed N");
-
-    let (fixed_x, fixed_time) = loop {
-        let store = format!(".fixed{n}");
-        let start = std::time::Instant::now();
-        let fixed = run(dir.path(), &store, &["-n", &n.to_string()]);
-        let elapsed = start.elapsed();
-        if differing(&fixed) == planted {
-            break (executions(dir.path(), &store), elapsed);
-        }
-        println!(
-            "fixed design at N = {n} did not reach the same verdicts; trying N = {}",
-            n + 1
-        );
-        n += 1;
-    };
-    println!("suite: 2,000 tests, cells baseline + tz + faketime + shuffle, 7 planted pairs");
-    println!(
-        "screen then confirm: {screen_x:>7} test executions ({:.1} s), {} candidates",
-        screen_time.as_secs_f64(),
-        screen["design"]["candidates"]
-    );
-    println!(
-        "fixed, N = {n:>2}:      {fixed_x:>7} test executions ({:.1} s)",
-        fixed_time.as_secs_f64()
-    );
-    println!(
-        "ratio: {:.3} of the fixed design's executions (same verdicts: the 7 planted pairs, nothing else)",
-        screen_x as f64 / fixed_x as f64
-    );
+    measure(dir.path(), "", "0", &planted);
+    measure(dir.path(), "-slow", "2", &planted);
 }

@@ -263,8 +263,13 @@ Example:
 /// How `run` spends its runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum Design {
-    /// Every cell runs the whole command N times (rates, and small suites).
+    /// `screen` when the runs yield per-test outcomes over many (test,
+    /// cell) pairs (an earlier session of the command in the store says how
+    /// many tests it has), `fixed` otherwise, and always `fixed` with
+    /// `--signature`, `--confirm`, or a sharded session.
     #[default]
+    Auto,
+    /// Every cell runs the whole command N times (rates, and small suites).
     Fixed,
     /// Screen every cell a few times, then confirm each differing pair on
     /// fresh runs, sequentially (differences, on large suites).
@@ -379,12 +384,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "K")]
     pub confirm: Option<u32>,
     /// `fixed`: every cell runs the command N times. `screen`: every cell
-    /// runs it `--screen` times, then each (test, cell) pair that differed
-    /// is confirmed on fresh runs of that test, at most N runs each
-    /// (large suites: the same verdicts in a fraction of the runs).
-    #[arg(long, value_enum, default_value_t = Design::Fixed)]
+    /// runs it once (up to `--screen` times where one run cannot tell),
+    /// then each (test, cell) pair that differed is confirmed on fresh runs
+    /// under a selection that keeps its baseline, at most N runs each
+    /// (large suites: the same verdicts in a fraction of the runs). `auto`
+    /// picks one and the report says which and why.
+    #[arg(long, value_enum, default_value_t = Design::Auto)]
     pub design: Design,
-    /// `--design screen`: full runs per cell in the screen.
+    /// `--design screen`: full runs per cell in the screen, at most (cells
+    /// random by nature, and cells whose first run flagged nothing).
     #[arg(long = "screen", default_value_t = 3, value_name = "N")]
     pub screen: u32,
     /// `--design screen`: confirmation runs for all candidates together

@@ -141,6 +141,55 @@ pub fn decide(
     }
 }
 
+/// One look at a candidate under its current selection, checking first
+/// that the baseline arm keeps the screen's baseline outcome: when it does
+/// not and a wider selection exists (`can_climb`), the look decides
+/// [`Decision::Climb`] and says why; at the widest, the look stands and the
+/// reason is returned as a note. `cell_silent_climbs`: the screen saw it
+/// fail in the cell, so never failing here climbs too (after
+/// `rule.climb_after` pairs).
+#[allow(clippy::too_many_arguments)]
+pub fn look_at(
+    rule: &Rule,
+    pair: u32,
+    stage_pairs: u32,
+    level: Level,
+    cell: (u64, u64),
+    baseline: (u64, u64),
+    screen_baseline: (u64, u64),
+    can_climb: bool,
+    cell_silent_climbs: bool,
+) -> (Look, Option<String>) {
+    let alpha = 1.0 - rule.confidence;
+    let mut look = decide(
+        rule,
+        pair,
+        stage_pairs,
+        level.stage(),
+        cell,
+        baseline,
+        can_climb && cell_silent_climbs,
+    );
+    let why = match baseline_reproduces(screen_baseline, baseline, alpha) {
+        Ok(()) if look.decision == Decision::Climb => Some(format!(
+            "it never failed in the cell ({} of {}) though the screen saw it fail",
+            cell.0, cell.1
+        )),
+        Ok(()) => None,
+        Err(why) if can_climb => {
+            look.decision = Decision::Climb;
+            Some(why)
+        }
+        Err(why) => {
+            if look.decision == Decision::Differs {
+                look.decision = Decision::Continue;
+            }
+            Some(format!("{why}, even with the whole command"))
+        }
+    };
+    (look, why)
+}
+
 /// An upper bound on |rate_cell − rate_baseline| from the two intervals.
 pub fn difference_bound(cell: (u64, u64), baseline: (u64, u64), confidence: f64) -> f64 {
     let c = stats::proportion(cell.0, cell.1, confidence);
@@ -222,6 +271,27 @@ pub struct Confirmation {
     pub replayed_seed: Option<u64>,
     /// The confirmation sessions.
     pub sessions: Vec<String>,
+    /// Why it started above the test alone (a workers cell, a shuffle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// Every climb to a wider selection, in order, with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub climbs: Vec<Climb>,
+    /// The replayed seed was given to every cell run (a shuffle candidate
+    /// replaying its order), not only the first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replayed_every: bool,
+}
+
+/// One climb of a candidate's selection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Climb {
+    /// The selection it left, in words.
+    pub from: String,
+    /// The selection it climbed to, in words.
+    pub to: String,
+    /// Why.
+    pub why: String,
 }
 
 /// A screened session's confirmations, stored in `screens.jsonl` so that
@@ -238,6 +308,33 @@ pub struct ScreenRecord {
     pub rule: Rule,
     /// Every candidate's confirmation.
     pub confirmations: Vec<Confirmation>,
+    /// The confirmation stage's sessions (runner invocations), runs and
+    /// test executions, each counted once however many candidates it
+    /// confirmed (absent in records written before batching).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_totals: Option<(u64, u64, u64)>,
+    /// The adaptive screen's later rounds (cells screened again), each a
+    /// session part of the screen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<Round>,
+    /// Why this design ran (`--design auto`'s reason, or asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<String>,
+}
+
+/// A later round of the adaptive screen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// The round's session (part of the screen session).
+    pub session: String,
+    /// The cells screened again, with why.
+    pub cells: Vec<(String, String)>,
+    /// Runs per cell in this round.
+    pub runs_per_cell: u32,
+    /// Process runs.
+    pub runs: u64,
+    /// Test executions.
+    pub executions: u64,
 }
 
 /// How a screened session spent its runs, against the fixed design.
@@ -266,6 +363,14 @@ pub struct DesignSummary {
     pub fixed_executions: Option<u64>,
     /// Share of the fixed design's executions this design used.
     pub used_share: Option<f64>,
+    /// Runner invocations (sessions) the confirmation stage took.
+    pub confirm_sessions: u64,
+    /// Cells screened again after the first run, with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rescreened: Vec<(String, String)>,
+    /// Why this design ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<String>,
 }
 
 /// The smallest N at which the fixed design (every cell N full runs, Holm
@@ -286,6 +391,307 @@ pub fn fixed_runs_needed(rates: &[(f64, f64)], m_all: usize, confidence: f64) ->
             stats::fisher_exact(kc, n - kc, kb, n - kb) <= threshold
         })
     })
+}
+
+/// Failures and runs of `test` in `cell` among `runs` (a skip counts in
+/// neither; a run whose report lacks the test neither).
+pub fn arm(runs: &[crate::record::RunRecord], cell: &str, test: &str) -> (u64, u64) {
+    use crate::record::TestOutcome;
+    runs.iter()
+        .filter(|r| r.cell == cell)
+        .filter_map(|r| r.tests.iter().find(|t| t.id == test))
+        .fold((0, 0), |(k, n), t| match t.outcome {
+            TestOutcome::Pass => (k, n + 1),
+            TestOutcome::Fail | TestOutcome::Error => (k + 1, n + 1),
+            TestOutcome::Skip => (k, n),
+        })
+}
+
+/// The candidates among screen `runs` (every round's): each (test, cell)
+/// pair of the non-baseline `cells` whose failure rate differs from the
+/// same test's at baseline, in cell order then test id, with the seed of
+/// the first run (in `runs`' order) in which it failed in the cell.
+pub fn candidates(runs: &[crate::record::RunRecord], cells: &[String]) -> Vec<Candidate> {
+    use crate::record::TestOutcome;
+    use std::collections::BTreeMap;
+    type Counts = BTreeMap<(String, String), ((u64, u64), Option<u64>)>;
+    let mut counts: Counts = BTreeMap::new();
+    for r in runs {
+        for t in &r.tests {
+            let e = counts
+                .entry((r.cell.clone(), t.id.clone()))
+                .or_insert(((0, 0), None));
+            match t.outcome {
+                TestOutcome::Pass => e.0 .1 += 1,
+                TestOutcome::Fail | TestOutcome::Error => {
+                    e.0 .0 += 1;
+                    e.0 .1 += 1;
+                    e.1.get_or_insert(r.seed);
+                }
+                TestOutcome::Skip => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for cell in cells.iter().filter(|c| c.as_str() != "baseline") {
+        for ((c, test), &((k, n), seed)) in counts.range((cell.clone(), String::new())..) {
+            if c != cell {
+                break;
+            }
+            let Some(&((bk, bn), _)) = counts.get(&("baseline".to_string(), test.clone())) else {
+                continue;
+            };
+            if n == 0 || bn == 0 || k * bn == bk * n {
+                continue;
+            }
+            out.push(Candidate {
+                cell: cell.clone(),
+                test: test.clone(),
+                screen_cell: (k, n),
+                screen_baseline: (bk, bn),
+                flip_seed: seed,
+            });
+        }
+    }
+    out
+}
+
+/// How wide a confirmation's selection is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// The test alone.
+    Alone,
+    /// Its file or module (what the runner selects).
+    Neighbours,
+    /// The whole command.
+    Whole,
+}
+
+impl Level {
+    /// The stage name its looks carry.
+    pub fn stage(self) -> &'static str {
+        match self {
+            Level::Alone => "alone",
+            Level::Neighbours => "neighbours",
+            Level::Whole => "whole",
+        }
+    }
+}
+
+/// One rung of a candidate's selection ladder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    /// How wide.
+    pub level: Level,
+    /// The runner's id for it (`None`: the whole command).
+    pub id: Option<String>,
+    /// In words, for the report.
+    pub words: String,
+}
+
+/// What kind of cell a candidate was found in, for where its ladder starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellKind {
+    /// A cell whose conditions are the same on every run (a zone, a clock).
+    Fixed,
+    /// Runs the tests concurrently (workers): the test's partners matter.
+    Concurrent,
+    /// Shuffles the order: the order that flipped it matters.
+    Shuffled,
+}
+
+/// The selections a candidate may be confirmed with, narrowest first: the
+/// test alone, its file or module, the whole command. A workers candidate
+/// starts at its neighbours (alone it has no partner to collide with); a
+/// shuffle candidate at the whole command (no recipe here runs a given
+/// order, and the flipping seed on a smaller selection is another order).
+/// `selects`: the recipe has a `[select]`.
+pub fn ladder(
+    from: IdFrom,
+    junit_id: &str,
+    dir: &Path,
+    selects: bool,
+    kind: CellKind,
+) -> Vec<Selection> {
+    let mut out = Vec::new();
+    if selects && kind == CellKind::Fixed {
+        if let Some(id) = runner_id(from, junit_id, dir) {
+            out.push(Selection {
+                level: Level::Alone,
+                words: format!("alone ({id})"),
+                id: Some(id),
+            });
+        }
+    }
+    if selects && kind != CellKind::Shuffled {
+        if let Some(id) = neighbours_id(from, junit_id, dir) {
+            out.push(Selection {
+                level: Level::Neighbours,
+                words: format!("with its neighbours ({id})"),
+                id: Some(id),
+            });
+        }
+    }
+    out.push(Selection {
+        level: Level::Whole,
+        id: None,
+        words: "with its neighbours (the whole command)".into(),
+    });
+    out
+}
+
+/// Why a ladder starts above the test alone, in words (None: it starts alone).
+pub fn start_reason(kind: CellKind, flip_seed: Option<u64>) -> Option<String> {
+    match kind {
+        CellKind::Fixed => None,
+        CellKind::Concurrent => Some(
+            "found under concurrency: confirmed with the tests it ran beside, never alone (alone it has no partner)".into(),
+        ),
+        CellKind::Shuffled => Some(match flip_seed {
+            Some(seed) => format!(
+                "a shuffle candidate: no recipe here runs a given order, so it keeps the full selection and every cell run replays seed {seed}, the order that flipped it"
+            ),
+            None => "a shuffle candidate: no recipe here runs a given order, so it keeps the full selection".into(),
+        }),
+    }
+}
+
+/// Whether the baseline arm under a confirmation's selection reproduces
+/// the screen's baseline outcome: `Err` says how it did not. A test that
+/// always passed (or always failed) at baseline in the screen must do the
+/// same here; a mixed one must not differ by Fisher's test at `alpha`.
+pub fn baseline_reproduces(screen: (u64, u64), now: (u64, u64), alpha: f64) -> Result<(), String> {
+    let ((ks, ns), (k, n)) = (screen, now);
+    if ns == 0 || n == 0 {
+        return Ok(());
+    }
+    let broken = if ks == 0 {
+        k > 0
+    } else if ks == ns {
+        k < n
+    } else {
+        stats::fisher_exact(k, n - k, ks, ns - ks) <= alpha
+    };
+    if broken {
+        Err(format!(
+            "its baseline arm failed {k} of {n} where the screen's baseline failed {ks} of {ns}"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether selection `outer` holds selection `inner` (a file its tests, a
+/// module its `module::test`s).
+fn holds(outer: &str, inner: &str) -> bool {
+    inner.len() > outer.len() && inner.starts_with(outer) && inner[outer.len()..].starts_with("::")
+}
+
+/// One invocation's worth of candidates: what runs, and who it confirms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// The runner ids selected together (empty: the whole command).
+    pub ids: Vec<String>,
+    /// The seed every cell run replays, if any.
+    pub every_seed: Option<u64>,
+    /// The candidates (indexes into the caller's list).
+    pub members: Vec<usize>,
+}
+
+/// Packs candidates of one cell into invocations whose confirmations do
+/// not interfere: each entry is (candidate index, its selection's id, the
+/// seed its cell runs replay). The same selection under the same seed is
+/// one invocation; different ids join one invocation only when `repeats`
+/// (the recipe selects several at once) and none holds another (a test
+/// confirmed alone never runs inside another candidate's file).
+pub fn batches(entries: &[(usize, Option<String>, Option<u64>)], repeats: bool) -> Vec<Batch> {
+    let mut out: Vec<Batch> = Vec::new();
+    for (i, id, seed) in entries {
+        let fits = |b: &Batch| -> bool {
+            if b.every_seed != *seed {
+                return false;
+            }
+            match id {
+                None => b.ids.is_empty(),
+                Some(id) => {
+                    if b.ids.is_empty() {
+                        return false;
+                    }
+                    if b.ids.contains(id) {
+                        return true;
+                    }
+                    repeats && !b.ids.iter().any(|o| holds(o, id) || holds(id, o))
+                }
+            }
+        };
+        match out.iter_mut().find(|b| fits(b)) {
+            Some(b) => {
+                if let Some(id) = id {
+                    if !b.ids.contains(id) {
+                        b.ids.push(id.clone());
+                    }
+                }
+                b.members.push(*i);
+            }
+            None => out.push(Batch {
+                ids: id.iter().cloned().collect(),
+                every_seed: *seed,
+                members: vec![*i],
+            }),
+        }
+    }
+    out
+}
+
+/// The adaptive screen's rule: whether a cell is screened again after its
+/// first full run, and why. A deterministic flip shows in one run; a cell
+/// whose first run flagged nothing, or whose perturbation is random by
+/// nature (shuffle, workers, stress), gets the further runs.
+pub fn rescreen(random: bool, flagged: usize) -> Option<&'static str> {
+    if random {
+        Some("random by nature: one run shows one order or schedule of many")
+    } else if flagged == 0 {
+        Some("its first run flagged nothing")
+    } else {
+        None
+    }
+}
+
+/// The fixed design's words for a pair whose raw p is small but does not
+/// survive the correction: the counts, both p-values, and how to settle it.
+pub fn undecided_text(
+    cell: (u64, u64),
+    baseline: (u64, u64),
+    raw_p: f64,
+    adjusted_p: f64,
+    comparisons: usize,
+    confidence: f64,
+) -> String {
+    let rate = |(k, n): (u64, u64)| k as f64 / n.max(1) as f64;
+    let settle = match fixed_runs_needed(&[(rate(cell), rate(baseline))], comparisons, confidence) {
+        Some(n) => format!("`--design screen` or about {n} runs would settle it"),
+        None => "`--design screen` would settle it".into(),
+    };
+    format!(
+        "undecided: {} of {} against {} of {}, raw p = {}, adjusted over {comparisons} comparisons p = {}; {settle}",
+        cell.0,
+        cell.1,
+        baseline.0,
+        baseline.1,
+        short(raw_p),
+        short(adjusted_p),
+    )
+}
+
+fn short(p: f64) -> String {
+    if p >= 0.001 {
+        let t = format!("{p:.3}");
+        let t = t.trim_end_matches('0').trim_end_matches('.');
+        t.to_string()
+    } else {
+        format!("{p:.1e}")
+    }
 }
 
 #[cfg(test)]
@@ -344,6 +750,129 @@ mod tests {
             decide(&r, 6, 3, "neighbours", (0, 3), (0, 3), false).decision,
             Decision::Continue
         );
+    }
+
+    #[test]
+    fn a_baseline_that_changes_under_the_selection_climbs_before_any_verdict() {
+        let r = rule();
+        // The brittle test: passed at baseline in the screen, fails alone.
+        let (look, why) = look_at(&r, 1, 1, Level::Alone, (1, 1), (1, 1), (0, 1), true, true);
+        assert_eq!(look.decision, Decision::Climb);
+        assert_eq!(
+            why.as_deref(),
+            Some("its baseline arm failed 1 of 1 where the screen's baseline failed 0 of 1")
+        );
+        // It failed every time at baseline in the screen and passes here.
+        let (look, _) = look_at(&r, 2, 2, Level::Alone, (2, 2), (1, 2), (3, 3), true, false);
+        assert_eq!(look.decision, Decision::Climb);
+        // Reproduced: an ordinary look.
+        let (look, why) = look_at(
+            &r,
+            7,
+            7,
+            Level::Neighbours,
+            (7, 7),
+            (0, 7),
+            (0, 1),
+            true,
+            true,
+        );
+        assert_eq!((look.decision, why), (Decision::Differs, None));
+        // At the widest selection a broken baseline holds any verdict back.
+        let (look, why) = look_at(&r, 7, 7, Level::Whole, (7, 7), (1, 7), (0, 1), false, false);
+        assert_eq!(look.decision, Decision::Continue);
+        assert!(why.unwrap().ends_with("even with the whole command"));
+        // A mixed baseline is compared by Fisher's test.
+        assert!(baseline_reproduces((1, 2), (2, 4), 0.05).is_ok());
+        assert!(baseline_reproduces((1, 10), (10, 10), 0.05).is_err());
+    }
+
+    #[test]
+    fn ladders_start_where_the_cell_kind_says() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("tests")).unwrap();
+        std::fs::write(dir.path().join("tests/test_a.py"), "").unwrap();
+        let levels = |kind| {
+            ladder(
+                IdFrom::Pytest,
+                "tests.test_a::test_b",
+                dir.path(),
+                true,
+                kind,
+            )
+            .into_iter()
+            .map(|s| (s.level, s.id))
+            .collect::<Vec<_>>()
+        };
+        let file = Some("tests/test_a.py".to_string());
+        assert_eq!(
+            levels(CellKind::Fixed),
+            [
+                (Level::Alone, Some("tests/test_a.py::test_b".into())),
+                (Level::Neighbours, file.clone()),
+                (Level::Whole, None)
+            ]
+        );
+        assert_eq!(
+            levels(CellKind::Concurrent),
+            [(Level::Neighbours, file), (Level::Whole, None)]
+        );
+        assert_eq!(levels(CellKind::Shuffled), [(Level::Whole, None)]);
+        assert!(start_reason(CellKind::Shuffled, Some(9))
+            .unwrap()
+            .contains("replays seed 9"));
+        assert_eq!(start_reason(CellKind::Fixed, None), None);
+    }
+
+    #[test]
+    fn candidates_that_do_not_interfere_share_an_invocation() {
+        let e = |i, id: Option<&str>, seed| (i, id.map(String::from), seed);
+        let got = batches(
+            &[
+                e(0, Some("a.py::t1"), None),
+                e(1, Some("b.py::t2"), None),
+                // Inside another candidate's file: never beside a test alone.
+                e(2, Some("a.py"), None),
+                e(3, Some("a.py"), None),
+                e(4, None, Some(5)),
+                e(5, None, Some(5)),
+                e(6, None, Some(6)),
+            ],
+            true,
+        );
+        let members: Vec<Vec<usize>> = got.iter().map(|b| b.members.clone()).collect();
+        assert_eq!(members, [vec![0, 1], vec![2, 3], vec![4, 5], vec![6]]);
+        assert_eq!(got[0].ids, ["a.py::t1", "b.py::t2"]);
+        assert_eq!(got[1].ids, ["a.py"]);
+        assert_eq!(got[2].ids, Vec::<String>::new());
+        // A recipe that selects one id per run: only equal selections share.
+        let one = batches(
+            &[
+                e(0, Some("x"), None),
+                e(1, Some("y"), None),
+                e(2, Some("x"), None),
+            ],
+            false,
+        );
+        let members: Vec<Vec<usize>> = one.iter().map(|b| b.members.clone()).collect();
+        assert_eq!(members, [vec![0, 2], vec![1]]);
+    }
+
+    #[test]
+    fn the_adaptive_screen_runs_again_only_where_one_run_cannot_tell() {
+        assert_eq!(rescreen(false, 3), None);
+        assert!(rescreen(false, 0).is_some());
+        assert!(rescreen(true, 3).is_some());
+    }
+
+    #[test]
+    fn an_undecided_pair_says_what_would_settle_it() {
+        let t = undecided_text((6, 10), (0, 10), 0.0108, 1.0, 128, 0.95);
+        assert!(
+            t.starts_with("undecided: 6 of 10 against 0 of 10, raw p = 0.011, adjusted over 128 comparisons p = 1; `--design screen` or about "),
+            "{t}"
+        );
+        assert!(t.ends_with(" runs would settle it"), "{t}");
     }
 
     #[test]

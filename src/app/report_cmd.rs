@@ -52,6 +52,8 @@ pub(super) fn shown(
     }
     if let Some(screen) = store.screen_of(&session.id)? {
         super::screen::apply(&mut report, &screen, &screen_runs);
+    } else {
+        report::undecided::mark(&mut report, session.confidence);
     }
     kept.sort_by_key(|r| r.index);
     let mut again = Vec::new();

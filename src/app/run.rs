@@ -93,16 +93,85 @@ fn shard_spec(
     })))
 }
 
+/// (test, cell) pairs from which `--design auto` screens: below them, N
+/// full runs cost little and measure rates too.
+pub const AUTO_MIN_PAIRS: u64 = 500;
+
+/// `--design auto`'s choice for `spec`, with why: fixed unless the runs
+/// yield per-test outcomes over at least [`AUTO_MIN_PAIRS`] pairs, as the
+/// latest earlier session of the same command in the store says.
+fn auto_design(args: &RunArgs, spec: &SessionSpec, sharded: bool) -> Result<(Design, String)> {
+    let fixed = |why: &str| Ok((Design::Fixed, format!("fixed design (auto): {why}")));
+    if sharded {
+        return fixed("the session is sharded, and the screen design cannot be");
+    }
+    if spec.signature.is_some() {
+        return fixed("--signature counts whole runs whose output matches, not per-test outcomes");
+    }
+    if args.confirm.is_some() {
+        return fixed("--confirm replays failing runs of the fixed design");
+    }
+    if spec.junit.is_none() {
+        return fixed("the runs yield no per-test outcomes (no JUnit report)");
+    }
+    let perturbed = spec
+        .cells
+        .iter()
+        .filter(|(c, _)| c.name != "baseline")
+        .count() as u64;
+    if perturbed == 0 || spec.cell_index("baseline").is_none() {
+        return fixed("no perturbed cell to compare with the baseline");
+    }
+    let (sessions, _) = spec.store.load_sessions()?;
+    let earlier = sessions
+        .iter()
+        .rev()
+        .find(|s| s.part_of.is_none() && s.command == spec.command);
+    let mut tests = None;
+    if let Some(s) = earlier {
+        spec.store.each_run(&s.id, |r| {
+            if !r.tests.is_empty() {
+                tests = Some(tests.unwrap_or(0).max(r.tests.len() as u64));
+            }
+            Ok(())
+        })?;
+    }
+    let Some(tests) = tests else {
+        return fixed("no earlier session of this command in the store says how many tests it has (`--design screen` screens anyway)");
+    };
+    let pairs = tests * perturbed;
+    if pairs >= AUTO_MIN_PAIRS {
+        Ok((
+            Design::Screen,
+            format!("screen design (auto): {tests} tests × {perturbed} perturbed cell(s) = {pairs} (test, cell) pairs, at least {AUTO_MIN_PAIRS}"),
+        ))
+    } else {
+        fixed(&format!(
+            "{tests} tests × {perturbed} perturbed cell(s) = {pairs} (test, cell) pairs, fewer than {AUTO_MIN_PAIRS}"
+        ))
+    }
+}
+
 pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
     let sharding = sharding_of(&args)?;
+    let mut args = args;
+    let mut chosen = None;
+    if args.design == Design::Auto {
+        let spec = spec_of(ctx, &args)?;
+        let (design, why) = auto_design(&args, &spec, sharding.is_some())?;
+        eprintln!("flakelab: {why}");
+        args.design = design;
+        chosen = Some(why);
+    }
     if args.design == Design::Screen {
+        let chosen = chosen.unwrap_or_else(|| "screen design (asked for)".into());
         if args.confirm.is_some() {
             return Err(Error::usage(
                 "--confirm and --design screen both re-run failures",
                 "drop --confirm: the screen design confirms every candidate on fresh runs",
             ));
         }
-        return super::screen::screen_cmd(ctx, args).await;
+        return super::screen::screen_cmd(ctx, args, chosen).await;
     }
     if args.confirm == Some(0) {
         return Err(Error::usage(
@@ -121,7 +190,8 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
     if let (Some(times), false) = (args.confirm, done.interrupted) {
         confirm_failures(&spec, &done, times, &stop).await?;
     }
-    let (report, _) = super::report_cmd::shown(&spec.store, &done.session)?;
+    let (mut report, _) = super::report_cmd::shown(&spec.store, &done.session)?;
+    report.design_chosen = chosen;
     super::print_report(&report, args.format, &spec.redaction);
     if args.format != crate::cli::Format::Github {
         super::outputs::auto_summary(&report, args.summary, &spec.redaction);

@@ -1,17 +1,24 @@
-//! `flakelab run --design screen`: every cell runs the command `--screen`
-//! times; each (test, cell) pair whose outcomes differ from the baseline's
-//! is confirmed on fresh runs of that test (alone, or with its neighbours
-//! when it never fails alone), interleaved with its own baseline runs and
-//! stopped by the sequential rule in `crate::screen`. Verdicts rest on the
-//! confirmation runs only, with Holm over the candidates.
+//! `flakelab run --design screen`: an adaptive screen (one full run per
+//! cell; more only in cells random by nature or whose first run flagged
+//! nothing), then every (test, cell) pair whose outcomes differ from the
+//! baseline's is confirmed on fresh runs under a selection that keeps the
+//! baseline's context (`crate::screen::ladder`: alone, its file or module,
+//! the whole command; climbing when the baseline arm does not reproduce
+//! the screen's baseline), the candidates of one cell that do not
+//! interfere together in one runner invocation, interleaved with their
+//! baseline runs and stopped by the sequential rule in `crate::screen`.
+//! Verdicts rest on the confirmation runs only, with Holm over the
+//! candidates.
 
 use crate::catalog::recipe::argv;
 use crate::cli::RunArgs;
 use crate::error::{Error, Result};
 use crate::exec::child::Stop;
-use crate::record::{RunRecord, TestOutcome};
+use crate::record::RunRecord;
 use crate::report::{self, VsBaseline};
-use crate::screen::{self, Candidate, Confirmation, Decision, DesignSummary, Rule, ScreenRecord};
+use crate::screen::{
+    self, Candidate, CellKind, Confirmation, Decision, DesignSummary, Rule, ScreenRecord, Selection,
+};
 use crate::session::{self, SessionSpec};
 use crate::verdict::{Findings, Verdict};
 
@@ -42,24 +49,30 @@ impl ScreenRuns {
     }
 }
 
-/// Failures and runs of `test` in `cell` among `runs`.
-fn arm(runs: &[RunRecord], cell: &str, test: &str) -> (u64, u64) {
-    runs.iter()
-        .filter(|r| r.cell == cell)
-        .filter_map(|r| r.tests.iter().find(|t| t.id == test))
-        .fold((0, 0), |(k, n), t| match t.outcome {
-            TestOutcome::Pass => (k, n + 1),
-            TestOutcome::Fail | TestOutcome::Error => (k + 1, n + 1),
-            TestOutcome::Skip => (k, n),
-        })
-}
-
 fn executions(runs: &[RunRecord]) -> u64 {
     runs.iter().map(|r| r.tests.len() as u64).sum()
 }
 
-/// Runs `run --design screen`; returns the exit code.
-pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
+/// Whether cell `name` of `spec` is random by nature (its runs differ by
+/// seed or schedule: shuffle, workers, stress), and its kind for the
+/// confirmation's ladder.
+fn kind_of(spec: &SessionSpec, name: &str) -> (bool, CellKind) {
+    let Some(p) = spec.cell_index(name).map(|i| &spec.cells[i].1) else {
+        return (false, CellKind::Fixed);
+    };
+    let kind = if p.shuffle {
+        CellKind::Shuffled
+    } else if p.workers.is_some() {
+        CellKind::Concurrent
+    } else {
+        CellKind::Fixed
+    };
+    (p.shuffle || p.workers.is_some() || p.stress.is_some(), kind)
+}
+
+/// Runs `run --design screen`; returns the exit code. `chosen`: why this
+/// design runs (`--design auto`'s reason, or that it was asked for).
+pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs, chosen: String) -> Result<i32> {
     if args.screen == 0 {
         return Err(Error::usage(
             "`--screen 0` screens nothing",
@@ -73,24 +86,61 @@ pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
         ));
     }
     let cap = args.session.runs.unwrap_or(DEFAULT_CAP).max(2);
-    let settings = super::run::spec_of(ctx, &args)?.with_runs(args.screen);
-    if settings.junit.is_none() {
+    let full = super::run::spec_of(ctx, &args)?;
+    if full.junit.is_none() {
         return Err(Error::usage(
             "--design screen needs per-test outcomes: no JUnit report for this command",
             "use a runner flakelab recognises (`flakelab recipes`), `{junit}` in the command, or --junit PATH",
         ));
     }
+    // Round one: one full run of every cell.
+    let settings = full.clone().with_runs(1);
     let stop = super::start_watching()?;
     let Some(done) = session::run_session(&settings, &stop).await? else {
         return Ok(Verdict::Interrupted.exit_code());
     };
-    let (runs, load) = done.runs(&settings.store)?;
-    let report = report::build(&done.session, &runs, load);
+    let (mut runs, load) = done.runs(&settings.store)?;
     if done.interrupted {
+        let report = report::build(&done.session, &runs, load);
         super::print_report(&report, args.format, &settings.redaction);
         return Ok(Verdict::Interrupted.exit_code());
     }
-    let candidates = report::screen_candidates(&report, &runs);
+    let applied: Vec<String> = (done.session.cells.iter())
+        .filter(|c| c.applied)
+        .map(|c| c.name.clone())
+        .collect();
+    // Round two: the cells one run cannot tell about.
+    let first = screen::candidates(&runs, &applied);
+    let again: Vec<(String, String)> = (applied.iter())
+        .filter(|c| c.as_str() != "baseline")
+        .filter_map(|c| {
+            let flagged = first.iter().filter(|x| &x.cell == c).count();
+            screen::rescreen(kind_of(&settings, c).0, flagged).map(|why| (c.clone(), why.into()))
+        })
+        .collect();
+    let mut rounds = Vec::new();
+    if args.screen > 1 && !again.is_empty() {
+        let names: Vec<&str> = again.iter().map(|(c, _)| c.as_str()).collect();
+        let spec = (full.clone().only_cells(&names)?)
+            .with_runs(args.screen - 1)
+            .with_seed(crate::plan::run_seed(settings.seed, 2_000_000))
+            .part_of(&done.session.id)
+            .knowing(&done.session);
+        let Some(more) = session::run_session(&spec, &stop).await? else {
+            return Ok(Verdict::Interrupted.exit_code());
+        };
+        let (extra, _) = more.runs(&spec.store)?;
+        rounds.push(screen::Round {
+            session: more.session.id.clone(),
+            cells: again.clone(),
+            runs_per_cell: args.screen - 1,
+            runs: extra.len() as u64,
+            executions: executions(&extra),
+        });
+        runs.extend(extra);
+    }
+    let candidates = screen::candidates(&runs, &applied);
+    drop(runs);
     let rule = Rule::new(
         candidates.len(),
         (cap / 2).max(1),
@@ -102,32 +152,24 @@ pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
         candidates.len(),
         2 * rule.looks
     );
-    let mut budget = args.max_runs;
     let ctx = Context {
         settings: &settings,
-        screen_session: &done.session.id,
+        screen: &done.session,
         rule: &rule,
         stop: &stop,
     };
-    let mut confirmed = Vec::new();
-    for (i, c) in candidates.iter().enumerate() {
-        if *stop.borrow() != Stop::Run {
-            break;
-        }
-        // Each candidate's fresh seeds derive from the session seed, so a
-        // screened session is reproducible from its seed.
-        let seed = crate::plan::run_seed(settings.seed, 1_000_000 + i as u32);
-        confirmed.push(confirm(&ctx, c, seed, &mut budget).await?);
-    }
+    let (confirmed, totals) = confirm_all(&ctx, &candidates, args.max_runs).await?;
     let interrupted = *stop.borrow() != Stop::Run;
-    let record = ScreenRecord {
+    let mut record = ScreenRecord {
         schema: screen::SCREEN_SCHEMA.into(),
         session: done.session.id.clone(),
         screen_runs: args.screen,
         rule,
         confirmations: confirmed,
+        confirm_totals: Some(totals),
+        rounds,
+        chosen: Some(chosen),
     };
-    let mut record = record;
     crate::session::scrub::screen(&settings.redaction, &mut record);
     settings.store.append_screen(&record)?;
     let (report, _) = super::report_cmd::shown(&settings.store, &done.session)?;
@@ -143,141 +185,297 @@ pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
 #[derive(Clone, Copy)]
 struct Context<'a> {
     settings: &'a SessionSpec,
-    screen_session: &'a str,
+    screen: &'a crate::record::SessionRecord,
     rule: &'a Rule,
     stop: &'a tokio::sync::watch::Receiver<Stop>,
 }
 
-/// Confirms one candidate: alone first (when the recipe can select it),
-/// then with its neighbours if it never fails alone.
-async fn confirm(
+/// Counts at one rung: cell arm, baseline arm, pairs.
+type StageCounts = ((u64, u64), (u64, u64), u32);
+
+/// One candidate on its way through the confirmation stage.
+struct Active {
+    /// Its selections, narrowest first.
+    ladder: Vec<Selection>,
+    /// The rung it is on.
+    rung: usize,
+    /// Counts at this rung so far: cell arm, baseline arm, pairs.
+    stage: StageCounts,
+    /// The seed every cell run replays (a shuffle candidate).
+    every_seed: Option<u64>,
+    /// Decided, capped or given up.
+    done: bool,
+    /// What is recorded.
+    out: Confirmation,
+}
+
+/// Confirms every candidate, round after round: in each round the
+/// undecided candidates of each cell are packed into invocations that do
+/// not interfere (`screen::batches`), each one session of the baseline and
+/// the cell; a candidate whose selection must widen climbs and waits for
+/// the next round. Returns the confirmations and the stage's (sessions,
+/// runs, executions).
+async fn confirm_all(
     ctx: &Context<'_>,
-    c: &Candidate,
-    seed: u64,
-    budget: &mut Option<u64>,
-) -> Result<Confirmation> {
-    let Context {
-        settings,
-        screen_session,
-        rule,
-        stop,
-    } = *ctx;
+    candidates: &[Candidate],
+    mut budget: Option<u64>,
+) -> Result<(Vec<Confirmation>, (u64, u64, u64))> {
+    let settings = ctx.settings;
     let recipe = settings.recipe.as_ref();
     let select = recipe.and_then(|r| r.select.as_ref());
     let from = select.and_then(|s| s.id_from).unwrap_or_default();
-    let mut stages: Vec<(&'static str, Vec<String>, String)> = Vec::new();
-    if let (Some(r), Some(_)) = (recipe, select) {
-        if let Some(id) = screen::runner_id(from, &c.test, &settings.dir) {
-            if let Ok(argv) = argv::select(r, &settings.command, &id, &settings.dir) {
-                stages.push(("alone", argv, format!("alone ({id})")));
+    let repeats = select.is_some_and(|s| s.repeats);
+    let mut actives: Vec<Active> = candidates
+        .iter()
+        .map(|c| {
+            let kind = kind_of(settings, &c.cell).1;
+            let every_seed = c.flip_seed.filter(|_| kind == CellKind::Shuffled);
+            let ladder = screen::ladder(from, &c.test, &settings.dir, select.is_some(), kind);
+            Active {
+                ladder,
+                rung: 0,
+                stage: ((0, 0), (0, 0), 0),
+                every_seed,
+                done: false,
+                out: Confirmation {
+                    candidate: c.clone(),
+                    looks: Vec::new(),
+                    selection: String::new(),
+                    cell: (0, 0),
+                    baseline: (0, 0),
+                    stage_runs: 0,
+                    all_runs: 0,
+                    executions: 0,
+                    decision: Decision::Continue,
+                    spent_p: 1.0,
+                    note: None,
+                    replayed_seed: every_seed,
+                    sessions: Vec::new(),
+                    start: screen::start_reason(kind, c.flip_seed),
+                    climbs: Vec::new(),
+                    replayed_every: every_seed.is_some(),
+                },
+            }
+        })
+        .collect();
+    let mut totals = (0u64, 0u64, 0u64);
+    let mut batch_no = 0u32;
+    'rounds: loop {
+        for a in actives.iter_mut().filter(|a| !a.done) {
+            if pairs_of(a) >= ctx.rule.looks {
+                a.done = true;
             }
         }
-        if let Some(id) = screen::neighbours_id(from, &c.test, &settings.dir) {
-            if let Ok(argv) = argv::select(r, &settings.command, &id, &settings.dir) {
-                stages.push(("neighbours", argv, format!("with its neighbours ({id})")));
+        let mut cells: Vec<&str> = Vec::new();
+        for a in actives.iter().filter(|a| !a.done) {
+            if !cells.contains(&a.out.candidate.cell.as_str()) {
+                cells.push(&a.out.candidate.cell);
             }
         }
-    }
-    if !stages.iter().any(|s| s.0 == "neighbours") {
-        stages.push((
-            "neighbours",
-            settings.command.clone(),
-            "with its neighbours (the whole command)".into(),
-        ));
-    }
-    let mut out = Confirmation {
-        candidate: c.clone(),
-        looks: Vec::new(),
-        selection: String::new(),
-        cell: (0, 0),
-        baseline: (0, 0),
-        stage_runs: 0,
-        all_runs: 0,
-        executions: 0,
-        decision: Decision::Continue,
-        spent_p: 1.0,
-        note: None,
-        replayed_seed: None,
-        sessions: Vec::new(),
-    };
-    let mut pair = 0u32;
-    let stage_count = stages.len();
-    for (i, (stage, argv, words)) in stages.into_iter().enumerate() {
-        if pair >= rule.looks {
+        if cells.is_empty() {
             break;
         }
-        let stage_settings = match settings.clone().only_cells(&["baseline", c.cell.as_str()]) {
-            Ok(spec) => {
-                let shuffled = spec
-                    .cell_index(&c.cell)
-                    .is_some_and(|i| spec.cells[i].1.shuffle);
-                spec.with_command(argv)
-                    .with_runs(rule.looks - pair)
-                    .with_seed(seed + i as u64)
-                    .first_seed(if shuffled { c.flip_seed } else { None })
-                    .part_of(screen_session)
-            }
-            Err(e) => {
-                out.note = Some(format!("{words}: {} (hint: {})", e.message(), e.hint()));
-                continue;
-            }
-        };
-        out.replayed_seed = out.replayed_seed.or(stage_settings.replay.first_seed);
-        let may_climb = stage == "alone" && i + 1 < stage_count && c.screen_cell.0 > 0;
-        let mut stage_pairs = 0u32;
-        let mut decision = Decision::Continue;
-        let mut looks = Vec::new();
-        let mut used = 0u64;
-        let mut exhausted = false;
-        let mut on_block = |runs: &[RunRecord]| -> bool {
-            pair += 1;
-            stage_pairs += 1;
-            used = runs.len() as u64;
-            let look = screen::decide(
-                rule,
-                pair,
-                stage_pairs,
-                stage,
-                arm(runs, &c.cell, &c.test),
-                arm(runs, "baseline", &c.test),
-                may_climb,
-            );
-            decision = look.decision;
-            looks.push(look);
-            if let Some(left) = budget.as_ref() {
-                if used >= *left {
-                    exhausted = true;
-                    return true;
+        let cells: Vec<String> = cells.into_iter().map(String::from).collect();
+        for cell in &cells {
+            let entries: Vec<(usize, Option<String>, Option<u64>)> = (actives.iter().enumerate())
+                .filter(|(_, a)| !a.done && &a.out.candidate.cell == cell)
+                .map(|(i, a)| (i, a.ladder[a.rung].id.clone(), a.every_seed))
+                .collect();
+            for batch in screen::batches(&entries, repeats) {
+                if *ctx.stop.borrow() != Stop::Run {
+                    break 'rounds;
+                }
+                // Each invocation's fresh seeds derive from the session
+                // seed, so a screened session is reproducible from it.
+                let seed = crate::plan::run_seed(settings.seed, 1_000_000 + batch_no);
+                batch_no += 1;
+                let more = run_batch(
+                    ctx,
+                    cell,
+                    &batch,
+                    seed,
+                    &mut actives,
+                    &mut budget,
+                    &mut totals,
+                )
+                .await?;
+                if !more {
+                    break 'rounds;
                 }
             }
-            decision != Decision::Continue || pair >= rule.looks
-        };
-        let done = session::run_session_looking(&stage_settings, stop, Some(&mut on_block)).await?;
-        if let Some(left) = budget.as_mut() {
-            *left = left.saturating_sub(used);
-        }
-        let Some(done) = done else { break };
-        let (runs, _) = done.runs(&stage_settings.store)?;
-        out.spent_p = looks.iter().map(|l| l.spent_p).fold(out.spent_p, f64::min);
-        out.looks.extend(looks);
-        out.all_runs += runs.len() as u64;
-        out.sessions.push(done.session.id.clone());
-        out.executions += executions(&runs);
-        out.selection = words;
-        out.cell = arm(&runs, &c.cell, &c.test);
-        out.baseline = arm(&runs, "baseline", &c.test);
-        out.stage_runs = runs.len() as u64;
-        out.decision = decision;
-        if exhausted {
-            out.note = Some("--max-runs reached".into());
-            *budget = Some(0);
-            break;
-        }
-        if decision != Decision::Climb || done.interrupted {
-            break;
         }
     }
-    Ok(out)
+    let out = actives.into_iter().map(|a| a.out).collect();
+    Ok((out, totals))
+}
+
+/// Runs one invocation's session for `batch` and takes every member's
+/// looks after each pair; false when the confirmation stage must end
+/// (interrupted, or `--max-runs` spent).
+async fn run_batch(
+    ctx: &Context<'_>,
+    cell: &str,
+    batch: &screen::Batch,
+    seed: u64,
+    actives: &mut [Active],
+    budget: &mut Option<u64>,
+    totals: &mut (u64, u64, u64),
+) -> Result<bool> {
+    let Context {
+        settings,
+        screen: screen_session,
+        rule,
+        stop,
+    } = *ctx;
+    let argv = if batch.ids.is_empty() {
+        Ok(settings.command.clone())
+    } else {
+        match settings.recipe.as_ref() {
+            Some(r) => argv::select_many(r, &settings.command, &batch.ids, &settings.dir),
+            None => Err("no recipe selects tests".to_string()),
+        }
+    };
+    let spec = argv.map_err(|e| (e, String::new())).and_then(|argv| {
+        settings
+            .clone()
+            .only_cells(&["baseline", cell])
+            .map_err(|e| (e.message().to_string(), e.hint().to_string()))
+            .map(|s| {
+                s.with_command(argv)
+                    .with_seed(seed)
+                    .every_seed(batch.every_seed)
+                    .part_of(&screen_session.id)
+                    .knowing(screen_session)
+            })
+    });
+    let spec = match spec {
+        Ok(s) => s,
+        Err((why, hint)) => {
+            for &i in &batch.members {
+                let a = &mut actives[i];
+                let words = &a.ladder[a.rung].words;
+                a.out.note = Some(match hint.is_empty() {
+                    true => format!("{words}: {why}"),
+                    false => format!("{words}: {why} (hint: {hint})"),
+                });
+                a.done = true;
+            }
+            return Ok(true);
+        }
+    };
+    let looks_left = (batch.members.iter())
+        .map(|&i| rule.looks.saturating_sub(pairs_of(&actives[i])))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let spec = spec.with_runs(looks_left);
+    // Members still looking in this invocation.
+    let mut looking: Vec<usize> = batch.members.clone();
+    let mut exhausted = false;
+    let mut used = 0u64;
+    let start: Vec<StageCounts> = batch.members.iter().map(|&i| actives[i].stage).collect();
+    let mut on_block = |runs: &[RunRecord]| -> bool {
+        used = runs.len() as u64;
+        for (m, &i) in batch.members.iter().enumerate() {
+            if !looking.contains(&i) {
+                continue;
+            }
+            let a = &mut actives[i];
+            let test = a.out.candidate.test.clone();
+            let (c0, b0, p0) = start[m];
+            let (kc, nc) = screen::arm(runs, cell, &test);
+            let (kb, nb) = screen::arm(runs, "baseline", &test);
+            let pairs_here = runs.len() as u32 / 2;
+            a.stage = (
+                (c0.0 + kc, c0.1 + nc),
+                (b0.0 + kb, b0.1 + nb),
+                p0 + pairs_here,
+            );
+            let pair = pairs_of(a) + 1;
+            let level = a.ladder[a.rung].level;
+            let can_climb = a.rung + 1 < a.ladder.len();
+            let (look, why) = screen::look_at(
+                rule,
+                pair,
+                a.stage.2,
+                level,
+                a.stage.0,
+                a.stage.1,
+                a.out.candidate.screen_baseline,
+                can_climb,
+                a.out.candidate.screen_cell.0 > 0,
+            );
+            let decision = look.decision;
+            a.out.spent_p = a.out.spent_p.min(look.spent_p);
+            a.out.looks.push(look);
+            a.out.selection = a.ladder[a.rung].words.clone();
+            a.out.cell = a.stage.0;
+            a.out.baseline = a.stage.1;
+            a.out.stage_runs = 2 * u64::from(a.stage.2);
+            a.out.decision = decision;
+            match decision {
+                Decision::Climb => {
+                    let from = a.ladder[a.rung].words.clone();
+                    a.rung += 1;
+                    a.out.climbs.push(screen::Climb {
+                        from,
+                        to: a.ladder[a.rung].words.clone(),
+                        why: why.unwrap_or_default(),
+                    });
+                    a.stage = ((0, 0), (0, 0), 0);
+                    looking.retain(|&x| x != i);
+                }
+                Decision::Differs | Decision::Cleared => {
+                    a.done = true;
+                    looking.retain(|&x| x != i);
+                }
+                Decision::Continue => {
+                    if let Some(why) = why {
+                        a.out.note = Some(why);
+                    }
+                    if pair >= rule.looks {
+                        a.done = true;
+                        looking.retain(|&x| x != i);
+                    }
+                }
+            }
+        }
+        if budget.is_some_and(|left| used >= left) {
+            exhausted = true;
+            return true;
+        }
+        looking.is_empty()
+    };
+    let done = session::run_session_looking(&spec, stop, Some(&mut on_block)).await?;
+    if let Some(left) = budget.as_mut() {
+        *left = left.saturating_sub(used);
+    }
+    let Some(done) = done else {
+        return Ok(false);
+    };
+    let (runs, _) = done.runs(&spec.store)?;
+    let x = executions(&runs);
+    *totals = (totals.0 + 1, totals.1 + runs.len() as u64, totals.2 + x);
+    for &i in &batch.members {
+        let a = &mut actives[i];
+        a.out.all_runs += runs.len() as u64;
+        a.out.executions += x;
+        a.out.sessions.push(done.session.id.clone());
+    }
+    if exhausted {
+        for a in actives.iter_mut().filter(|a| !a.done) {
+            a.out.note = Some("--max-runs reached".into());
+            a.done = true;
+        }
+        *budget = Some(0);
+        return Ok(false);
+    }
+    Ok(!done.interrupted)
+}
+
+/// Looks a candidate has taken (every rung).
+fn pairs_of(a: &Active) -> u32 {
+    a.out.looks.len() as u32
 }
 
 /// Puts the confirmations into the report: each candidate's row counts its
@@ -338,10 +536,20 @@ pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &S
                 c.selection, c.stage_runs
             ),
         };
-        let verdict = match c.replayed_seed {
-            Some(seed) => format!("{verdict}; each stage's first cell run replayed seed {seed}, which flipped it in the screen, the rest fresh seeds"),
-            None => verdict,
+        let mut verdict = match (c.replayed_seed, c.replayed_every) {
+            (Some(_), true) => verdict,
+            (Some(seed), false) => format!("{verdict}; each stage's first cell run replayed seed {seed}, which flipped it in the screen, the rest fresh seeds"),
+            (None, _) => verdict,
         };
+        if let Some(start) = &c.start {
+            verdict.push_str(&format!("; {start}"));
+        }
+        for climb in &c.climbs {
+            verdict.push_str(&format!(
+                "; climbed from {} to {}: {}",
+                climb.from, climb.to, climb.why
+            ));
+        }
         if differs {
             differing += 1;
             let rate = |(k, n): (u64, u64)| k as f64 / n.max(1) as f64;
@@ -383,7 +591,13 @@ pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &S
             d(b).cmp(&d(a)).then(b.k.cmp(&a.k)).then(a.id.cmp(&b.id))
         });
     }
-    let screen_executions = runs.executions;
+    if let Some((_, runs, executions)) = record.confirm_totals {
+        confirm_runs = runs;
+        confirm_executions = executions;
+    }
+    let again_runs: u64 = record.rounds.iter().map(|r| r.runs).sum();
+    let again_executions: u64 = record.rounds.iter().map(|r| r.executions).sum();
+    let screen_executions = runs.executions + again_executions;
     let per_run = if runs.measured == 0 {
         0.0
     } else {
@@ -399,12 +613,20 @@ pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &S
         candidates: confirmed.len(),
         confirmed: differing,
         rule: *rule,
-        runs: (runs.runs, confirm_runs),
+        runs: (runs.runs + again_runs, confirm_runs),
         executions: (screen_executions, confirm_executions),
         fixed_runs_per_cell: fixed_runs,
         fixed_executions,
         used_share: fixed_executions
             .filter(|f| *f > 0)
             .map(|f| (screen_executions + confirm_executions) as f64 / f as f64),
+        confirm_sessions: record.confirm_totals.map_or_else(
+            || confirmed.iter().map(|c| c.sessions.len() as u64).sum(),
+            |t| t.0,
+        ),
+        rescreened: (record.rounds.iter())
+            .flat_map(|r| r.cells.iter().cloned())
+            .collect(),
+        chosen: record.chosen.clone(),
     });
 }

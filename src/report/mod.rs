@@ -28,6 +28,7 @@ pub mod sham;
 mod snapshots_test;
 pub mod svg;
 pub mod table;
+pub mod undecided;
 pub mod verify;
 
 use std::collections::BTreeMap;
@@ -299,6 +300,10 @@ pub struct Report {
     /// `--design screen`: how the runs were spent, against the fixed design.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub design: Option<crate::screen::DesignSummary>,
+    /// `run` under `--design auto`: which design ran and why (a screened
+    /// session says it in `design.chosen`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub design_chosen: Option<String>,
     /// A sharded session: which hosts ran which shards, the shards missing,
     /// and per cell whether the rate differs between hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -388,7 +393,7 @@ impl Confirmation {
 pub fn design_text(d: &crate::screen::DesignSummary) -> String {
     let (screen_x, confirm_x) = d.executions;
     let mut text = format!(
-        "Screen, then confirm: {} full run(s) per cell screened {} (test, cell) pairs and raised {} candidate(s); {} differ after Holm over the candidates, on fresh confirmation runs only (at most {} looks each, spent p held to {} = alpha / candidates; cleared below a {:.0}% difference). Test executions: {} in the screen, {} confirming.",
+        "Screen, then confirm: one full run per cell (at most {}) screened {} (test, cell) pairs and raised {} candidate(s); {} differ after Holm over the candidates, on fresh confirmation runs only (at most {} looks each, spent p held to {} = alpha / candidates; cleared below a {:.0}% difference). Test executions: {} in the screen, {} confirming.",
         d.screen_runs,
         d.pairs_screened,
         d.candidates,
@@ -399,6 +404,23 @@ pub fn design_text(d: &crate::screen::DesignSummary) -> String {
         screen_x,
         confirm_x
     );
+    if !d.rescreened.is_empty() {
+        let cells: Vec<String> = (d.rescreened.iter())
+            .map(|(c, why)| format!("{c} ({why})"))
+            .collect();
+        text.push_str(&format!(
+            " Screened again, up to {} runs: {}.",
+            d.screen_runs,
+            cells.join(", ")
+        ));
+    }
+    text.push_str(&format!(
+        " The confirmations took {} runner invocation(s).",
+        d.confirm_sessions
+    ));
+    if let Some(why) = &d.chosen {
+        text.push_str(&format!(" Design: {why}."));
+    }
     if let (Some(n), Some(fixed), Some(share)) =
         (d.fixed_runs_per_cell, d.fixed_executions, d.used_share)
     {
@@ -614,6 +636,7 @@ fn finish_report(
         cells,
         confirmations: Vec::new(),
         design: None,
+        design_chosen: None,
         shards,
     }
 }

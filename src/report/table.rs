@@ -110,6 +110,24 @@ pub fn render(report: &Report) -> String {
             }
         }
     }
+    if let Some(why) = &report.design_chosen {
+        let _ = writeln!(out, "\ndesign: {why}");
+    }
+    let undecided = super::undecided::rows(report);
+    if !undecided.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nundecided (a small raw p that the correction does not keep):"
+        );
+        for (cell, row) in undecided {
+            let _ = writeln!(
+                out,
+                "  {cell}  {}: {}",
+                row.id,
+                row.verdict.as_deref().unwrap_or("")
+            );
+        }
+    }
     if let Some(d) = &report.design {
         let _ = writeln!(out, "\n{}", super::design_text(d));
         for (cell, row) in super::confirmed_rows(report) {

@@ -92,7 +92,12 @@ pub async fn run_session_looking(
     plan.first_seed = replay.first_seed;
 
     let mut cell_records = Vec::new();
+    let known = settings.known.as_ref();
     for (i, (cell, prepared)) in settings.cells.iter().enumerate() {
+        if let Some(record) = known.and_then(|k| k.cells.get(&cell.name)) {
+            cell_records.push(record.clone());
+            continue;
+        }
         cell_records.push(probe_cell(settings, &session_id, i, cell, prepared, stop).await?);
         if *stop.borrow() != Stop::Run {
             eprintln!("flakelab: interrupted while probing; nothing was run");
@@ -118,9 +123,12 @@ pub async fn run_session_looking(
         replay_of: replay.of.clone(),
         runner: settings.recipe.as_ref().map(|r| r.name.clone()),
         runner_note: settings.runner_note.clone(),
-        runner_version: (settings.recipe.as_ref())
-            .and_then(|r| crate::catalog::recipe::version_argv(r, &settings.command))
-            .and_then(|argv| settings.executor.version(&argv, &settings.dir)),
+        runner_version: match known {
+            Some(k) => k.runner_version.clone(),
+            None => (settings.recipe.as_ref())
+                .and_then(|r| crate::catalog::recipe::version_argv(r, &settings.command))
+                .and_then(|argv| settings.executor.version(&argv, &settings.dir)),
+        },
         left_out: settings
             .left_out
             .iter()

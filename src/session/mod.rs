@@ -135,8 +135,21 @@ pub struct SessionSpec {
     pub keep_junit: bool,
     /// The shard of a sharded session this process runs (`run --shard`).
     pub sharding: Option<Sharding>,
+    /// What an earlier session of the same runner already found (the
+    /// screen's confirmations): its cells' probes and the runner's version,
+    /// used instead of probing and asking again.
+    pub known: Option<Known>,
     /// Every recipe known here (for a derived command's runner).
     recipes: Vec<Recipe>,
+}
+
+/// What one session found that a session derived from it may reuse.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Known {
+    /// Each cell's record (its probes, whether it applied), by cell name.
+    pub cells: BTreeMap<String, crate::record::CellRecord>,
+    /// The runner's version line.
+    pub runner_version: Option<String>,
 }
 
 impl SessionSpec {
@@ -190,6 +203,25 @@ impl SessionSpec {
     /// The same session as one shard of a sharded session (None: whole).
     pub fn sharded(mut self, sharding: Option<Sharding>) -> SessionSpec {
         self.sharding = sharding;
+        self
+    }
+
+    /// The same session reusing what `session` found: its cells' probes
+    /// and the runner's version (a confirmation of the screen `session`).
+    pub fn knowing(mut self, session: &crate::record::SessionRecord) -> SessionSpec {
+        self.known = Some(Known {
+            cells: (session.cells.iter())
+                .map(|c| (c.name.clone(), c.clone()))
+                .collect(),
+            runner_version: session.runner_version.clone(),
+        });
+        self
+    }
+
+    /// Every replicate of every cell under `seed` (a shuffle candidate's
+    /// flipping order, replayed on each of its confirmation runs).
+    pub fn every_seed(mut self, seed: Option<u64>) -> SessionSpec {
+        self.replay.seed = seed;
         self
     }
 

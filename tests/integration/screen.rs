@@ -167,33 +167,36 @@ fn an_order_dependence_is_confirmed_with_its_neighbours_under_its_seed() {
     assert_eq!(row["id"], "tests.test_prices::test_default_price");
     assert_eq!(row["vs_baseline"]["differs"], true, "{row}");
     let verdict = row["verdict"].as_str().unwrap();
+    // A shuffle candidate keeps the full selection (no recipe runs a given
+    // order, and the seed on a smaller selection is another order) and
+    // replays the flipping seed on every cell run: it never runs alone.
     assert!(
-        verdict.contains("with its neighbours (tests/test_prices.py)"),
+        verdict.contains("with its neighbours (the whole command)"),
         "{verdict}"
     );
-    // It never failed alone, so it climbed.
     let looks = row["looks"].as_array().unwrap();
-    let alone: Vec<&serde_json::Value> = looks.iter().filter(|l| l["stage"] == "alone").collect();
-    assert!(!alone.is_empty());
-    assert!(alone.iter().all(|l| l["cell"][0] == 0), "{looks:?}");
-    assert_eq!(alone.last().unwrap()["decision"], "climb");
-    // The neighbours' first shuffled run replayed the seed that flipped it.
+    assert!(looks.iter().all(|l| l["stage"] == "whole"), "{looks:?}");
     let seed: u64 = verdict
-        .split("replayed seed ")
+        .split("replays seed ")
         .nth(1)
         .and_then(|s| s.split(',').next())
         .and_then(|s| s.parse().ok())
         .expect("the verdict names the seed");
-    let replayed = lab.runs().into_iter().any(|r| {
-        r["cell"] == "shuffle"
-            && r["seed"] == seed
-            && r["replicate"] == 0
-            && crate::run_argv(&r)
-                .iter()
-                .any(|a| a == "tests/test_prices.py")
-            && r["session"] != report["session"]
-    });
-    assert!(replayed, "no confirmation run replayed seed {seed}");
+    // The screen's later rounds run fresh seeds; the confirmation's cell
+    // runs, the ones its looks counted, all run the flipping seed.
+    let replayed = lab
+        .runs()
+        .into_iter()
+        .filter(|r| r["cell"] == "shuffle" && r["session"] != report["session"])
+        .filter(|r| r["seed"] == seed)
+        .count();
+    // The confirmation's cell runs, and the screen round's run that
+    // flipped it when that was a later round (part of the screen too).
+    let n = row["n"].as_u64().unwrap();
+    assert!(
+        (n..=n + 1).contains(&(replayed as u64)),
+        "every confirmation run of the cell replayed seed {seed}: {replayed} of {n}"
+    );
 }
 
 #[test]
@@ -254,12 +257,144 @@ fn the_generated_suite_yields_exactly_its_planted_pairs() {
     // 600 tests in each of three cells: the zone, the shuffle, and the
     // zone's sham (the host's own zone; shuffle has no mechanism beside it).
     assert_eq!(design["pairs_screened"], 1800);
-    // The screen ran 3 full runs in each of 4 cells (baseline, zone, sham,
-    // shuffle); confirmation ran single tests and one module, far fewer
-    // executions than the screen.
-    assert_eq!(design["executions"][0], 3 * 4 * 600);
+    // The adaptive screen: one full run in each of 4 cells (baseline,
+    // zone, sham, shuffle), then 2 more in the shuffle (random by nature)
+    // and the sham (its first run flagged nothing), not in the zone.
+    assert_eq!(design["executions"][0], (4 + 2 * 2) * 600, "{design}");
+    let again: Vec<&str> = design["rescreened"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[0].as_str().unwrap())
+        .collect();
+    assert_eq!(again.len(), 2, "{design}");
+    assert!(again.contains(&"shuffle"), "{design}");
+    // The zone candidate is confirmed alone, the order candidate on the
+    // whole command under its flipping seed: one invocation per cell.
+    assert_eq!(design["confirm_sessions"], 2, "{design}");
+}
+
+/// `run --design screen` on `tests/fixtures/context-project` with `-p SPEC`
+/// on `files`: the report, checked to have one confirmed row.
+fn context_screen(spec: &str, files: &[&str]) -> (Lab, serde_json::Value, serde_json::Value) {
+    let lab = Lab::new();
+    copy_fixture(&lab, "context-project");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let rendezvous = lab.path().join("rendezvous");
+    std::fs::create_dir_all(&rendezvous).unwrap();
+    let mut args = vec![
+        "run",
+        "--format",
+        "json",
+        "--design",
+        "screen",
+        "--seed",
+        "3",
+        "--no-sham",
+        "-p",
+        spec,
+        "--",
+        "python3",
+        "-m",
+        "pytest",
+    ];
+    args.extend_from_slice(files);
+    let out = lab
+        .cmd()
+        .env("PAIR_PORT", port.to_string())
+        .env("PAIR_DIR", &rendezvous)
+        .args(&args)
+        .output()
+        .unwrap();
+    let report = crate::report_from(&out, 1);
+    let rows = confirmed(&report);
+    let differing: Vec<_> = rows
+        .iter()
+        .filter(|(_, t)| t["vs_baseline"]["differs"] == true)
+        .collect();
+    assert_eq!(differing.len(), 1, "{}", report["design"]);
+    let row = differing[0].1.clone();
+    (lab, report, row)
+}
+
+#[test]
+fn a_brittle_test_climbs_to_its_file_when_alone_breaks_its_baseline() {
+    if !pytest_available() {
+        return;
+    }
+    let (_lab, _report, row) = context_screen("tz=Pacific/Kiritimati", &["tests/test_registry.py"]);
+    assert_eq!(row["id"], "tests.test_registry::test_lookup");
+    let verdict = row["verdict"].as_str().unwrap();
     assert!(
-        design["executions"][1].as_u64().unwrap() < 3 * 3 * 600 / 4,
-        "{design}"
+        verdict.contains("confirmed with its neighbours (tests/test_registry.py)"),
+        "{verdict}"
     );
+    assert!(
+        verdict.contains("climbed from alone (tests/test_registry.py::test_lookup) to with its neighbours (tests/test_registry.py): its baseline arm failed 1 of 1 where the screen's baseline failed 0 of 1"),
+        "{verdict}"
+    );
+    let looks = row["looks"].as_array().unwrap();
+    assert_eq!(looks[0]["stage"], "alone");
+    assert_eq!(looks[0]["decision"], "climb");
+    assert!(
+        looks[1..].iter().all(|l| l["stage"] == "neighbours"),
+        "{looks:?}"
+    );
+    // The verdict rests on the file's runs: failing in the zone, passing at baseline.
+    assert_eq!(row["k"], row["n"]);
+}
+
+#[test]
+fn a_port_collision_is_confirmed_beside_its_partner_under_workers() {
+    if !capable(
+        "pytest with pytest-xdist",
+        sh_ok("python3 -c 'import pytest, xdist'"),
+    ) {
+        return;
+    }
+    let (_lab, _report, row) = context_screen("workers=2", &["tests/test_ports.py"]);
+    assert_eq!(row["id"], "tests.test_ports::test_port_b");
+    let verdict = row["verdict"].as_str().unwrap();
+    assert!(
+        verdict.contains("confirmed with its neighbours (tests/test_ports.py)"),
+        "{verdict}"
+    );
+    assert!(verdict.contains("never alone"), "{verdict}");
+    let looks = row["looks"].as_array().unwrap();
+    assert!(
+        looks.iter().all(|l| l["stage"] == "neighbours"),
+        "{looks:?}"
+    );
+}
+
+#[test]
+#[ignore = "seed 3 flips no order of the victim in its 3 screen runs; a flipping --seed is still to be chosen"]
+fn an_order_victim_of_a_large_file_replays_its_flipping_order() {
+    if !pytest_available() {
+        return;
+    }
+    let (lab, report, row) = context_screen("shuffle", &["tests/test_order.py"]);
+    assert_eq!(row["id"], "tests.test_order::test_victim");
+    let verdict = row["verdict"].as_str().unwrap();
+    assert!(verdict.contains("the whole command"), "{verdict}");
+    assert!(verdict.contains("keeps the full selection"), "{verdict}");
+    // Every confirmation cell run replayed the one order: it failed each time.
+    assert_eq!(row["k"], row["n"]);
+    let seed: u64 = verdict
+        .split("replays seed ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .and_then(|s| s.parse().ok())
+        .expect("the verdict names the seed");
+    let replayed = lab
+        .runs()
+        .into_iter()
+        .filter(|r| r["cell"] == "shuffle" && r["session"] != report["session"])
+        .filter(|r| r["seed"] == seed)
+        .count();
+    assert_eq!(replayed as u64, row["n"].as_u64().unwrap());
 }

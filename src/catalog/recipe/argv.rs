@@ -129,6 +129,42 @@ pub fn select(
     Ok(argv)
 }
 
+/// The command with the recipe's `[select]` for several ids at once (the
+/// arguments repeated per id): `Err` when the recipe does not declare
+/// `repeats` and more than one id is asked for.
+pub fn select_many(
+    recipe: &Recipe,
+    command: &[String],
+    ids: &[String],
+    dir: &Path,
+) -> Result<Vec<String>, String> {
+    let Some(first) = ids.first() else {
+        return Ok(command.to_vec());
+    };
+    let mut argv = select(recipe, command, first, dir)?;
+    if ids.len() == 1 {
+        return Ok(argv);
+    }
+    if !recipe.select.as_ref().is_some_and(|s| s.repeats) {
+        return Err(format!(
+            "the {} recipe's [select] does not declare `repeats`: it selects one id per run",
+            recipe.name
+        ));
+    }
+    for id in &ids[1..] {
+        // The first id's arguments are in place; the others go right
+        // after the runner's words, as the first's did.
+        let select = recipe.select.as_ref().expect("checked above");
+        let end = runner_words_end(recipe, &argv).min(argv.len());
+        let vars = BTreeMap::from([("id", id.to_string())]);
+        let (next, _) = select
+            .apply_at(&argv, &vars, end)
+            .map_err(|e| format!("the {} recipe's [select] failed: {e}", recipe.name))?;
+        argv = next;
+    }
+    Ok(argv)
+}
+
 /// The lane's command at `workers` workers, through the recipe's workers
 /// option (the lane's own worker option replaced).
 pub fn with_workers(

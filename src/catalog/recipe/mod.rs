@@ -127,6 +127,12 @@ pub struct Inject {
     /// path argument to drop (`--ignore tests/slow`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub value_options: Vec<String>,
+    /// `[select]` only: several ids select together when the arguments are
+    /// repeated once per id (`--only a --only b`; pytest's node ids), so the
+    /// screen design confirms many candidates in one invocation. Without
+    /// it, each selection runs alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeats: bool,
     /// `[select]` only: how the runner names a test that flakelab knows by
     /// its JUnit id (`classname::name`), for `--design screen`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
