@@ -10,6 +10,7 @@ use crate::exec::child::Stop;
 use crate::exec::Executor;
 use crate::report::{self, Report};
 
+mod bisect;
 mod demo;
 mod info;
 mod internal;
@@ -45,6 +46,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
         Command::Ladder(args) => runtime()?.block_on(ladder::ladder_cmd(ctx, args)),
         Command::Verify(args) => runtime()?.block_on(verify::verify_cmd(ctx, args)),
         Command::Replay(args) => replay::replay_cmd(ctx, &args),
+        Command::Bisect(args) => runtime()?.block_on(bisect::bisect_cmd(ctx, args)),
         Command::Demo(args) => demo::demo_cmd(ctx, &args),
         Command::Report(args) => report_cmd::report_cmd(&args),
         Command::Merge(args) => merge::merge_cmd(&args),

@@ -10,12 +10,14 @@
 //! ([`Store::runs_iter`]). Reading is tolerant: a truncated or corrupt line
 //! is skipped and counted, and a duplicate id is read once (the first wins).
 
+mod bisect;
 pub mod compact;
 #[cfg(test)]
 mod compact_tests;
 mod runs;
 mod template;
 
+pub use bisect::{BISECTS_FILE, BISECT_DIR};
 pub use runs::RunIter;
 
 use std::collections::{HashMap, HashSet};
