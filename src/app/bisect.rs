@@ -8,7 +8,7 @@ use crate::bisect::ddmin::{Ddmin, Next};
 use crate::bisect::{self, BisectRecord, Confirmation, Kind, BISECT_SCHEMA};
 use crate::catalog::perturbation::Kind as PerturbKind;
 use crate::catalog::recipe::argv;
-use crate::catalog::recipe::ordered::{OrderHow, Ordered};
+use crate::catalog::recipe::ordered::Ordered;
 use crate::cli::{BisectArgs, LadderFormat};
 use crate::config::RunFlags;
 use crate::error::{Error, Result};
@@ -335,7 +335,7 @@ async fn bisect_steps(
         record.kind = Kind::Brittle;
         record.setters = found.clone();
     }
-    println!("flakelab bisect: {}", record.lines()[2]);
+    eprintln!("flakelab bisect: {}", record.lines()[2]);
     // k of K: the finding with the victim, and the victim alone.
     let other = if want == Seen::Fail {
         Seen::Pass
@@ -369,32 +369,13 @@ async fn bisect_steps(
 
 /// The recipe's ordered selection, or why bisect cannot run an order.
 fn ordered_of(spec: &SessionSpec) -> Result<Ordered> {
-    let Some(recipe) = &spec.recipe else {
-        return Err(Error::usage(
-            "bisect needs a runner recipe to run tests in a given order; the run had none",
-            "run the command with a recipe flakelab knows (`flakelab recipes`), or --runner NAME",
-        ));
-    };
-    match &recipe.ordered {
-        Some(o) if o.how == OrderHow::PytestPlugin => Ok(o.clone()),
-        Some(o) => Err(Error::usage(
-            format!(
-                "the {} runner cannot run a given order of tests: {}",
-                recipe.name, o.note
-            ),
-            format!(
-                "`flakelab recipes show {}` says what it allows",
-                recipe.name
-            ),
-        )),
-        None => Err(Error::usage(
-            format!(
-                "the {} recipe declares no [ordered] selection: bisect cannot run a given order",
-                recipe.name
-            ),
-            "add an [ordered] section to the recipe (see the book: Finding the polluter)",
-        )),
-    }
+    bisect::can_order(spec.recipe.as_ref()).cloned().map_err(|e| {
+        let hint = match &spec.recipe {
+            Some(r) => format!("`flakelab recipes show {}` says what it allows", r.name),
+            None => "run the command with a recipe flakelab knows (`flakelab recipes`), or --runner NAME".into(),
+        };
+        Error::usage(e, hint)
+    })
 }
 
 /// The command that runs just the culprits and the victim, in their order:
@@ -504,6 +485,8 @@ async fn record_seeded(
     let spec = session::resolve(intent, &layers, &ctx.executor)?
         .with_runs(1)
         .first_seed(Some(seed));
+    // A runner that cannot run a given order is refused before anything runs.
+    ordered_of(&spec)?;
     eprintln!("flakelab bisect: one shuffled run under seed {seed} first");
     let Some(done) = session::run_session(&spec, stop).await? else {
         return Ok(None);

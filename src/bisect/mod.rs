@@ -190,6 +190,31 @@ impl BisectRecord {
     }
 }
 
+/// The recipe's ordered selection, or why bisect cannot run a given order
+/// with this runner (and what it allows instead).
+pub fn can_order(
+    recipe: Option<&crate::catalog::recipe::Recipe>,
+) -> Result<&crate::catalog::recipe::ordered::Ordered, String> {
+    use crate::catalog::recipe::ordered::OrderHow;
+    let Some(recipe) = recipe else {
+        return Err(
+            "bisect needs a runner recipe to run tests in a given order; the command has none"
+                .into(),
+        );
+    };
+    match &recipe.ordered {
+        Some(o) if o.how == OrderHow::PytestPlugin => Ok(o),
+        Some(o) => Err(format!(
+            "the {} runner cannot run a given order of tests: {}",
+            recipe.name, o.note
+        )),
+        None => Err(format!(
+            "the {} recipe declares no [ordered] selection: bisect cannot run a given order",
+            recipe.name
+        )),
+    }
+}
+
 /// The tests of `run` in the order its report lists them (the order the
 /// runner used: a JUnit report lists test cases as they ran), each once.
 pub fn order_of(run: &RunRecord) -> Vec<String> {
@@ -305,6 +330,22 @@ mod tests {
 
     fn ids(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn only_a_runner_that_can_run_a_given_order_is_bisected() {
+        let recipes = crate::catalog::recipe::load(None).unwrap();
+        let named = |n: &str| recipes.iter().find(|r| r.name == n);
+        assert!(can_order(named("pytest")).is_ok());
+        let go = can_order(named("go")).unwrap_err();
+        assert!(go.contains("source order"), "{go}");
+        let rspec = can_order(named("rspec")).unwrap_err();
+        assert!(rspec.contains("--bisect"), "{rspec}");
+        assert!(can_order(None).unwrap_err().contains("recipe"));
+        // Every recipe says what its runner allows.
+        for r in &recipes {
+            assert!(r.ordered.is_some(), "{} has no [ordered]", r.name);
+        }
     }
 
     #[test]
