@@ -113,7 +113,7 @@ impl Steps<'_> {
     ) -> Result<(Vec<String>, bool)> {
         let mut d = Ddmin::new(candidates.len());
         loop {
-            match d.next() {
+            match d.question() {
                 Next::Done(set) => return Ok((bisect::pick(candidates, &set), true)),
                 Next::Ask(q) => {
                     let mut before = prefix.to_vec();

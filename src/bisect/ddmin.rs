@@ -68,7 +68,7 @@ impl Ddmin {
 
     /// The next question, or the answer. Asking again before
     /// [`Ddmin::answer`] repeats the question.
-    pub fn next(&mut self) -> Next {
+    pub fn question(&mut self) -> Next {
         if let Some((q, _)) = &self.asked {
             return Next::Ask(q.clone());
         }
@@ -154,7 +154,7 @@ pub fn solve(n: usize, mut fails: impl FnMut(&[usize]) -> bool) -> (Vec<usize>, 
     let mut d = Ddmin::new(n);
     let mut asked = 0;
     loop {
-        match d.next() {
+        match d.question() {
             Next::Ask(q) => {
                 asked += 1;
                 let f = fails(&q);
@@ -207,13 +207,13 @@ mod tests {
     fn a_stopped_search_keeps_the_smallest_failing_set_so_far() {
         let mut d = Ddmin::new(1000);
         for _ in 0..3 {
-            let Next::Ask(q) = d.next() else { panic!() };
+            let Next::Ask(q) = d.question() else { panic!() };
             d.answer(q.contains(&600));
         }
         assert!(d.current().contains(&600));
         assert!(d.current().len() <= 250, "{}", d.current().len());
         // Asking again without an answer repeats the question.
-        assert_eq!(d.next(), d.next());
+        assert_eq!(d.question(), d.question());
     }
 
     #[test]
