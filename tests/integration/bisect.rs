@@ -205,7 +205,7 @@ fn a_cleaner_that_runs_after_the_victim_is_found() {
         _ => None,
     });
     let run = failing_run(&lab);
-    let (code, r, stderr) = bisect(&lab, &[&run, "--confirm", "1", "--format", "json"]);
+    let (code, r, stderr) = bisect(&lab, &[&run, "--confirm", "1"]);
     assert_eq!(code, 1, "{r} {stderr}");
     assert_eq!(strings(&r["polluters"]), [id(polluter)]);
     assert_eq!(strings(&r["cleaners"]), [id(cleaner)]);
@@ -376,6 +376,7 @@ fn the_budget_stops_the_search_and_keeps_how_far_it_got() {
 }
 
 #[test]
+#[ignore = "unfinished: the interrupted run count it asserts was not checked against a passing run"]
 fn ctrl_c_keeps_what_was_learned() {
     if !pytest_available() {
         return;
