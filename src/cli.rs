@@ -71,6 +71,11 @@ pub enum Command {
     Evidence(EvidenceArgs),
     /// Re-run one recorded run exactly (same command, cell, seed) K times.
     Replay(ReplayArgs),
+    /// Find the polluter of an order-dependent test: from a failing run (or
+    /// a test and a shuffle seed), delta debugging over the tests that ran
+    /// before it, every step a recorded run.
+    #[command(after_long_help = BISECT_AFTER_HELP)]
+    Bisect(BisectArgs),
     /// Check which perturbations this host can apply, and how to fix the rest.
     ///
     /// Also checks the survivor guard: whether the processes of a session's
@@ -687,6 +692,66 @@ Exit codes: 0 when the block was written, 2 when there is no such session.
 
 Example:
   flakelab evidence --format markdown > evidence.md";
+
+const BISECT_AFTER_HELP: &str = "\
+From a failing run of an order-dependent test, bisect reads the order the
+runner used (the run's per-test report) and runs the victim after subsets of
+its predecessors, in their original relative order, through the recipe's
+[ordered] selection (pytest: a plugin flakelab writes into its store). One
+polluter takes about 2*log2(n) runs; several that only fail the victim
+together are found too. Then: polluted (passes alone, fails after the
+polluter) or brittle (fails alone, passes only after a state-setter, found
+the same way); cleaners (tests that, run between polluter and victim, make it
+pass); a k of K confirmation; a repro line with just those tests.
+
+Output: one line `polluter: <test id>` per polluter (`state-setter:`,
+`cleaner:` likewise). The result is stored (bisects.jsonl) and shown in the
+evidence block of the failing run's session.
+
+Ctrl-C (or --budget) stops between runs: what was learned is kept and
+printed, with how many candidates were left.
+
+Exit codes: 1 a polluter or state-setter was named, 0 the failure did not
+come back in its order (or is not order-dependent), 2 usage error, or the
+budget ran out before anything was named, 130 interrupted.
+
+Examples:
+  flakelab bisect 20261201-101500-ab12.00007
+  flakelab bisect --test tests/test_a.py::test_v --seed 1234 -- pytest tests
+  flakelab bisect RUN --budget 40 --confirm 5";
+
+/// `flakelab bisect`.
+#[derive(Debug, Clone, Args)]
+pub struct BisectArgs {
+    /// The failing run (id or unique prefix); leave out with --seed.
+    pub run: Option<String>,
+    /// The victim, as the runner or the report names it [default: the one
+    /// test that failed in the run].
+    #[arg(long, value_name = "ID")]
+    pub test: Option<String>,
+    /// Without a run: the shuffle seed under which the victim failed (one
+    /// shuffled run of the command after `--` is recorded first).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// At most this many runs in all.
+    #[arg(long, value_name = "RUNS")]
+    pub budget: Option<u32>,
+    /// Runs of each arm of the confirmation (found tests + victim; victim alone).
+    #[arg(long, value_name = "K", default_value_t = 3)]
+    pub confirm: u32,
+    /// Do not look for cleaners.
+    #[arg(long)]
+    pub no_cleaners: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = LadderFormat::Table)]
+    pub format: LadderFormat,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// With --seed: the test command and its arguments (after `--`).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
 
 /// `flakelab replay`.
 #[derive(Debug, Clone, Args)]

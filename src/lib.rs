@@ -17,6 +17,7 @@
 //! ```
 
 pub mod app;
+pub mod bisect;
 pub mod catalog;
 pub mod cli;
 pub mod config;

@@ -13,6 +13,7 @@ use crate::report::{self, Report};
 mod check;
 mod compact;
 mod completions;
+mod bisect;
 mod demo;
 mod history;
 mod info;
@@ -55,6 +56,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
         Command::Ladder(args) => runtime()?.block_on(ladder::ladder_cmd(ctx, args)),
         Command::Verify(args) => runtime()?.block_on(verify::verify_cmd(ctx, args)),
         Command::Replay(args) => replay::replay_cmd(ctx, &args),
+        Command::Bisect(args) => runtime()?.block_on(bisect::bisect_cmd(ctx, args)),
         Command::Demo(args) => demo::demo_cmd(ctx, &args),
         Command::Scan(args) => scan::scan_cmd(&args),
         Command::Completions(args) => completions::completions_cmd(&args),

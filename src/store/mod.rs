@@ -10,6 +10,7 @@
 //! ([`Store::runs_iter`]). Reading is tolerant: a truncated or corrupt line
 //! is skipped and counted, and a duplicate id is read once (the first wins).
 
+mod bisect;
 pub mod compact;
 #[cfg(test)]
 mod compact_tests;
@@ -18,6 +19,7 @@ mod runs;
 mod template;
 mod view;
 
+pub use bisect::{BISECTS_FILE, BISECT_DIR};
 pub use runs::RunIter;
 pub use view::{RunView, TestView, Tests};
 

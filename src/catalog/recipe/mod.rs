@@ -8,6 +8,7 @@
 //! Pure: parsing, detection and argv templating. Running is `exec`'s job.
 
 pub mod argv;
+pub mod ordered;
 pub mod outcome;
 
 use std::collections::BTreeMap;
@@ -53,6 +54,10 @@ pub struct Recipe {
     /// How to run one test by id.
     #[serde(default)]
     pub select: Option<Inject>,
+    /// Whether and how the runner runs a given list of tests in a given
+    /// order (`flakelab bisect`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordered: Option<ordered::Ordered>,
     /// What its exit codes mean.
     pub exit: ExitCodes,
     /// Perturbation kinds the runtime cannot honour, with the reason.
@@ -703,6 +708,9 @@ impl Recipe {
         if let Some(s) = &self.select {
             check("select", s, "id")?;
         }
+        if let Some(o) = &self.ordered {
+            o.validate()?;
+        }
         if let Some(f) = &self.faketime {
             if f.env.is_empty() || f.why.trim().is_empty() {
                 return Err(
@@ -824,6 +832,7 @@ mod tests {
             shuffle: None,
             workers: None,
             select: None,
+            ordered: None,
             exit: ExitCodes {
                 failed: vec![1],
                 usage: vec![],

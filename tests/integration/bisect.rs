@@ -1,0 +1,448 @@
+//! `flakelab bisect` end to end with the real pytest: generated suites with
+//! module-level state (deterministic, seeded positions), the ordering
+//! plugin against pytest-randomly, the brittle and cleaner fixtures, the
+//! budget, Ctrl-C, and the runners that cannot run a given order.
+//! Skipped (with a reason) when pytest is missing, unless
+//! `FLAKELAB_TEST_REQUIRE_ALL=1`.
+
+use crate::{capable, sh_ok, wait_for_file, Lab, Reaped};
+
+fn pytest_available() -> bool {
+    capable(
+        "pytest with pytest-randomly (python3 -m pytest)",
+        sh_ok("python3 -m pytest --version && python3 -c 'import pytest_randomly'"),
+    )
+}
+
+/// A deterministic position generator (splitmix64), so each seed plants the
+/// polluter at its own place, the same on every machine.
+fn splitmix(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut s = seed;
+    move |below: u64| {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % below
+    }
+}
+
+/// `tests/test_suite.py` with `n` trivial tests; `body(i)` overrides test i.
+fn write_suite(lab: &Lab, n: usize, body: impl Fn(usize) -> Option<String>) {
+    let mut src = String::from("STATE = {'dirty': 0, 'ready': False}\n\n");
+    for i in 0..n {
+        let b = body(i).unwrap_or_else(|| "    pass".into());
+        src.push_str(&format!("def test_{i:04}():\n{b}\n\n"));
+    }
+    std::fs::create_dir_all(lab.path().join("tests")).unwrap();
+    std::fs::write(lab.path().join("tests/test_suite.py"), src).unwrap();
+}
+
+fn id(i: usize) -> String {
+    format!("tests.test_suite::test_{i:04}")
+}
+
+/// One recorded run of the suite in file order; returns its run id.
+fn failing_run(lab: &Lab) -> String {
+    let out = lab.run(&[
+        "run",
+        "-n",
+        "1",
+        "--no-sham",
+        "--",
+        "python3",
+        "-m",
+        "pytest",
+        "tests",
+    ]);
+    let runs = lab.runs();
+    let run = runs
+        .last()
+        .unwrap_or_else(|| panic!("no run: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(
+        run["outcome"], "fail",
+        "the planted victim fails in file order"
+    );
+    run["id"].as_str().unwrap().to_string()
+}
+
+/// `flakelab bisect ARGS --format json`: the exit code and the result.
+fn bisect(lab: &Lab, args: &[&str]) -> (i32, serde_json::Value, String) {
+    let mut all = vec!["bisect", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = lab.run(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON ({e}); stdout: {} stderr: {stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    (out.status.code().unwrap_or(-1), json, stderr)
+}
+
+fn strings(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The bound of the issue: 2·log2(3000) + 4 bisection runs.
+const BOUND_3000: u64 = 27;
+
+fn one_polluter_in_3000(seed: u64) {
+    let lab = Lab::new();
+    let mut at = splitmix(seed);
+    let victim = 1500 + at(1500) as usize;
+    let polluter = at(victim as u64) as usize;
+    write_suite(&lab, 3000, |i| {
+        (i == polluter)
+            .then(|| "    STATE['dirty'] += 1".to_string())
+            .or_else(|| (i == victim).then(|| "    assert STATE['dirty'] == 0".into()))
+    });
+    let run = failing_run(&lab);
+    let (code, r, stderr) = bisect(&lab, &[&run, "--no-cleaners", "--confirm", "1"]);
+    assert_eq!(code, 1, "{r} {stderr}");
+    assert_eq!(r["kind"], "polluted", "{r}");
+    assert_eq!(strings(&r["polluters"]), [id(polluter)], "seed {seed}");
+    assert_eq!(r["victim"], id(victim));
+    let used = r["search_runs"].as_u64().unwrap();
+    eprintln!("seed {seed}: polluter {polluter}, victim {victim}: {used} bisection runs");
+    assert!(used <= BOUND_3000, "seed {seed}: {used} runs");
+    assert_eq!(r["confirmation"]["with"], 1);
+    assert_eq!(r["confirmation"]["alone"], 1);
+    // Stored through the store, and shown as one line per polluter.
+    let stored = flakelab::store::Store::at(&lab.store())
+        .bisects_of(r["session"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+    assert!(stored[0]
+        .lines()
+        .contains(&format!("polluter: {}", id(polluter))));
+    // The repro line runs just those two tests, and the victim fails.
+    let repro = r["repro"].as_str().unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(repro)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{repro}: {text}");
+    assert!(text.contains("1 failed, 1 passed"), "{repro}: {text}");
+}
+
+#[test]
+fn bisect_names_one_polluter_among_3000_tests_seed_1() {
+    if pytest_available() {
+        one_polluter_in_3000(1);
+    }
+}
+
+#[test]
+fn bisect_names_one_polluter_among_3000_tests_seed_2() {
+    if pytest_available() {
+        one_polluter_in_3000(2);
+    }
+}
+
+#[test]
+fn bisect_finds_two_polluters_that_only_fail_the_victim_together() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let (a, b, victim) = (37, 211, 380);
+    write_suite(&lab, 400, |i| {
+        (i == a || i == b)
+            .then(|| "    STATE['dirty'] += 1".to_string())
+            .or_else(|| (i == victim).then(|| "    assert STATE['dirty'] < 2".into()))
+    });
+    let run = failing_run(&lab);
+    let (code, r, stderr) = bisect(&lab, &[&run, "--no-cleaners", "--confirm", "1"]);
+    assert_eq!(code, 1, "{r} {stderr}");
+    assert_eq!(strings(&r["polluters"]), [id(a), id(b)]);
+    eprintln!("two polluters among 380: {} runs", r["search_runs"]);
+}
+
+#[test]
+fn a_brittle_tests_state_setter_is_found() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    // The victim runs before the test that sets up what it needs.
+    let (victim, setter) = (3, 9);
+    write_suite(&lab, 12, |i| {
+        (i == victim)
+            .then(|| "    assert STATE['ready']".to_string())
+            .or_else(|| (i == setter).then(|| "    STATE['ready'] = True".into()))
+    });
+    let run = failing_run(&lab);
+    let (code, r, stderr) = bisect(&lab, &[&run, "--confirm", "2"]);
+    assert_eq!(code, 1, "{r} {stderr}");
+    assert_eq!(r["kind"], "brittle", "{r}");
+    assert_eq!(strings(&r["setters"]), [id(setter)]);
+    assert_eq!(strings(&r["polluters"]), Vec::<String>::new());
+    assert_eq!(
+        r["confirmation"],
+        serde_json::json!({"k": 2, "with": 2, "alone": 2})
+    );
+}
+
+#[test]
+fn a_cleaner_that_runs_after_the_victim_is_found() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let (polluter, victim, cleaner) = (2, 6, 10);
+    write_suite(&lab, 14, |i| match i {
+        _ if i == polluter => Some("    STATE['dirty'] += 1".into()),
+        _ if i == victim => Some("    assert STATE['dirty'] == 0".into()),
+        _ if i == cleaner => Some("    STATE['dirty'] = 0".into()),
+        _ => None,
+    });
+    let run = failing_run(&lab);
+    let (code, r, stderr) = bisect(&lab, &[&run, "--confirm", "1"]);
+    assert_eq!(code, 1, "{r} {stderr}");
+    assert_eq!(strings(&r["polluters"]), [id(polluter)]);
+    assert_eq!(strings(&r["cleaners"]), [id(cleaner)]);
+}
+
+#[test]
+fn the_ordering_plugin_runs_the_list_in_order_even_beside_randomly_and_adds_no_signal() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    write_suite(&lab, 6, |_| None);
+    let plugin = flakelab::store::Store::at(&lab.store())
+        .write_bisect_plugin()
+        .unwrap();
+    let list = lab.path().join("order.txt");
+    // A node id and a JUnit id, in an order that is not the file's.
+    std::fs::write(
+        &list,
+        format!("tests/test_suite.py::test_0004\n{}\n", id(1)),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new("python3")
+            .args(["-m", "pytest", "-v", "-p", "flakelab_order"])
+            .arg(format!("--flakelab-order={}", list.display()))
+            .args(extra)
+            .arg("tests")
+            .env("PYTHONPATH", &plugin)
+            .current_dir(lab.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
+    };
+    for extra in [
+        &["-p", "no:randomly"][..],
+        &["-p", "randomly", "--randomly-seed=7"][..],
+    ] {
+        let (code, text) = run(extra);
+        assert_eq!(code, Some(0), "{text}");
+        let ran: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("PASSED"))
+            .map(|l| l.split(' ').next().unwrap())
+            .collect();
+        assert_eq!(
+            ran,
+            [
+                "tests/test_suite.py::test_0004",
+                "tests/test_suite.py::test_0001"
+            ],
+            "{extra:?}: {text}"
+        );
+        assert!(text.contains("2 passed, 4 deselected"), "{text}");
+        assert!(
+            !text.contains("warning"),
+            "the plugin adds no warning: {text}"
+        );
+    }
+    // Without the option the plugin changes nothing.
+    let out = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:randomly",
+            "-p",
+            "flakelab_order",
+            "tests",
+        ])
+        .env("PYTHONPATH", &plugin)
+        .current_dir(lab.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("6 passed"));
+}
+
+#[test]
+fn a_shuffled_failure_is_bisected_from_its_test_and_seed() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let (polluter, victim) = (4, 15);
+    write_suite(&lab, 20, |i| {
+        (i == polluter)
+            .then(|| "    STATE['dirty'] += 1".to_string())
+            .or_else(|| (i == victim).then(|| "    assert STATE['dirty'] == 0".into()))
+    });
+    // Shuffled runs under a fixed session seed: the polluter runs before
+    // the victim in some of them.
+    let (_, report) = lab.run_json(&[
+        "-n",
+        "6",
+        "--seed",
+        "1",
+        "--no-baseline",
+        "-p",
+        "shuffle",
+        "--",
+        "python3",
+        "-m",
+        "pytest",
+        "tests",
+    ]);
+    let failed = lab
+        .runs()
+        .into_iter()
+        .find(|r| r["outcome"] == "fail")
+        .unwrap_or_else(|| panic!("no shuffled run failed: {report}"));
+    let seed = failed["seed"].as_u64().unwrap().to_string();
+    let (code, r, stderr) = bisect(
+        &lab,
+        &[
+            "--test",
+            &id(victim),
+            "--seed",
+            &seed,
+            "--confirm",
+            "1",
+            "--no-cleaners",
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "tests",
+        ],
+    );
+    assert_eq!(code, 1, "{r} {stderr}");
+    assert_eq!(strings(&r["polluters"]), [id(polluter)]);
+    assert!(
+        stderr.contains(&format!("one shuffled run under seed {seed}")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_budget_stops_the_search_and_keeps_how_far_it_got() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    write_suite(&lab, 200, |i| match i {
+        77 => Some("    STATE['dirty'] += 1".into()),
+        199 => Some("    assert STATE['dirty'] == 0".into()),
+        _ => None,
+    });
+    let run = failing_run(&lab);
+    let (code, r, stderr) = bisect(&lab, &[&run, "--budget", "5"]);
+    assert_eq!(code, 2, "{r} {stderr}");
+    assert_eq!(r["kind"], "unsettled");
+    assert_eq!(r["runs"], 5);
+    let left = r["left_count"].as_u64().unwrap();
+    assert!((1..199).contains(&left), "{r}");
+    assert!(
+        strings(&r["left"]).contains(&id(77)),
+        "the polluter is still a candidate: {r}"
+    );
+    let stopped = r["stopped"].as_str().unwrap();
+    assert!(
+        stopped.contains("budget") && stopped.contains(&format!("among {left} of 199")),
+        "{stopped}"
+    );
+}
+
+#[test]
+#[ignore = "unfinished: the interrupted run count it asserts was not checked against a passing run"]
+fn ctrl_c_keeps_what_was_learned() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let count = lab.path().join("count");
+    let ready = lab.path().join("ready");
+    // The victim's fourth run (the search's second question) says so and
+    // waits to be interrupted.
+    let wait = format!(
+        "    import os, time\n    c = int(open({c:?}).read()) + 1 if os.path.exists({c:?}) else 1\n    open({c:?}, 'w').write(str(c))\n    if c == 4:\n        open({r:?}, 'w').close()\n        time.sleep(60)\n    assert STATE['dirty'] == 0",
+        c = count.display().to_string(),
+        r = ready.display().to_string()
+    );
+    write_suite(&lab, 40, |i| match i {
+        5 => Some("    STATE['dirty'] += 1".into()),
+        39 => Some(wait.clone()),
+        _ => None,
+    });
+    let run = failing_run(&lab);
+    std::fs::remove_file(&count).unwrap();
+    let child = lab
+        .cmd()
+        .args(["bisect", "--format", "json", &run])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Reaped(child);
+    wait_for_file(&ready);
+    assert!(sh_ok(&format!("kill -INT {}", child.id())));
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.0.stdout.take().unwrap(), &mut stdout).unwrap();
+    let status = child.0.wait().unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(status.code(), Some(130), "{r}");
+    assert_eq!(r["kind"], "unsettled");
+    // Alone, all 39 predecessors, the first half (it failed), then Ctrl-C
+    // during the second question.
+    let stopped = r["stopped"].as_str().unwrap();
+    assert!(
+        stopped.starts_with("interrupted after 4 run(s)"),
+        "{stopped}"
+    );
+    assert!(stopped.contains("among 19 of 39"), "{stopped}");
+    let stored = flakelab::store::Store::at(&lab.store())
+        .bisects_of(r["session"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(stored[0].left_count, Some(19));
+    assert!(stored[0].left.contains(&id(5)));
+}
+
+#[test]
+fn a_runner_that_cannot_run_an_order_is_refused_before_anything_runs() {
+    let lab = Lab::new();
+    let out = lab.run(&[
+        "bisect", "--test", "TestX", "--seed", "1", "--", "go", "test", "./...",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot run a given order") && err.contains("source order"),
+        "{err}"
+    );
+    assert!(lab.runs().is_empty());
+    let none = lab.run(&["bisect"]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("--seed"));
+}
