@@ -16,6 +16,7 @@ mod junit_e2e;
 mod kernel;
 mod ladder;
 mod measured;
+mod per_test;
 mod proof;
 mod recipes;
 mod redaction;
