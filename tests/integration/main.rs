@@ -24,6 +24,7 @@ mod run_stats;
 mod runner_cargo;
 mod runner_go;
 mod runner_node;
+mod runner_ruby;
 mod sandbox;
 mod screen;
 mod sham;
