@@ -31,11 +31,7 @@ pub(super) fn finish_record(
 fn drop_report(record: &RunRecord, settings: &SessionSpec) {
     let harness_owned = matches!(
         settings.junit,
-        Some(
-            super::JunitSource::Harness
-                | super::JunitSource::Recipe
-                | super::JunitSource::Runner
-        )
+        Some(super::JunitSource::Harness | super::JunitSource::Recipe | super::JunitSource::Runner)
     );
     if let (Some(path), true, false) = (&record.junit, harness_owned, settings.keep_junit) {
         if path.starts_with(settings.store.root()) {
@@ -224,7 +220,10 @@ fn read_tests(record: &mut RunRecord, settings: &SessionSpec, log: &[u8]) {
                 ));
             }
             let parsed = crate::testreport::parse(p.format, log, &record.cwd);
-            (parsed.map_err(|e| e.to_string()), "the run's output".to_string())
+            (
+                parsed.map_err(|e| e.to_string()),
+                "the run's output".to_string(),
+            )
         }
         (per_test, Some(path)) => {
             let in_store = path.starts_with(settings.store.root());

@@ -276,7 +276,10 @@ impl SessionSpec {
                 Ok((c, p))
             })
             .collect::<Result<_>>()?;
-        if matches!(self.junit, None | Some(JunitSource::Recipe | JunitSource::Runner)) {
+        if matches!(
+            self.junit,
+            None | Some(JunitSource::Recipe | JunitSource::Runner)
+        ) {
             self.junit = per_test::default_source(
                 self.recipe.as_ref(),
                 &self.command,

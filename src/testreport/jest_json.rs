@@ -59,7 +59,7 @@ pub(super) fn cases(text: &str, base: &Path) -> Result<Vec<Case>, String> {
             .display()
             .to_string();
         if file.assertion_results.is_empty() && file.status == "failed" {
-            let message = crate::catalog::recipe::outcome::strip_ansi(&file.message);
+            let message = super::strip_ansi(&file.message);
             let headline = message
                 .lines()
                 .map(|l| l.trim().trim_start_matches('●').trim())
@@ -89,7 +89,7 @@ pub(super) fn cases(text: &str, base: &Path) -> Result<Vec<Case>, String> {
                 .failure_messages
                 .first()
                 .or(a.retry_reasons.first())
-                .map(|m| crate::catalog::recipe::outcome::strip_ansi(m));
+                .map(|m| super::strip_ansi(m));
             let mut c = super::case(&shown, &name, outcome, None, text);
             if outcome == CaseOutcome::Passed && !a.retry_reasons.is_empty() {
                 c.first_attempt = CaseOutcome::Failed;
@@ -116,10 +116,15 @@ mod tests {
             CaseOutcome::Failed
         )));
         assert_eq!(
-            got.iter().filter(|(_, o)| *o == CaseOutcome::Passed).count(),
+            got.iter()
+                .filter(|(_, o)| *o == CaseOutcome::Passed)
+                .count(),
             4
         );
-        let b = cs.iter().find(|c| c.outcome == CaseOutcome::Failed).unwrap();
+        let b = cs
+            .iter()
+            .find(|c| c.outcome == CaseOutcome::Failed)
+            .unwrap();
         assert!(b
             .detail
             .as_deref()

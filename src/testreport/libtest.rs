@@ -163,7 +163,10 @@ mod tests {
                 ),
             ]
         );
-        assert_eq!(cs[2].message.as_deref(), Some("'old style', src/lib.rs:3:5"));
+        assert_eq!(
+            cs[2].message.as_deref(),
+            Some("'old style', src/lib.rs:3:5")
+        );
         // The terse format names no test.
         assert!(cases("running 3 tests\n...\ntest result: ok. 3 passed\n").is_empty());
     }

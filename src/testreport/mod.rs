@@ -8,7 +8,7 @@
 //!
 //! This module owns the formats' readings; which format a runner gives,
 //! and whether from a file or from the run's output, is the recipe's
-//! `[per_test]` (`crate::catalog::recipe::per_test`).
+//! `[per_test]` section (the recipe module), which uses [`Format`].
 
 mod jest_json;
 mod libtest;
@@ -75,7 +75,7 @@ pub fn parse(format: Format, bytes: &[u8], base: &Path) -> Result<Parsed, Report
             return crate::junit::parse(bytes).map_err(|e| ReportError::Junit(e.to_string()))
         }
         Format::Test2json => test2json::cases(&text),
-        Format::Libtest => libtest::cases(&crate::catalog::recipe::outcome::strip_ansi(&text)),
+        Format::Libtest => libtest::cases(&strip_ansi(&text)),
         Format::JestJson => jest_json::cases(&text, base).map_err(|m| malformed(format, m))?,
         Format::RspecJson => rspec_json::cases(&text).map_err(|m| malformed(format, m))?,
     };
@@ -83,6 +83,14 @@ pub fn parse(format: Format, bytes: &[u8], base: &Path) -> Result<Parsed, Report
         cases,
         root: format.name().to_string(),
     })
+}
+
+/// The text without colour codes (jest colours its messages).
+fn strip_ansi(text: &str) -> String {
+    static ANSI: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    ANSI.get_or_init(|| regex::Regex::new(r"\x1b\[[0-9;]*[A-Za-z]").expect("a valid pattern"))
+        .replace_all(text, "")
+        .into_owned()
 }
 
 fn malformed(format: Format, message: String) -> ReportError {
@@ -102,8 +110,7 @@ fn case(
     detail: Option<String>,
 ) -> Case {
     let keep = |s: Option<String>, cap: usize| {
-        s.filter(|s| !s.trim().is_empty())
-            .map(|s| truncate(s, cap))
+        s.filter(|s| !s.trim().is_empty()).map(|s| truncate(s, cap))
     };
     Case {
         suite: String::new(),
@@ -154,6 +161,9 @@ mod tests {
         let m = c.message.unwrap();
         assert!(m.len() <= crate::junit::MAX_MESSAGE);
         assert!(m.chars().all(|ch| ch == 'é'));
-        assert_eq!(case("c", "n", CaseOutcome::Passed, Some(" ".into()), None).message, None);
+        assert_eq!(
+            case("c", "n", CaseOutcome::Passed, Some(" ".into()), None).message,
+            None
+        );
     }
 }

@@ -82,9 +82,8 @@ mod tests {
     #[test]
     fn the_same_ids_and_outcomes_as_the_junit_plugin_of_the_same_run() {
         let json = include_str!("../../tests/fixtures/testreport/rspec-shuffle-fail.json");
-        let xml = include_str!(
-            "../../tests/fixtures/testreport/rspec-junit-formatter-shuffle-fail.xml"
-        );
+        let xml =
+            include_str!("../../tests/fixtures/testreport/rspec-junit-formatter-shuffle-fail.xml");
         let ours = cases(json).unwrap();
         let plugin = crate::junit::parse(xml.as_bytes()).unwrap().cases;
         let view = |cs: &[Case]| -> Vec<(String, CaseOutcome, Option<String>)> {
@@ -95,7 +94,10 @@ mod tests {
         assert_eq!(view(&ours), view(&plugin));
         assert_eq!(ours.len(), 4);
         assert_eq!(ours[2].id(), "spec.config_spec::Config formats a price");
-        assert_eq!(ours[2].message.as_deref(), Some("currency was never loaded"));
+        assert_eq!(
+            ours[2].message.as_deref(),
+            Some("currency was never loaded")
+        );
         assert!(cases("{}").is_err());
     }
 }

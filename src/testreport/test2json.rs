@@ -80,7 +80,10 @@ pub(super) fn cases(text: &str) -> Vec<Case> {
                 Some(o) => (o, None),
                 None => (
                     CaseOutcome::Errored,
-                    Some("the test started and never ended (its test binary stopped first)".to_string()),
+                    Some(
+                        "the test started and never ended (its test binary stopped first)"
+                            .to_string(),
+                    ),
                 ),
             };
             let failed = matches!(outcome, CaseOutcome::Failed | CaseOutcome::Errored);

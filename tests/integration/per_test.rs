@@ -51,7 +51,11 @@ fn zone_cells_differ_in_exactly(report: &serde_json::Value, zone_test: &str) {
         "{report}"
     );
     let c = cell(report, kiritimati);
-    assert_eq!((c["n"].as_u64(), c["k"].as_u64()), (Some(2), Some(2)), "{c}");
+    assert_eq!(
+        (c["n"].as_u64(), c["k"].as_u64()),
+        (Some(2), Some(2)),
+        "{c}"
+    );
 }
 
 #[test]
@@ -71,7 +75,16 @@ fn go_test_gives_per_test_rows_and_only_the_zone_test_differs() {
     let report = run(
         &lab,
         &mut c,
-        &["-n", "2", "-p", "tz=Pacific/Kiritimati", "--", "go", "test", "./..."],
+        &[
+            "-n",
+            "2",
+            "-p",
+            "tz=Pacific/Kiritimati",
+            "--",
+            "go",
+            "test",
+            "./...",
+        ],
     );
     assert_eq!(report["runner"], "go", "{report}");
     zone_cells_differ_in_exactly(
@@ -90,7 +103,10 @@ fn go_test_gives_per_test_rows_and_only_the_zone_test_differs() {
     // The run asked go test for its events: the user typed none of it.
     let runs = lab.runs();
     let argv = super::run_argv(&runs[0]);
-    assert!(argv.ends_with(&["-count=1".into(), "-json".into(), "-shuffle=off".into()]), "{argv:?}");
+    assert!(
+        argv.ends_with(&["-count=1".into(), "-json".into(), "-shuffle=off".into()]),
+        "{argv:?}"
+    );
 }
 
 #[test]
@@ -104,7 +120,16 @@ fn cargo_test_gives_per_test_rows_and_only_the_zone_test_differs() {
     let report = run(
         &lab,
         &mut c,
-        &["-n", "2", "-p", "tz=Pacific/Kiritimati", "--", "cargo", "test", "--offline"],
+        &[
+            "-n",
+            "2",
+            "-p",
+            "tz=Pacific/Kiritimati",
+            "--",
+            "cargo",
+            "test",
+            "--offline",
+        ],
     );
     assert_eq!(report["runner"], "cargo-test", "{report}");
     zone_cells_differ_in_exactly(&report, "src/lib.rs::tests::invoice_day_is_the_utc_day");

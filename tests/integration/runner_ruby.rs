@@ -34,11 +34,19 @@ fn shuffle_finds_the_pair(lab: &Lab, via: &str) {
     let (_, report) = lab.run_json(&["-n", "6", "--seed", "3", "-p", "shuffle", "--", "rspec"]);
     assert_eq!(report["runner"], "rspec", "{report}");
     let base = cell(&report, "baseline");
-    assert_eq!((base["n"].as_u64(), base["k"].as_u64()), (Some(6), Some(0)), "{base}");
+    assert_eq!(
+        (base["n"].as_u64(), base["k"].as_u64()),
+        (Some(6), Some(0)),
+        "{base}"
+    );
     assert_eq!(base["runs_with_tests"].as_u64(), Some(6), "{base}");
     assert_eq!(base["tests"].as_array().unwrap().len(), 4, "{base}");
     let shuffle = cell(&report, "shuffle");
-    assert_eq!(shuffle["n"].as_u64(), Some(6), "every seed was read back: {shuffle}");
+    assert_eq!(
+        shuffle["n"].as_u64(),
+        Some(6),
+        "every seed was read back: {shuffle}"
+    );
     let k = test(shuffle, B)["k"].as_u64().unwrap();
     assert!(k >= 1, "{shuffle}");
     assert_eq!(shuffle["k"].as_u64(), Some(k), "only B fails: {shuffle}");
@@ -47,7 +55,10 @@ fn shuffle_finds_the_pair(lab: &Lab, via: &str) {
         let argv = super::run_argv(r);
         assert!(argv.iter().any(|a| a == via), "{argv:?}");
         if r["cell"] == "baseline" {
-            assert!(argv.ends_with(&["--order".into(), "defined".into()]), "{argv:?}");
+            assert!(
+                argv.ends_with(&["--order".into(), "defined".into()]),
+                "{argv:?}"
+            );
         }
     }
 }
@@ -77,13 +88,19 @@ fn rspec_without_the_plugin_reads_its_own_json() {
         .find(|r| r.name == "rspec")
         .unwrap();
     let mut text = toml::to_string(&recipe).unwrap();
-    text = text.replace("rspec_junit_formatter'; puts 'found'", "no_such_plugin_here'");
+    text = text.replace(
+        "rspec_junit_formatter'; puts 'found'",
+        "no_such_plugin_here'",
+    );
     assert!(text.contains("no_such_plugin_here"), "{text}");
     std::fs::create_dir_all(lab.store().join("recipes")).unwrap();
     std::fs::write(lab.store().join("recipes/rspec.toml"), text).unwrap();
     shuffle_finds_the_pair(&lab, "json");
     let detect = String::from_utf8(lab.run(&["recipes", "detect", "--", "rspec"]).stdout).unwrap();
-    assert!(detect.contains("per-test: the runner's own rspec-json output"), "{detect}");
+    assert!(
+        detect.contains("per-test: the runner's own rspec-json output"),
+        "{detect}"
+    );
 }
 
 #[test]
@@ -92,9 +109,18 @@ fn rspec_usage_errors_load_errors_and_empty_runs_are_errors() {
         return;
     }
     for (args, want) in [
-        (vec!["rspec", "--no-such-flag"], "invalid option: --no-such-flag"),
-        (vec!["rspec", "spec/nope_spec.rb"], "error occurred outside of examples"),
-        (vec!["rspec", "-e", "no such example"], "ran no tests (exit 0)"),
+        (
+            vec!["rspec", "--no-such-flag"],
+            "invalid option: --no-such-flag",
+        ),
+        (
+            vec!["rspec", "spec/nope_spec.rb"],
+            "error occurred outside of examples",
+        ),
+        (
+            vec!["rspec", "-e", "no such example"],
+            "ran no tests (exit 0)",
+        ),
     ] {
         let lab = Lab::new();
         super::copy_fixture(&lab, "rspec-project");

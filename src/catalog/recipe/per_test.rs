@@ -86,17 +86,24 @@ mod tests {
 
     #[test]
     fn a_file_needs_its_path_and_the_output_none() {
-        assert_eq!(parse("format = \"jest-json\"\nargs = [\"--json\", \"--outputFile={report}\"]"), Ok(()));
+        assert_eq!(
+            parse("format = \"jest-json\"\nargs = [\"--json\", \"--outputFile={report}\"]"),
+            Ok(())
+        );
         assert_eq!(parse("format = \"libtest\"\nfrom = \"output\""), Ok(()));
         assert!(parse("format = \"jest-json\"\nargs = [\"--json\"]")
             .unwrap_err()
             .contains("never says where"));
-        assert!(parse("format = \"test2json\"\nfrom = \"output\"\nargs = [\"-o\", \"{report}\"]")
-            .unwrap_err()
-            .contains("drop it"));
+        assert!(
+            parse("format = \"test2json\"\nfrom = \"output\"\nargs = [\"-o\", \"{report}\"]")
+                .unwrap_err()
+                .contains("drop it")
+        );
         assert!(parse("format = \"tap\"\nfrom = \"output\"").is_err());
-        assert!(parse("format = \"libtest\"\nfrom = \"output\"\nargs = [\"{seed}\"]")
-            .unwrap_err()
-            .contains("no value"));
+        assert!(
+            parse("format = \"libtest\"\nfrom = \"output\"\nargs = [\"{seed}\"]")
+                .unwrap_err()
+                .contains("no value")
+        );
     }
 }
