@@ -23,6 +23,9 @@ command -v gcc >/dev/null && compgen -G '/usr/lib/*/libc.a' >/dev/null || need_p
 # go test and gotestsum for the go recipe's end-to-end tests.
 command -v go >/dev/null || need_pkgs+=(golang-go)
 command -v gotestsum >/dev/null || need_pkgs+=(gotestsum)
+# rspec and its JUnit plugin for the rspec recipe's end-to-end tests.
+command -v rspec >/dev/null || need_pkgs+=(ruby-rspec)
+ruby -e "require 'rspec_junit_formatter'" >/dev/null 2>&1 || need_pkgs+=(ruby-rspec-junit-formatter)
 # shellcheck, which actionlint runs on the generated workflow's `run:` scripts.
 command -v shellcheck >/dev/null || need_pkgs+=(shellcheck)
 # headless Chromium for the HTML report's test (tests/integration/html_report.rs).

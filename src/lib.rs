@@ -46,5 +46,6 @@ pub mod shard;
 pub mod signature;
 pub mod stats;
 pub mod store;
+pub mod testreport;
 pub mod verdict;
 pub mod workspace;

@@ -88,7 +88,18 @@ pub(super) fn recipes_cmd(args: &cli::RecipesArgs) -> Result<i32> {
             crate::report::catalog::recipe_show(r)
         }
         Some(cli::RecipesAction::Detect { command }) => {
-            crate::report::catalog::recipe_detect(&recipes, command, super::num_cpus())
+            let dir = std::env::current_dir().unwrap_or_default();
+            let source = |r: &crate::catalog::recipe::Recipe| {
+                use crate::report::catalog::DetectReport;
+                use crate::session::JunitSource;
+                let real = crate::exec::executor::Executor::Real;
+                match crate::session::per_test::default_source(Some(r), command, &dir, &real) {
+                    Some(JunitSource::Runner) => DetectReport::PerTest,
+                    Some(_) => DetectReport::Junit,
+                    None => DetectReport::None,
+                }
+            };
+            crate::report::catalog::recipe_detect(&recipes, command, super::num_cpus(), &source)
         }
     };
     super::print_text(&text);

@@ -125,6 +125,15 @@ impl Executor {
             Executor::Fake(fake) => fake.version(),
         }
     }
+
+    /// Whether a recipe's plugin probe `argv`, run in `dir`, printed a line
+    /// and exited 0: the plugin its `[junit]` needs is installed.
+    pub fn plugin_found(&self, argv: &[String], dir: &Path) -> bool {
+        match self {
+            Executor::Real => super::query::version_line(argv, dir).is_some(),
+            Executor::Fake(fake) => fake.plugins(),
+        }
+    }
 }
 
 /// Children of flakelab in flight, and how many were ever started: a run

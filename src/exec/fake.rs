@@ -74,6 +74,9 @@ pub struct Fake {
 struct Script {
     #[serde(default)]
     version: Option<String>,
+    /// Whether a recipe's `[per_test] plugin_probe` finds its plugin.
+    #[serde(default = "yes")]
+    plugins: bool,
     #[serde(default)]
     probe: Vec<ProbeRule>,
     #[serde(default)]
@@ -255,6 +258,11 @@ impl Fake {
     /// The version line a recipe's version command prints.
     pub fn version(&self) -> Option<String> {
         self.script.version.clone()
+    }
+
+    /// Whether a recipe's plugin probe finds its plugin (`plugins`, default yes).
+    pub fn plugins(&self) -> bool {
+        self.script.plugins
     }
 
     /// What the probe of `perturbation` in `cell` finds.

@@ -103,8 +103,28 @@ pub fn recipe_show(r: &Recipe) -> String {
     out
 }
 
-/// What flakelab would do with a command line.
-pub fn recipe_detect(recipes: &[Recipe], command: &[String], cpus: usize) -> String {
+/// Where `recipes detect` says a run's per-test outcomes come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DetectReport {
+    /// The recipe's `[junit]` (its plugin found, or no other way).
+    Junit,
+    /// The recipe's `[per_test]` (the runner's own output).
+    PerTest,
+    /// Neither.
+    None,
+}
+
+/// What flakelab would do with a command line: every command shown is
+/// built by the run's own code path (`argv::for_run`), so it is exactly
+/// what a run of that cell starts. `source` picks the per-test source the
+/// way a session would (the plugin probe is the caller's: it runs a process).
+pub fn recipe_detect(
+    recipes: &[Recipe],
+    command: &[String],
+    cpus: usize,
+    source: &dyn Fn(&Recipe) -> DetectReport,
+) -> String {
+    use crate::catalog::recipe::argv::{for_run, Report, RunArgv};
     let mut out = String::new();
     let r = match detect(recipes, command) {
         Detection::Found { recipe, pattern } => {
@@ -123,10 +143,26 @@ pub fn recipe_detect(recipes: &[Recipe], command: &[String], cpus: usize) -> Str
             return out;
         }
     };
-    let vars = |k: &'static str, v: &str| std::collections::BTreeMap::from([(k, v.to_string())]);
-    let show = |inject: &crate::catalog::recipe::Inject, k: &'static str, v: &str| -> String {
-        let end = crate::catalog::recipe::runner_words_end(r, command);
-        match inject.apply_at(command, &vars(k, v), end) {
+    let junit_path = std::path::Path::new("/path/from/flakelab.xml");
+    let report_path = std::path::Path::new("/path/from/flakelab.report");
+    let in_command = command.iter().any(|w| w.contains("{junit}"));
+    let chosen = if in_command {
+        DetectReport::None
+    } else {
+        source(r)
+    };
+    let per_test_file = r
+        .per_test
+        .as_ref()
+        .is_some_and(|p| p.from == crate::catalog::recipe::per_test::ReadFrom::File);
+    let report = match chosen {
+        _ if in_command => Some(Report::InCommand(junit_path)),
+        DetectReport::Junit => Some(Report::Recipe(junit_path)),
+        DetectReport::PerTest => Some(Report::Runner(per_test_file.then_some(report_path))),
+        DetectReport::None => None,
+    };
+    let show = |ask: RunArgv<'_>| -> String {
+        match for_run(Some(r), command, ask) {
             Ok((argv, env)) => {
                 let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let mut s = env.join(" ");
@@ -138,41 +174,43 @@ pub fn recipe_detect(recipes: &[Recipe], command: &[String], cpus: usize) -> Str
             Err(e) => format!("(recipe error: {e})"),
         }
     };
-    if let Some(a) = &r.always {
-        let _ = writeln!(out, "always:   {}", show(a, "junit", ""));
+    let per_test = match (chosen, &r.per_test) {
+        _ if in_command => "JUnit at {junit} in the command".to_string(),
+        (DetectReport::Junit, _) => "JUnit through the recipe's [junit]".to_string(),
+        (DetectReport::PerTest, Some(p)) => format!(
+            "the runner's own {} output, read from {}",
+            p.format.name(),
+            if per_test_file {
+                "the file it writes"
+            } else {
+                "the run's output"
+            }
+        ),
+        _ => "none: put {junit} in the command, or use --junit PATH".to_string(),
+    };
+    let _ = writeln!(out, "per-test: {per_test}");
+    if chosen == DetectReport::PerTest && r.junit.is_some() {
+        let _ = writeln!(
+            out,
+            "          (the plugin the recipe's [junit] needs was not found here)"
+        );
     }
-    match &r.junit {
-        Some(j) => {
-            let _ = writeln!(
-                out,
-                "junit:    {}",
-                show(j, "junit", "/path/from/flakelab.xml")
-            );
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "junit:    not injected (put {{junit}} in the command, or use --junit PATH)"
-            );
-        }
-    }
+    let base = RunArgv {
+        report,
+        ..RunArgv::default()
+    };
+    let _ = writeln!(out, "runs:     {}", show(base));
     match &r.shuffle {
         Some(s) => {
-            let kept: Vec<String> = command
-                .iter()
-                .filter(|w| !s.hides_seed.contains(w))
-                .cloned()
-                .collect();
-            let end = crate::catalog::recipe::runner_words_end(r, &kept);
-            let shown = match s.on.apply_at(&kept, &vars("seed", "12345"), end) {
-                Ok((argv, _)) => crate::repro::join(&argv),
-                Err(e) => format!("(recipe error: {e})"),
-            };
-            let _ = writeln!(out, "shuffle:  {shown}");
+            let _ = writeln!(
+                out,
+                "shuffle:  {}",
+                show(RunArgv {
+                    shuffle_seed: Some(12345),
+                    ..base
+                })
+            );
             let _ = writeln!(out, "          seed read back with /{}/", s.seed_regex);
-            if let Some(off) = &s.off {
-                let _ = writeln!(out, "other cells: {}", show(off, "seed", ""));
-            }
         }
         None => {
             let _ = writeln!(
@@ -190,7 +228,10 @@ pub fn recipe_detect(recipes: &[Recipe], command: &[String], cpus: usize) -> Str
                 out,
                 "workers:  default {d} here ({}); workers=2x: {}",
                 w.default,
-                show(&w.set, "workers", &(d * 2).to_string())
+                show(RunArgv {
+                    workers: Some(d * 2),
+                    ..base
+                })
             );
         }
         _ => {

@@ -31,7 +31,7 @@ pub(super) fn finish_record(
 fn drop_report(record: &RunRecord, settings: &SessionSpec) {
     let harness_owned = matches!(
         settings.junit,
-        Some(super::JunitSource::Harness | super::JunitSource::Recipe)
+        Some(super::JunitSource::Harness | super::JunitSource::Recipe | super::JunitSource::Runner)
     );
     if let (Some(path), true, false) = (&record.junit, harness_owned, settings.keep_junit) {
         if path.starts_with(settings.store.root()) {
@@ -130,7 +130,7 @@ fn classify(
         }
     }
     if !matches!(record.outcome, Outcome::Pass | Outcome::Fail) {
-        read_tests(record, settings);
+        read_tests(record, settings, &text);
         return;
     }
     let text = String::from_utf8_lossy(&text);
@@ -177,7 +177,7 @@ fn classify(
             }
         }
     }
-    read_tests(record, settings);
+    read_tests(record, settings, text.as_bytes());
     if record.outcome != Outcome::Fail {
         return;
     }
@@ -196,29 +196,59 @@ fn classify(
         .or_else(|| crate::signature::from_log(&text));
 }
 
-fn read_tests(record: &mut RunRecord, settings: &SessionSpec) {
-    let Some(path) = record.junit.clone() else {
-        return;
-    };
+fn read_tests(record: &mut RunRecord, settings: &SessionSpec, log: &[u8]) {
     if !matches!(
         record.outcome,
         Outcome::Pass | Outcome::Fail | Outcome::Timeout
     ) {
         return;
     }
-    let in_store = path.starts_with(settings.store.root());
-    let masked = match super::scrub::junit_file(&settings.redaction, &path, in_store) {
-        Ok(masked) => masked,
-        Err(why) => {
-            // A report that keeps a credential is not left in the store.
-            let _ = std::fs::remove_file(&path);
-            record.tests_missing = Some(why);
-            return;
+    // The runner's own per-test output (`[per_test]`), when the session
+    // reads that rather than a JUnit report.
+    let per_test = (settings.junit == Some(super::JunitSource::Runner))
+        .then(|| settings.recipe.as_ref().and_then(|r| r.per_test.as_ref()))
+        .flatten();
+    let (parsed, shown) = match (per_test, record.junit.clone()) {
+        (Some(p), None) => {
+            if record.output_dropped > 0 {
+                record.warnings.push(format!(
+                    "the run's output lost {} bytes in its middle: the per-test rows read from it may miss tests",
+                    record.output_dropped
+                ));
+            }
+            let parsed = crate::testreport::parse(p.format, log, &record.cwd);
+            (
+                parsed.map_err(|e| e.to_string()),
+                "the run's output".to_string(),
+            )
         }
-    };
-    let parsed = match masked {
-        Some(bytes) => crate::junit::parse(bytes.as_slice()),
-        None => crate::junit::parse_file(&path),
+        (per_test, Some(path)) => {
+            let in_store = path.starts_with(settings.store.root());
+            let masked = match super::scrub::junit_file(&settings.redaction, &path, in_store) {
+                Ok(masked) => masked,
+                Err(why) => {
+                    // A report that keeps a credential is not left in the store.
+                    let _ = std::fs::remove_file(&path);
+                    record.tests_missing = Some(why);
+                    return;
+                }
+            };
+            let parsed = match (per_test, masked) {
+                (Some(p), Some(bytes)) => crate::testreport::parse(p.format, &bytes, &record.cwd)
+                    .map_err(|e| e.to_string()),
+                (Some(p), None) => match std::fs::read(&path) {
+                    Ok(bytes) => crate::testreport::parse(p.format, &bytes, &record.cwd)
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(format!("cannot read the report {}: {e}", path.display())),
+                },
+                (None, Some(bytes)) => {
+                    crate::junit::parse(bytes.as_slice()).map_err(|e| e.to_string())
+                }
+                (None, None) => crate::junit::parse_file(&path).map_err(|e| e.to_string()),
+            };
+            (parsed, format!("the report {}", path.display()))
+        }
+        (None, None) => return,
     };
     match parsed {
         Ok(parsed) => {
@@ -231,10 +261,9 @@ fn read_tests(record: &mut RunRecord, settings: &SessionSpec) {
             };
             record.tests = crate::outcomes::records(&parsed, matcher);
             if record.tests.is_empty() {
-                record.tests_missing =
-                    Some(format!("the report {} holds no test case", path.display()));
+                record.tests_missing = Some(format!("{shown} holds no test case"));
             }
         }
-        Err(e) => record.tests_missing = Some(e.to_string()),
+        Err(e) => record.tests_missing = Some(e),
     }
 }

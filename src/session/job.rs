@@ -33,6 +33,9 @@ pub(super) fn plan_process(
             Some(settings.store.junit_path(&session.id, index)?)
         }
         (Some(JunitSource::Path(template)), true) => Some(dir.join(template.replace("{run}", &id))),
+        (Some(JunitSource::Runner), true) if settings.per_test_file() => {
+            Some(settings.store.junit_path(&session.id, index)?)
+        }
         _ => None,
     };
     if let Some(path) = &junit {
@@ -42,6 +45,7 @@ pub(super) fn plan_process(
     let report = match (&settings.junit, junit.as_deref()) {
         (Some(JunitSource::Harness), Some(path)) => Some(argv::Report::InCommand(path)),
         (Some(JunitSource::Recipe), Some(path)) => Some(argv::Report::Recipe(path)),
+        (Some(JunitSource::Runner), path) if applied => Some(argv::Report::Runner(path)),
         _ => None,
     };
     let ask = argv::RunArgv {

@@ -12,6 +12,7 @@ pub mod engine;
 mod finish;
 mod job;
 mod launch;
+pub mod per_test;
 pub mod resolve;
 pub mod scrub;
 
@@ -44,6 +45,9 @@ pub enum JunitSource {
     Harness,
     /// `--junit PATH` (relative to the subject's directory), `{run}` expanded.
     Path(String),
+    /// The recipe's `[per_test]`: the runner's own per-test output, in a
+    /// harness-owned file or the run's log.
+    Runner,
 }
 
 /// What makes a session a replay of one recorded run.
@@ -160,6 +164,15 @@ impl SessionSpec {
             Some(JunitSource::Path(p)) => Some(p),
             _ => None,
         }
+    }
+
+    /// Whether the runner's `[per_test]` output goes to a file (else it is
+    /// read from the run's output).
+    pub fn per_test_file(&self) -> bool {
+        self.recipe
+            .as_ref()
+            .and_then(|r| r.per_test.as_ref())
+            .is_some_and(|p| p.from == crate::catalog::recipe::per_test::ReadFrom::File)
     }
 
     /// The index of the cell named `name`.
@@ -295,13 +308,16 @@ impl SessionSpec {
                 Ok((c, p))
             })
             .collect::<Result<_>>()?;
-        if self.junit == Some(JunitSource::Recipe)
-            && self.recipe.as_ref().is_none_or(|r| r.junit.is_none())
-        {
-            self.junit = None;
-        }
-        if self.junit.is_none() && self.recipe.as_ref().is_some_and(|r| r.junit.is_some()) {
-            self.junit = Some(JunitSource::Recipe);
+        if matches!(
+            self.junit,
+            None | Some(JunitSource::Recipe | JunitSource::Runner)
+        ) {
+            self.junit = per_test::default_source(
+                self.recipe.as_ref(),
+                &self.command,
+                &self.dir,
+                &self.executor,
+            );
         }
         Ok(self)
     }

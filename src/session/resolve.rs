@@ -181,8 +181,8 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
     let recipes = recipe::load(Some(&dir.join(".flakelab").join("recipes")))?;
     let (recipe, runner_note) = runner(&recipes, intent.runner.as_deref(), &command)?;
     let mut junit = junit_source(&command, given, &layered)?;
-    if junit.is_none() && recipe.as_ref().is_some_and(|r| r.junit.is_some()) {
-        junit = Some(JunitSource::Recipe);
+    if junit.is_none() {
+        junit = super::per_test::default_source(recipe.as_ref(), &command, &dir, executor);
     }
     let mut wanted = cells(&catalog, &intent, &layered.matrix, &redaction)?;
     // The values to mask wherever they appear: the credentials the subject

@@ -147,12 +147,13 @@ fn go_test_shuffle_finds_the_order_dependent_pair_and_workers_the_pool_collision
         (Some(6), Some(0)),
         "{base}"
     );
-    // go test writes no JUnit: outcomes are per run, from the exit code.
-    assert_eq!(base["runs_with_tests"].as_u64(), Some(0), "{base}");
+    // go test writes no JUnit: the recipe's [per_test] asks for its
+    // test2json events (-json) and reads them from the run's output.
+    assert_eq!(base["runs_with_tests"].as_u64(), Some(6), "{base}");
     for r in in_cell("baseline") {
         let a = argv(r);
         assert!(
-            a.ends_with(&["-count=1".into(), "-shuffle=off".into()]),
+            a.ends_with(&["-count=1".into(), "-json".into(), "-shuffle=off".into()]),
             "{a:?}"
         );
         assert!(!log(&lab, r).contains("(cached)"), "{}", log(&lab, r));

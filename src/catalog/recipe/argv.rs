@@ -14,6 +14,9 @@ pub enum Report<'a> {
     InCommand(&'a Path),
     /// The recipe's `[junit]` arguments carry this path.
     Recipe(&'a Path),
+    /// The recipe's `[per_test]` arguments: `{report}` is this path (None
+    /// when the runner's output is read).
+    Runner(Option<&'a Path>),
 }
 
 /// What one run asks of its runner beyond the user's command.
@@ -62,6 +65,14 @@ pub fn for_run(
                     &mut argv,
                     BTreeMap::from([("junit", path.display().to_string())]),
                 )?;
+            }
+        }
+        Some(Report::Runner(path)) => {
+            if let Some(p) = recipe.and_then(|r| r.per_test.as_ref()) {
+                let vars = path
+                    .map(|path| BTreeMap::from([("report", path.display().to_string())]))
+                    .unwrap_or_default();
+                inject(&p.inject, &mut argv, vars)?;
             }
         }
         None => {}

@@ -10,6 +10,7 @@
 pub mod argv;
 pub mod ordered;
 pub mod outcome;
+pub mod per_test;
 
 use std::collections::BTreeMap;
 
@@ -45,6 +46,10 @@ pub struct Recipe {
     /// How to get a JUnit report at a given path.
     #[serde(default)]
     pub junit: Option<Inject>,
+    /// How to get per-test outcomes from what the runner ships, when no
+    /// `{junit}`, no `--junit` and no plugin `[junit]` needs is at hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_test: Option<per_test::PerTest>,
     /// How to shuffle with a seed, and read the seed back.
     #[serde(default)]
     pub shuffle: Option<Shuffle>,
@@ -353,7 +358,7 @@ pub fn load(override_dir: Option<&std::path::Path>) -> crate::error::Result<Vec<
 }
 
 /// The placeholders a recipe may use.
-pub const PLACEHOLDERS: &[&str] = &["junit", "seed", "workers", "id"];
+pub const PLACEHOLDERS: &[&str] = &["junit", "seed", "workers", "id", "report"];
 
 /// Words that run the rest of the command line as the real command.
 const WRAPPERS: &[&[&str]] = &[
@@ -492,20 +497,31 @@ pub fn runner_words_end(recipe: &Recipe, argv: &[String]) -> usize {
 /// The recipe's version command for `command`, with `{runner}` replaced by
 /// the runner's words in it (wrappers included); None without a `version`.
 pub fn version_argv(recipe: &Recipe, command: &[String]) -> Option<Vec<String>> {
-    let words = recipe.version.as_ref()?;
+    recipe
+        .version
+        .as_ref()
+        .map(|words| with_runner_words(recipe, words, command))
+}
+
+/// The recipe's `[per_test] plugin_probe` for `command`, `{runner}` replaced
+/// as in [`version_argv`]; None without one.
+pub fn plugin_probe_argv(recipe: &Recipe, command: &[String]) -> Option<Vec<String>> {
+    let words = recipe.per_test.as_ref()?.plugin_probe.as_ref()?;
+    Some(with_runner_words(recipe, words, command))
+}
+
+fn with_runner_words(recipe: &Recipe, words: &[String], command: &[String]) -> Vec<String> {
     let runner = &command[..runner_words_end(recipe, command).min(command.len())];
-    Some(
-        words
-            .iter()
-            .flat_map(|w| {
-                if w == "{runner}" {
-                    runner.to_vec()
-                } else {
-                    vec![w.clone()]
-                }
-            })
-            .collect(),
-    )
+    words
+        .iter()
+        .flat_map(|w| {
+            if w == "{runner}" {
+                runner.to_vec()
+            } else {
+                vec![w.clone()]
+            }
+        })
+        .collect()
 }
 
 /// Removes each option in `options` from `argv`, with its value: both
@@ -689,6 +705,9 @@ impl Recipe {
         if let Some(j) = &self.junit {
             check("junit", j, "junit")?;
         }
+        if let Some(p) = &self.per_test {
+            p.validate()?;
+        }
         if let Some(v) = &self.version {
             if v.is_empty() {
                 return Err("version is empty: give the words of a version command".into());
@@ -829,6 +848,7 @@ mod tests {
             },
             always: None,
             junit: None,
+            per_test: None,
             shuffle: None,
             workers: None,
             select: None,

@@ -1,0 +1,129 @@
+//! go's test2json events (`go test -json`, `gotestsum --jsonfile`): one JSON
+//! object a line, `{"Action","Package","Test","Output"}`. A test is a case
+//! from its first `run` event (start order) to its `pass`, `fail` or `skip`;
+//! a test that started and never ended (the binary crashed or was killed)
+//! is an error. Lines that are not events (build errors on stderr, mixed
+//! into the run's output) are skipped. The failure's detail is the test's
+//! own output without go's `=== RUN`/`PAUSE`/`CONT` framing lines, as
+//! gotestsum writes it into JUnit, so both give the same signature.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use crate::junit::{Case, CaseOutcome};
+
+#[derive(Deserialize)]
+struct Event {
+    #[serde(rename = "Action")]
+    action: String,
+    #[serde(rename = "Package", default)]
+    package: String,
+    #[serde(rename = "Test", default)]
+    test: Option<String>,
+    #[serde(rename = "Output", default)]
+    output: Option<String>,
+}
+
+struct Open {
+    package: String,
+    test: String,
+    end: Option<CaseOutcome>,
+    output: String,
+}
+
+/// The cases of a stream of events, in the order the tests started.
+pub(super) fn cases(text: &str) -> Vec<Case> {
+    let mut open: Vec<Open> = Vec::new();
+    let mut index: HashMap<(String, String), usize> = HashMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if !line.starts_with('{') {
+            continue;
+        }
+        let Ok(ev) = serde_json::from_str::<Event>(line) else {
+            continue;
+        };
+        let Some(test) = ev.test else {
+            continue;
+        };
+        let key = (ev.package.clone(), test.clone());
+        let i = *index.entry(key).or_insert_with(|| {
+            open.push(Open {
+                package: ev.package.clone(),
+                test: test.clone(),
+                end: None,
+                output: String::new(),
+            });
+            open.len() - 1
+        });
+        let t = &mut open[i];
+        match ev.action.as_str() {
+            "pass" => t.end = Some(CaseOutcome::Passed),
+            "fail" => t.end = Some(CaseOutcome::Failed),
+            "skip" => t.end = Some(CaseOutcome::Skipped),
+            "output" => {
+                let out = ev.output.unwrap_or_default();
+                let framing = ["=== RUN", "=== PAUSE", "=== CONT", "=== NAME"]
+                    .iter()
+                    .any(|p| out.starts_with(p));
+                if !framing && t.output.len() < crate::junit::MAX_DETAIL {
+                    t.output.push_str(&out);
+                }
+            }
+            _ => {}
+        }
+    }
+    open.into_iter()
+        .map(|t| {
+            let (outcome, message) = match t.end {
+                Some(o) => (o, None),
+                None => (
+                    CaseOutcome::Errored,
+                    Some(
+                        "the test started and never ended (its test binary stopped first)"
+                            .to_string(),
+                    ),
+                ),
+            };
+            let failed = matches!(outcome, CaseOutcome::Failed | CaseOutcome::Errored);
+            let detail = failed.then_some(t.output);
+            super::case(&t.package, &t.test, outcome, message, detail)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_become_cases_in_start_order() {
+        let text = r#"{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:9: boom 12\n"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"--- FAIL: TestA (0.00s)\n"}
+{"Action":"fail","Package":"p","Test":"TestA","Elapsed":0}
+# p [build failed]
+{"Action":"run","Package":"p","Test":"TestB"}
+{"Action":"skip","Package":"p","Test":"TestB","Elapsed":0}
+{"Action":"run","Package":"p","Test":"TestC"}
+{"Action":"fail","Package":"p","Elapsed":0}
+"#;
+        let cs = cases(text);
+        let got: Vec<(String, CaseOutcome)> = cs.iter().map(|c| (c.id(), c.outcome)).collect();
+        assert_eq!(
+            got,
+            [
+                ("p::TestA".to_string(), CaseOutcome::Failed),
+                ("p::TestB".to_string(), CaseOutcome::Skipped),
+                ("p::TestC".to_string(), CaseOutcome::Errored),
+            ]
+        );
+        assert_eq!(
+            cs[0].detail.as_deref(),
+            Some("    a_test.go:9: boom 12\n--- FAIL: TestA (0.00s)\n")
+        );
+        assert!(cs[2].message.as_deref().unwrap().contains("never ended"));
+    }
+}
