@@ -302,7 +302,20 @@ fn utc_millis(text: &str) -> Option<i64> {
     let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
     let (hh, mm, ss, ms) = (num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 23)?);
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     if !(1..=12).contains(&m) || d < 1 || d > month_days[(m - 1) as usize] {
         return None;
     }
@@ -668,7 +681,11 @@ mod timestamp_tests {
             "1969-12-31T23:59:59.999Z",
         ] {
             let parsed: jiff::Timestamp = text.parse().expect("valid");
-            assert_eq!(super::utc_millis(text), Some(parsed.as_millisecond()), "{text}");
+            assert_eq!(
+                super::utc_millis(text),
+                Some(parsed.as_millisecond()),
+                "{text}"
+            );
         }
         // Not the shape, or not a date: left to the parser.
         for text in [
