@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::template::{self, Compiled, Vars};
-use super::view::{CompactRun, RunView};
+use super::view::{CompactRun, RunView, Whole};
 use crate::record::{
     EnvDelta, Outcome, ProcessCheck, ProcessEnd, RunCpu, RunRecord, RunTopology, TestOutcome,
     RUN_SCHEMA, RUN_SCHEMA_V1,
@@ -538,6 +538,9 @@ struct WriterState {
 }
 
 /// What one line of a runs file was.
+// A line lives on the stack while it is handled: boxing the run would cost
+// an allocation per run read.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Line<'r> {
     /// A run (of the session asked for, when one was).
@@ -583,7 +586,7 @@ impl Reader {
         };
         let keep = |r: RunRecord| {
             if session.is_none_or(|s| s == r.session) {
-                Line::Run(RunView::Whole(Cow::Owned(r)))
+                Line::Run(RunView::Whole(Whole::Owned(Box::new(r))))
             } else {
                 Line::Other
             }

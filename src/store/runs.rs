@@ -19,11 +19,14 @@ use crate::record::RunRecord;
 /// `<session>.<digits>` (every id flakelab writes) a bit per number, one bit
 /// set per session and digit count (so `s.00005` and `s.0000005` stay two
 /// ids), the id itself for any other.
+/// One bit set per digit count of a session's run ids.
+type BitSets = Vec<(usize, Vec<u64>)>;
+
 #[derive(Debug, Default)]
 struct Seen {
     /// Per session; runs come in runs of one session, so the last one
     /// met is tried before the index.
-    by_session: Vec<(String, Vec<(usize, Vec<u64>)>)>,
+    by_session: Vec<(String, BitSets)>,
     index: HashMap<String, usize>,
     last: usize,
     others: HashSet<String>,

@@ -16,13 +16,36 @@ use crate::record::{
 };
 
 /// One run of a store, borrowed from the reader or from a record.
+// Handled on the stack, one at a time: boxing the compact run would cost an
+// allocation per run read.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum RunView<'a> {
     /// A whole record (`flakelab.run/1`, or one the compact form could not
     /// hold, or a record in memory).
-    Whole(Cow<'a, RunRecord>),
+    Whole(Whole<'a>),
     /// A compact `flakelab.run/2` line with its writer's table and context.
     Compact(CompactRun<'a>),
+}
+
+/// A whole record, borrowed or owned (boxed: a record is large).
+#[derive(Debug)]
+pub enum Whole<'a> {
+    /// A record the caller holds.
+    Borrowed(&'a RunRecord),
+    /// A record read from a whole line.
+    Owned(Box<RunRecord>),
+}
+
+impl std::ops::Deref for Whole<'_> {
+    type Target = RunRecord;
+
+    fn deref(&self) -> &RunRecord {
+        match self {
+            Whole::Borrowed(r) => r,
+            Whole::Owned(r) => r,
+        }
+    }
 }
 
 /// A compact run line, checked, with what it refers to.
@@ -258,7 +281,7 @@ impl<'v> Iterator for Tests<'v> {
 impl<'a> RunView<'a> {
     /// The view of a whole record.
     pub fn of(r: &'a RunRecord) -> RunView<'a> {
-        RunView::Whole(Cow::Borrowed(r))
+        RunView::Whole(Whole::Borrowed(r))
     }
 
     /// The run's id.
@@ -455,7 +478,7 @@ impl<'a> RunView<'a> {
     /// The whole record.
     pub fn to_record(&self) -> RunRecord {
         match self {
-            RunView::Whole(r) => r.as_ref().clone(),
+            RunView::Whole(r) => RunRecord::clone(r),
             RunView::Compact(c) => {
                 let id = self.id().into_owned();
                 let vars = c.vars(&id);
@@ -512,7 +535,8 @@ impl<'a> RunView<'a> {
     /// The whole record, moved out where the view owns it.
     pub fn into_record(self) -> RunRecord {
         match self {
-            RunView::Whole(r) => r.into_owned(),
+            RunView::Whole(Whole::Owned(r)) => *r,
+            RunView::Whole(Whole::Borrowed(r)) => r.clone(),
             compact => compact.to_record(),
         }
     }
