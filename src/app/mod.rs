@@ -10,10 +10,10 @@ use crate::exec::child::Stop;
 use crate::exec::Executor;
 use crate::report::{self, Report};
 
+mod bisect;
 mod check;
 mod compact;
 mod completions;
-mod bisect;
 mod demo;
 mod history;
 mod info;

@@ -122,6 +122,8 @@ fn case(
         message: keep(message, crate::junit::MAX_MESSAGE),
         detail: keep(detail, crate::junit::MAX_DETAIL),
         time_s: None,
+        file: None,
+        line: None,
     }
 }
 
