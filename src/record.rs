@@ -570,6 +570,10 @@ pub struct SessionRecord {
     /// existed lack it: how they ended is not known, never "killed".
     #[serde(default, skip_serializing_if = "is_false")]
     pub records_end: bool,
+    /// Why this design ran, when flakelab chose it (`--design auto`): the
+    /// report says it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design_chosen: Option<String>,
 }
 
 /// The shards of one sharded session that a store holds.

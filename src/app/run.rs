@@ -102,9 +102,6 @@ pub const AUTO_MIN_PAIRS: u64 = 500;
 /// latest earlier session of the same command in the store says.
 fn auto_design(args: &RunArgs, spec: &SessionSpec, sharded: bool) -> Result<(Design, String)> {
     let fixed = |why: &str| Ok((Design::Fixed, format!("fixed design (auto): {why}")));
-    if sharded {
-        return fixed("the session is sharded, and the screen design cannot be");
-    }
     if spec.signature.is_some() {
         return fixed("--signature counts whole runs whose output matches, not per-test outcomes");
     }
@@ -122,6 +119,11 @@ fn auto_design(args: &RunArgs, spec: &SessionSpec, sharded: bool) -> Result<(Des
     if perturbed == 0 || spec.cell_index("baseline").is_none() {
         return fixed("no perturbed cell to compare with the baseline");
     }
+    // Last of the reasons that do not depend on how the session is run:
+    // a sharded session says the same as one run whole wherever it can.
+    if sharded {
+        return fixed("the session is sharded, and the screen design cannot be");
+    }
     let (sessions, _) = spec.store.load_sessions()?;
     let earlier = sessions
         .iter()
@@ -129,9 +131,10 @@ fn auto_design(args: &RunArgs, spec: &SessionSpec, sharded: bool) -> Result<(Des
         .find(|s| s.part_of.is_none() && s.command == spec.command);
     let mut tests = None;
     if let Some(s) = earlier {
-        spec.store.each_run(&s.id, |r| {
-            if !r.tests.is_empty() {
-                tests = Some(tests.unwrap_or(0).max(r.tests.len() as u64));
+        spec.store.each_view(&s.id, |r| {
+            let n = r.tests_len() as u64;
+            if n > 0 {
+                tests = Some(tests.unwrap_or(0).max(n));
             }
             Ok(())
         })?;
@@ -180,6 +183,7 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
         ));
     }
     let mut spec = spec_of(ctx, &args)?;
+    spec.design_chosen = chosen.clone();
     if let Some(shard) = sharding {
         spec = shard_spec(&args, spec, shard)?;
     }

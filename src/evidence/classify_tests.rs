@@ -63,6 +63,7 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
         shards: None,
         warnings: Vec::new(),
         records_end: false,
+        design_chosen: None,
     }
 }
 

@@ -636,7 +636,7 @@ fn finish_report(
         cells,
         confirmations: Vec::new(),
         design: None,
-        design_chosen: None,
+        design_chosen: session.design_chosen.clone(),
         shards,
     }
 }

@@ -61,6 +61,7 @@ pub(super) fn session() -> SessionRecord {
         shards: None,
         warnings: Vec::new(),
         records_end: false,
+        design_chosen: None,
     }
 }
 

@@ -143,6 +143,7 @@ pub async fn run_session_looking(
         shards: None,
         warnings: survivor_warning(&settings.executor).into_iter().collect(),
         records_end: true,
+        design_chosen: settings.design_chosen.clone(),
     };
     super::scrub::session(&settings.redaction, &mut session);
     if let Some(s) = &settings.sharding {

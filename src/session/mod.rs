@@ -143,6 +143,8 @@ pub struct SessionSpec {
     /// screen's confirmations): its cells' probes and the runner's version,
     /// used instead of probing and asking again.
     pub known: Option<Known>,
+    /// Why this design ran, when flakelab chose it (`--design auto`).
+    pub design_chosen: Option<String>,
     /// Every recipe known here (for a derived command's runner).
     recipes: Vec<Recipe>,
 }

@@ -275,6 +275,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         replay: Replay::default(),
         sharding: None,
         known: None,
+        design_chosen: None,
         executor: executor.clone(),
         shams,
         recipes,

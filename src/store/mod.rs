@@ -631,6 +631,7 @@ mod tests {
             shards: None,
             warnings: Vec::new(),
             records_end: false,
+            design_chosen: None,
         }
     }
 
