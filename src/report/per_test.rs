@@ -570,10 +570,10 @@ impl TestsFold {
                     Some(tally) => tally,
                     None => self.tallies.entry(t.id.to_string()).or_default(),
                 };
-                if (tally.seen == 0 || index >= tally.family_at) && tally.family != t.family() {
-                    tally.family = t.family().to_string();
-                }
                 if tally.seen == 0 || index >= tally.family_at {
+                    if tally.family != t.family() {
+                        tally.family = t.family().to_string();
+                    }
                     tally.family_at = index;
                 }
                 tally.seen += 1;

@@ -150,7 +150,9 @@ pub(super) fn run(
     }
 }
 
-fn report() -> super::Report {
+/// The report of the renderers' fixed session: every cell's runs, one
+/// outcome per cell.
+pub(super) fn report() -> super::Report {
     let s = session();
     let mut runs = Vec::new();
     for spec in s.plan.iter() {
