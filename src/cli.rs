@@ -408,6 +408,11 @@ pub struct RunArgs {
     /// failure rates is bounded below this.
     #[arg(long, default_value_t = 0.3, value_name = "RATE")]
     pub clear_below: f64,
+    /// `--design screen`: run the screen alone and record its candidates,
+    /// for shards to confirm (`--shard I/N` with the same --session-id, each
+    /// in a copy of this store), then `flakelab merge`.
+    #[arg(long)]
+    pub screen_only: bool,
     /// Run shard I of N of the session (1-based, e.g. `2/4`): every shard
     /// builds the same seeded plan and runs replicate blocks r with
     /// r mod N = I − 1, each into its own store, for `flakelab merge`.

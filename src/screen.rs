@@ -320,6 +320,34 @@ pub struct ScreenRecord {
     /// Why this design ran (`--design auto`'s reason, or asked for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chosen: Option<String>,
+    /// The screen ran alone (`--screen-only`): its confirmations are to
+    /// come from the shards' parts (`crate::screen_shard`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pending: bool,
+    /// A pending record's candidates, in order: what every shard confirms
+    /// its share of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<Candidate>,
+    /// One shard's part of a sharded confirmation stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<crate::screen_shard::ScreenPart>,
+    /// A joined record's shards (never written: made on read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<crate::screen_shard::ScreenShards>,
+}
+
+impl ScreenRecord {
+    /// What tells this record from the session's others: the session id
+    /// for a whole record, with `#pending` for a screen run alone, with
+    /// `#part-I-N` for shard I of N's confirmations.
+    pub fn key(&self) -> std::borrow::Cow<'_, str> {
+        use std::borrow::Cow;
+        match (&self.part, self.pending) {
+            (Some(p), _) => Cow::Owned(format!("{}#part-{}-{}", self.session, p.index, p.total)),
+            (None, true) => Cow::Owned(format!("{}#pending", self.session)),
+            (None, false) => Cow::Borrowed(&self.session),
+        }
+    }
 }
 
 /// A later round of the adaptive screen.
@@ -371,6 +399,13 @@ pub struct DesignSummary {
     /// Why this design ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chosen: Option<String>,
+    /// The screen ran alone (`--screen-only`): its candidates await their
+    /// shards, and no verdict is drawn.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pending: bool,
+    /// A sharded confirmation stage's shards, present and missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<crate::screen_shard::ScreenShards>,
 }
 
 /// The smallest N at which the fixed design (every cell N full runs, Holm

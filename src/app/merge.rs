@@ -209,20 +209,23 @@ fn read_into(merged: &mut Merged, store: &Store, shown: &str, index: usize) -> R
                 }
             }
         }
-        if let Some(screen) = store.screen_of(id)? {
+        // A sharded confirmation stage's records (the screen run alone,
+        // each shard's part) are carried as written: they join on read.
+        for screen in store.screen_records_of(id)? {
+            let key = screen.key().into_owned();
             if index == usize::MAX {
-                held.screens.insert(id.clone());
+                held.screens.insert(key.clone());
             }
-            match merged.screens.get(id) {
+            match merged.screens.get(&key) {
                 Some(h) if *h == screen => {}
                 Some(h) => {
                     return Err(conflict(format!(
-                        "the screen record of session {id} differs: {} (in {shown})",
+                        "the screen record {key} differs: {} (in {shown})",
                         shard::first_difference(h, &screen)
                     )))
                 }
                 None => {
-                    merged.screens.insert(id.clone(), screen);
+                    merged.screens.insert(key, screen);
                 }
             }
         }

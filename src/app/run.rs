@@ -33,13 +33,13 @@ fn sharding_of(args: &RunArgs) -> Result<Option<(crate::shard::Shard, String)>> 
             "give --shard I/N with 1 ≤ I ≤ N (e.g. --shard 2/4), the same N in every shard",
         )
     })?;
-    if let (Some((_, from)), Design::Screen) = (&found, args.design) {
+    if args.screen_only && args.design != Design::Screen {
         return Err(Error::usage(
-            format!("the screen design cannot be sharded ({from}): its confirmation stage picks each next run from every earlier screen and confirmation result, which no single shard holds"),
-            "shard the fixed design (drop --design screen), or run the screen design on one machine",
+            "--screen-only runs the screen design's screen alone, and this session is not screened",
+            "add --design screen, or drop --screen-only",
         ));
     }
-    if found.is_none() && args.session_id.is_some() {
+    if found.is_none() && args.session_id.is_some() && !args.screen_only {
         return Err(Error::usage(
             "--session-id names the session every shard shares, and this session is not sharded",
             "add --shard I/N, or drop --session-id",
@@ -122,7 +122,7 @@ fn auto_design(args: &RunArgs, spec: &SessionSpec, sharded: bool) -> Result<(Des
     // Last of the reasons that do not depend on how the session is run:
     // a sharded session says the same as one run whole wherever it can.
     if sharded {
-        return fixed("the session is sharded, and the screen design cannot be");
+        return fixed("the session is sharded, and the screen design shards only after its screen ran alone (`--design screen --screen-only`)");
     }
     let (sessions, _) = spec.store.load_sessions()?;
     let earlier = sessions
@@ -174,7 +174,7 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
                 "drop --confirm: the screen design confirms every candidate on fresh runs",
             ));
         }
-        return super::screen::screen_cmd(ctx, args, chosen).await;
+        return super::screen::screen_cmd(ctx, args, chosen, sharding).await;
     }
     if args.confirm == Some(0) {
         return Err(Error::usage(

@@ -72,7 +72,12 @@ fn kind_of(spec: &SessionSpec, name: &str) -> (bool, CellKind) {
 
 /// Runs `run --design screen`; returns the exit code. `chosen`: why this
 /// design runs (`--design auto`'s reason, or that it was asked for).
-pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs, chosen: String) -> Result<i32> {
+pub(super) async fn screen_cmd(
+    ctx: &super::Ctx,
+    args: RunArgs,
+    chosen: String,
+    sharding: Option<(crate::shard::Shard, String)>,
+) -> Result<i32> {
     if args.screen == 0 {
         return Err(Error::usage(
             "`--screen 0` screens nothing",
@@ -93,8 +98,21 @@ pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs, chosen: String) 
             "use a runner flakelab recognises (`flakelab recipes`), `{junit}` in the command, or --junit PATH",
         ));
     }
+    if let Some(shard) = sharding {
+        return confirm_shard(&args, full, shard).await;
+    }
+    let named = match args.screen_only {
+        true => Some(screen_id(&args)?),
+        false => None,
+    };
     // Round one: one full run of every cell.
-    let settings = full.clone().with_runs(1);
+    let mut settings = full.clone().with_runs(1);
+    if let Some(id) = &named {
+        if args.session.seed.is_none() {
+            settings = settings.with_seed(crate::shard::seed_of(id));
+        }
+        settings = settings.named(id);
+    }
     let stop = super::start_watching()?;
     let Some(done) = session::run_session(&settings, &stop).await? else {
         return Ok(Verdict::Interrupted.exit_code());
@@ -147,6 +165,38 @@ pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs, chosen: String) 
         settings.confidence,
         args.clear_below,
     );
+    if args.screen_only {
+        let mut record = ScreenRecord {
+            schema: screen::SCREEN_SCHEMA.into(),
+            session: done.session.id.clone(),
+            screen_runs: args.screen,
+            rule,
+            confirmations: Vec::new(),
+            confirm_totals: None,
+            rounds,
+            chosen: Some(chosen),
+            pending: true,
+            candidates,
+            part: None,
+            shards: None,
+        };
+        crate::session::scrub::screen(&settings.redaction, &mut record);
+        settings.store.append_screen(&record)?;
+        let (report, _) = super::report_cmd::shown(&settings.store, &done.session)?;
+        super::print_report(&report, args.format, &settings.redaction);
+        eprintln!(
+            "flakelab: screen of session {} recorded with {} candidate(s); confirm them in shards: `flakelab run --design screen --shard I/N --session-id {} …` (the same command and cells), each in a copy of {}, then `flakelab merge`",
+            done.session.id,
+            record.candidates.len(),
+            done.session.id,
+            settings.store.root().display()
+        );
+        return Ok(Verdict::of(Findings {
+            interrupted: *stop.borrow() != Stop::Run,
+            ..report.findings()
+        })
+        .exit_code());
+    }
     eprintln!(
         "flakelab: screen done: {} candidate (test, cell) pair(s) to confirm, at most {} run(s) each",
         candidates.len(),
@@ -157,6 +207,7 @@ pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs, chosen: String) 
         screen: &done.session,
         rule: &rule,
         stop: &stop,
+        shard: None,
     };
     let (confirmed, totals) = confirm_all(&ctx, &candidates, args.max_runs).await?;
     let interrupted = *stop.borrow() != Stop::Run;
@@ -169,10 +220,173 @@ pub(super) async fn screen_cmd(ctx: &super::Ctx, args: RunArgs, chosen: String) 
         confirm_totals: Some(totals),
         rounds,
         chosen: Some(chosen),
+        pending: false,
+        candidates: Vec::new(),
+        part: None,
+        shards: None,
     };
     crate::session::scrub::screen(&settings.redaction, &mut record);
     settings.store.append_screen(&record)?;
     let (report, _) = super::report_cmd::shown(&settings.store, &done.session)?;
+    super::print_report(&report, args.format, &settings.redaction);
+    Ok(Verdict::of(Findings {
+        interrupted,
+        ..report.findings()
+    })
+    .exit_code())
+}
+
+/// The id of a screen run alone for its shards: `--session-id`, else
+/// FLAKELAB_SESSION_ID or the CI run's id (`crate::shard::session_id`).
+fn screen_id(args: &RunArgs) -> Result<String> {
+    let env = |k: &str| std::env::var(k).ok();
+    crate::shard::session_id(args.session_id.as_deref(), &env).map_err(|m| {
+        Error::usage(
+            m,
+            "give --session-id ID (or FLAKELAB_SESSION_ID): the shards that confirm the screen name it",
+        )
+    })
+}
+
+/// The first way `spec` is another plan than the screened `session`, if
+/// it is: the command, the cells, the seed, flakelab's version.
+fn other_plan(spec: &SessionSpec, session: &crate::record::SessionRecord) -> Option<String> {
+    if spec.command != session.command {
+        return Some(format!(
+            "the command differs: `{}` here, `{}` in the screen",
+            spec.command.join(" "),
+            session.command.join(" ")
+        ));
+    }
+    let here: Vec<&str> = spec.cells.iter().map(|(c, _)| c.name.as_str()).collect();
+    let there: Vec<&str> = session.cells.iter().map(|c| c.name.as_str()).collect();
+    if here != there {
+        return Some(format!(
+            "the cells differ: {} here, {} in the screen",
+            here.join(", "),
+            there.join(", ")
+        ));
+    }
+    if spec.seed != session.seed {
+        return Some(format!(
+            "the seed differs: {} here, {} in the screen",
+            spec.seed, session.seed
+        ));
+    }
+    let version = env!("CARGO_PKG_VERSION");
+    if session.flakelab_version != version {
+        return Some(format!(
+            "flakelab's version differs: {version} here, {} in the screen",
+            session.flakelab_version
+        ));
+    }
+    None
+}
+
+/// `run --design screen --shard I/N`: confirms this shard's share of the
+/// candidates of a screen run alone (`--screen-only`) and recorded in the
+/// store: the cells `crate::screen_shard::cells_of` gives it, each cell's
+/// candidates together, under the screen's rule; writes its part.
+async fn confirm_shard(
+    args: &RunArgs,
+    full: SessionSpec,
+    (shard, from): (crate::shard::Shard, String),
+) -> Result<i32> {
+    if args.screen_only {
+        return Err(Error::usage(
+            format!("--screen-only runs the screen on one machine, and this is shard {} of {} ({from})", shard.index, shard.total),
+            "run the screen once without --shard, then each shard with --shard I/N in a copy of its store",
+        ));
+    }
+    let id = screen_id(args)?;
+    let store = full.store.clone();
+    let shown = store.root().display().to_string();
+    let first = format!(
+        "run the screen first, on one machine: `flakelab run --design screen --screen-only --session-id {id} …`, and start each shard in a copy of its store"
+    );
+    let Some(session) = store.session(Some(&id))?.filter(|s| s.id == id) else {
+        return Err(Error::usage(
+            format!("the store {shown} holds no screen of session {id} to confirm"),
+            first,
+        ));
+    };
+    let records = store.screen_records_of(&id)?;
+    let Some(pending) = records.iter().rev().find(|r| r.pending).cloned() else {
+        return Err(Error::usage(
+            format!("session {id} in {shown} is not a screen awaiting its shards (run with --screen-only)"),
+            first,
+        ));
+    };
+    if (records.iter())
+        .filter_map(|r| r.part.as_ref())
+        .any(|p| p.index == shard.index && p.total == shard.total)
+    {
+        return Err(Error::usage(
+            format!("the store {shown} already holds shard {} of {}'s confirmations of session {id}", shard.index, shard.total),
+            "start each shard in a fresh copy of the screen's store, and merge them with `flakelab merge`",
+        ));
+    }
+    let settings = match args.session.seed {
+        Some(_) => full.with_runs(1),
+        None => full.with_runs(1).with_seed(session.seed),
+    };
+    if let Some(why) = other_plan(&settings, &session) {
+        return Err(Error::usage(
+            format!(
+                "shard {} of {} is another plan than the screen of session {id}: {why}",
+                shard.index, shard.total
+            ),
+            "start every shard with the screen's command, cells and seed (and the same flakelab)",
+        ));
+    }
+    let cells = crate::screen_shard::cells_of(&pending.candidates, shard.index, shard.total);
+    let (positions, mine): (Vec<u32>, Vec<Candidate>) = (pending.candidates.iter().enumerate())
+        .filter(|(_, c)| cells.contains(&c.cell))
+        .map(|(i, c)| (i as u32, c.clone()))
+        .unzip();
+    eprintln!(
+        "flakelab: shard {} of {} ({from}) of screened session {id}: {} of its {} candidate(s) to confirm{}",
+        shard.index,
+        shard.total,
+        mine.len(),
+        pending.candidates.len(),
+        match cells.is_empty() {
+            true => String::new(),
+            false => format!(", in {}", cells.join(", ")),
+        }
+    );
+    let stop = super::start_watching()?;
+    let ctx = Context {
+        settings: &settings,
+        screen: &session,
+        rule: &pending.rule,
+        stop: &stop,
+        shard: Some(shard),
+    };
+    let (confirmed, totals) = confirm_all(&ctx, &mine, args.max_runs).await?;
+    let interrupted = *stop.borrow() != Stop::Run;
+    let mut record = ScreenRecord {
+        schema: screen::SCREEN_SCHEMA.into(),
+        session: id,
+        screen_runs: pending.screen_runs,
+        rule: pending.rule,
+        confirmations: confirmed,
+        confirm_totals: Some(totals),
+        rounds: Vec::new(),
+        chosen: None,
+        pending: false,
+        candidates: Vec::new(),
+        part: Some(crate::screen_shard::ScreenPart {
+            index: shard.index,
+            total: shard.total,
+            cells,
+            positions,
+        }),
+        shards: None,
+    };
+    crate::session::scrub::screen(&settings.redaction, &mut record);
+    store.append_screen(&record)?;
+    let (report, _) = super::report_cmd::shown(&store, &session)?;
     super::print_report(&report, args.format, &settings.redaction);
     Ok(Verdict::of(Findings {
         interrupted,
@@ -188,6 +402,10 @@ struct Context<'a> {
     screen: &'a crate::record::SessionRecord,
     rule: &'a Rule,
     stop: &'a tokio::sync::watch::Receiver<Stop>,
+    /// The shard confirming its share of a screen run alone: its
+    /// confirmation sessions are named after it, and probe afresh (the
+    /// screen ran on another machine).
+    shard: Option<crate::shard::Shard>,
 }
 
 /// Counts at one rung: cell arm, baseline arm, pairs.
@@ -260,6 +478,9 @@ async fn confirm_all(
         .collect();
     let mut totals = (0u64, 0u64, 0u64);
     let mut batch_no = 0u32;
+    // Each cell's invocations are numbered on their own, so that a cell
+    // confirmed by one shard runs exactly what it runs in the whole stage.
+    let mut cell_batches: std::collections::BTreeMap<String, u32> = Default::default();
     'rounds: loop {
         for a in actives.iter_mut().filter(|a| !a.done) {
             if pairs_of(a) >= ctx.rule.looks {
@@ -286,14 +507,19 @@ async fn confirm_all(
                     break 'rounds;
                 }
                 // Each invocation's fresh seeds derive from the session
-                // seed, so a screened session is reproducible from it.
-                let seed = crate::plan::run_seed(settings.seed, 1_000_000 + batch_no);
+                // seed, the cell and the cell's invocation number, so a
+                // screened session is reproducible from it.
+                let nth = cell_batches.entry(cell.clone()).or_default();
+                let position = settings.cell_index(cell).unwrap_or(0) as u32;
+                let seed =
+                    crate::plan::run_seed(settings.seed, 1_000_000 + 10_000 * position + *nth);
+                *nth += 1;
                 batch_no += 1;
                 let more = run_batch(
                     ctx,
                     cell,
                     &batch,
-                    seed,
+                    (seed, batch_no),
                     &mut actives,
                     &mut budget,
                     &mut totals,
@@ -316,7 +542,7 @@ async fn run_batch(
     ctx: &Context<'_>,
     cell: &str,
     batch: &screen::Batch,
-    seed: u64,
+    (seed, batch_no): (u64, u32),
     actives: &mut [Active],
     budget: &mut Option<u64>,
     totals: &mut (u64, u64, u64),
@@ -326,6 +552,7 @@ async fn run_batch(
         screen: screen_session,
         rule,
         stop,
+        shard,
     } = *ctx;
     let argv = if batch.ids.is_empty() {
         Ok(settings.command.clone())
@@ -341,11 +568,17 @@ async fn run_batch(
             .only_cells(&["baseline", cell])
             .map_err(|e| (e.message().to_string(), e.hint().to_string()))
             .map(|s| {
-                s.with_command(argv)
+                let s = (s.with_command(argv))
                     .with_seed(seed)
                     .every_seed(batch.every_seed)
-                    .part_of(&screen_session.id)
-                    .knowing(screen_session)
+                    .part_of(&screen_session.id);
+                match shard {
+                    None => s.knowing(screen_session),
+                    Some(sh) => s.named(&format!(
+                        "{}-s{}of{}-c{batch_no}",
+                        screen_session.id, sh.index, sh.total
+                    )),
+                }
             })
     });
     let spec = match spec {
@@ -610,7 +843,7 @@ pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &S
         kind: "screen",
         screen_runs,
         pairs_screened,
-        candidates: confirmed.len(),
+        candidates: confirmed.len().max(record.candidates.len()),
         confirmed: differing,
         rule: *rule,
         runs: (runs.runs + again_runs, confirm_runs),
@@ -628,5 +861,7 @@ pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &S
             .flat_map(|r| r.cells.iter().cloned())
             .collect(),
         chosen: record.chosen.clone(),
+        pending: record.pending,
+        shards: record.shards.clone(),
     });
 }

@@ -421,6 +421,22 @@ pub fn design_text(d: &crate::screen::DesignSummary) -> String {
     if let Some(why) = &d.chosen {
         text.push_str(&format!(" Design: {why}."));
     }
+    if d.pending {
+        text.push_str(&format!(
+            " Confirmation pending: the screen ran alone (--screen-only), and its {} candidate(s) await their shards (`flakelab run --design screen --shard I/N` with its --session-id, each in a copy of this store, then `flakelab merge`); no verdict is drawn yet.",
+            d.candidates
+        ));
+    }
+    if let Some(sh) = &d.shards {
+        text.push_str(&format!(
+            " Confirmed in {} of {} shard(s).",
+            sh.present.len(),
+            sh.total
+        ));
+        for m in &sh.missing {
+            text.push_str(&format!(" {}.", m.text(sh.total)));
+        }
+    }
     if let (Some(n), Some(fixed), Some(share)) =
         (d.fixed_runs_per_cell, d.fixed_executions, d.used_share)
     {

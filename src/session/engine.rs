@@ -82,8 +82,11 @@ pub async fn run_session_looking(
     stop: &tokio::sync::watch::Receiver<Stop>,
     mut on_block: Option<OnBlock<'_>>,
 ) -> Result<Option<SessionDone>> {
-    let session_id =
-        (settings.sharding.as_ref()).map_or_else(new_session_id, |s| s.session_id.clone());
+    let session_id = match (&settings.sharding, &settings.named) {
+        (Some(s), _) => s.session_id.clone(),
+        (None, Some(id)) => id.clone(),
+        (None, None) => new_session_id(),
+    };
     let started_at = now_text();
     let names: Vec<String> = settings.cells.iter().map(|(c, _)| c.name.clone()).collect();
     let replay = &settings.replay;

@@ -139,6 +139,9 @@ pub struct SessionSpec {
     pub keep_junit: bool,
     /// The shard of a sharded session this process runs (`run --shard`).
     pub sharding: Option<Sharding>,
+    /// The session's id, when it is given rather than made (a screen run
+    /// alone for sharded confirmation, a shard's confirmation sessions).
+    pub named: Option<String>,
     /// What an earlier session of the same runner already found (the
     /// screen's confirmations): its cells' probes and the runner's version,
     /// used instead of probing and asking again.
@@ -218,6 +221,12 @@ impl SessionSpec {
     /// The same session as one shard of a sharded session (None: whole).
     pub fn sharded(mut self, sharding: Option<Sharding>) -> SessionSpec {
         self.sharding = sharding;
+        self
+    }
+
+    /// The same session under the id `id` instead of a new one.
+    pub fn named(mut self, id: &str) -> SessionSpec {
+        self.named = Some(id.to_string());
         self
     }
 

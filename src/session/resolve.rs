@@ -274,6 +274,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         part_of: None,
         replay: Replay::default(),
         sharding: None,
+        named: None,
         known: None,
         design_chosen: None,
         executor: executor.clone(),

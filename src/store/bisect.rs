@@ -16,8 +16,8 @@ pub const BISECTS_FILE: &str = "bisects.jsonl";
 pub const BISECT_DIR: &str = "bisect";
 
 impl Keyed for BisectRecord {
-    fn key(&self) -> &str {
-        &self.id
+    fn key(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(&self.id)
     }
 }
 

@@ -23,6 +23,7 @@ pub use bisect::{BISECTS_FILE, BISECT_DIR};
 pub use runs::RunIter;
 pub use view::{RunView, TestView, Tests};
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
@@ -82,30 +83,32 @@ pub struct LoadStats {
 
 /// A record with an id, which a tolerant read deduplicates on.
 trait Keyed {
-    fn key(&self) -> &str;
+    fn key(&self) -> Cow<'_, str>;
 }
 
 impl Keyed for SessionRecord {
-    fn key(&self) -> &str {
-        &self.id
+    fn key(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.id)
     }
 }
 
 impl Keyed for SessionEndRecord {
-    fn key(&self) -> &str {
-        &self.session
+    fn key(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.session)
     }
 }
 
 impl Keyed for LadderRecord {
-    fn key(&self) -> &str {
-        &self.id
+    fn key(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.id)
     }
 }
 
+/// A screened session's record, its pending screen and each shard's part
+/// are kept apart (`crate::screen_shard::join` joins them).
 impl Keyed for crate::screen::ScreenRecord {
-    fn key(&self) -> &str {
-        &self.session
+    fn key(&self) -> Cow<'_, str> {
+        self.key()
     }
 }
 
@@ -305,13 +308,21 @@ impl Store {
         append_line(&self.root.join(SCREENS_FILE), record)
     }
 
-    /// The screen design's confirmations of `session`, if it was screened.
+    /// The screen design's confirmations of `session`, if it was screened:
+    /// a sharded confirmation stage's parts joined
+    /// (`crate::screen_shard::join`).
     pub fn screen_of(&self, session: &str) -> Result<Option<crate::screen::ScreenRecord>> {
-        let (mut found, _) = read_lines(
+        Ok(crate::screen_shard::join(self.screen_records_of(session)?))
+    }
+
+    /// Every record `screens.jsonl` holds for `session`, in file order, as
+    /// written: a whole record, or a pending screen and shards' parts.
+    pub fn screen_records_of(&self, session: &str) -> Result<Vec<crate::screen::ScreenRecord>> {
+        let (found, _) = read_lines(
             &self.root.join(SCREENS_FILE),
             |r: &crate::screen::ScreenRecord| r.session == session,
         )?;
-        Ok(found.pop())
+        Ok(found)
     }
 
     /// Reads every run of every session, in file order (see
@@ -480,7 +491,7 @@ where
                 continue;
             }
         };
-        if !seen.insert(record.key().to_string()) {
+        if !seen.insert(record.key().into_owned()) {
             stats.duplicate_ids += 1;
             continue;
         }

@@ -265,17 +265,161 @@ fn four_shards_in_four_stores_merge_to_the_report_of_the_plan_run_whole() {
     assert_eq!(json(&report(&lab, &other, "json")), merged);
 }
 
+/// A JUnit report of tests `test_zone`, `test_env` and `test_ok`, with
+/// those in `failing` failed.
+fn three_tests(failing: &[&str]) -> String {
+    ["test_zone", "test_env", "test_ok"]
+        .iter()
+        .map(|t| match failing.contains(t) {
+            true => format!("<testcase classname='tests.test_a' name='{t}'><failure message='boom'/></testcase>"),
+            false => format!("<testcase classname='tests.test_a' name='{t}'/>"),
+        })
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// test_zone fails under tz=UTC, test_env under env=A=1, every time.
+fn screened_script(lab: &Lab) -> PathBuf {
+    let suite =
+        |failing: &[&str]| format!("<testsuite name='s'>{}</testsuite>", three_tests(failing));
+    script(
+        lab,
+        &format!(
+            "[[run]]\ncell = \"tz=UTC\"\nexit = 1\njunit = \"{}\"\n[[run]]\ncell = \"env=A=1\"\nexit = 1\njunit = \"{}\"\n[[run]]\njunit = \"{}\"\n",
+            suite(&["test_zone"]),
+            suite(&["test_env"]),
+            suite(&[])
+        ),
+    )
+}
+
+/// `flakelab run --design screen` of the screened script's plan, with
+/// `extra` flags, into `store`.
+fn screened(lab: &Lab, s: &Path, store: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["run", "--format", "json", "--design", "screen", "-n", "20"];
+    args.extend_from_slice(&CELLS);
+    args.extend_from_slice(&["--store", store.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "subject", "{junit}"]);
+    fake(lab, s, &args)
+}
+
 #[test]
-fn the_screen_design_refuses_to_shard_and_says_why() {
+fn a_screen_run_alone_then_confirmed_in_four_shards_merges_to_the_report_run_whole() {
     let lab = Lab::new();
-    let s = script(&lab, "");
-    let out = shard(&lab, &s, 1, &lab.store(), &["--design", "screen"]);
+    let s = screened_script(&lab);
+    let seed = flakelab::shard::seed_of("t20s").to_string();
+    // The plan run whole, on one machine.
+    let whole_out = screened(&lab, &s, &lab.path().join("whole"), &["--seed", &seed]);
+    assert_eq!(code(&whole_out), 1, "{}", stderr(&whole_out));
+    let whole = json(&whole_out);
+
+    // The screen alone, as the first CI job runs it.
+    let first = lab.path().join("screen");
+    let out = screened(&lab, &s, &first, &["--screen-only", "--session-id", "t20s"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let pending = json(&out);
+    assert_eq!(pending["design"]["pending"], true, "{}", pending["design"]);
+    assert_eq!(pending["design"]["candidates"], 2);
+    assert_eq!(pending["design"]["confirmed"], 0);
+    assert!(
+        stderr(&out).contains("--shard I/N --session-id t20s"),
+        "{}",
+        stderr(&out)
+    );
+    let table = stdout(&report(&lab, &first, "table"));
+    assert!(table.contains("Confirmation pending"), "{table}");
+    assert!(table.contains("no verdict is drawn yet"), "{table}");
+
+    // Four shards, each in a copy of the screen's store.
+    let stores: Vec<PathBuf> = (1..=4)
+        .map(|i| {
+            let store = lab.path().join(format!("c{i}"));
+            copy_dir(&first, &store);
+            let spec = format!("{i}/4");
+            let out = screened(
+                &lab,
+                &s,
+                &store,
+                &["--shard", &spec, "--session-id", "t20s"],
+            );
+            assert!([0, 1].contains(&code(&out)), "shard {i}: {}", stderr(&out));
+            store
+        })
+        .collect();
+    // Each cell's candidates go whole to one shard: two cells, two shards.
+    let parts: Vec<usize> = stores
+        .iter()
+        .map(|st| {
+            let records = Store::open(st).unwrap().screen_records_of("t20s").unwrap();
+            records
+                .iter()
+                .filter_map(|r| r.part.as_ref())
+                .map(|p| p.cells.len())
+                .sum()
+        })
+        .collect();
+    assert_eq!(parts, vec![1, 1, 0, 0]);
+
+    let into = lab.path().join("merged");
+    let out = merge(
+        &lab,
+        &[&stores[2], &stores[0], &stores[3], &stores[1]],
+        &into,
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let merged_out = report(&lab, &into, "json");
+    let merged = json(&merged_out);
+    assert_eq!(comparable(&merged), comparable(&whole));
+    assert_eq!(code(&merged_out), code(&whole_out));
+    assert_eq!(merged["design"]["confirmed"], 2, "{}", merged["design"]);
+    assert_eq!(
+        merged["design"]["shards"]["present"],
+        serde_json::json!([1, 2, 3, 4])
+    );
+    // Merged again: nothing changes.
+    let out = merge(&lab, &[&stores[0], &stores[1]], &into);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&report(&lab, &into, "json")), merged);
+
+    // Without the shard that confirmed tz=UTC, its candidate is named as
+    // unconfirmed, and its row is a screen row, not a verdict.
+    let part = lab.path().join("part");
+    let out = merge(&lab, &[&stores[1], &stores[2], &stores[3]], &part);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let table = stdout(&report(&lab, &part, "table"));
+    assert!(
+        table.contains("shard 1 of 4 not present: 1 candidate(s) of tz=UTC unconfirmed"),
+        "{table}"
+    );
+    let partial = json(&report(&lab, &part, "json"));
+    assert_eq!(partial["design"]["confirmed"], 1, "{}", partial["design"]);
+}
+
+#[test]
+fn a_screen_shard_without_its_screen_or_of_another_plan_is_refused() {
+    let lab = Lab::new();
+    let s = screened_script(&lab);
+    // No screen in the store.
+    let empty = lab.path().join("empty");
+    let out = screened(
+        &lab,
+        &s,
+        &empty,
+        &["--shard", "1/2", "--session-id", "t20s"],
+    );
     assert_eq!(code(&out), 2);
-    let err = stderr(&out);
-    assert!(err.contains("the screen design cannot be sharded"), "{err}");
-    assert!(err.contains("confirmation stage"), "{err}");
-    assert!(!lab.store().join("sessions.jsonl").exists());
-    // Sharding from the CI's variables is refused the same way.
+    assert!(
+        stderr(&out).contains("holds no screen of session t20s"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("--screen-only --session-id t20s"),
+        "{}",
+        stderr(&out)
+    );
+    // The CI's variables shard it the same way.
     let out = lab
         .cmd()
         .args([
@@ -284,15 +428,86 @@ fn the_screen_design_refuses_to_shard_and_says_why() {
             "run",
             "--design",
             "screen",
+        ])
+        .args([
+            "--store",
+            empty.to_str().unwrap(),
+            "--session-id",
+            "t20s",
             "--",
-            "x",
+            "subject",
+            "{junit}",
         ])
         .env("CI_NODE_INDEX", "1")
         .env("CI_NODE_TOTAL", "2")
         .output()
         .unwrap();
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("CI_NODE_INDEX=1"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("holds no screen of session t20s"),
+        "{}",
+        stderr(&out)
+    );
+    // Another plan: one cell fewer.
+    let first = lab.path().join("screen");
+    let out = screened(&lab, &s, &first, &["--screen-only", "--session-id", "t20s"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let before = snapshot(&first);
+    let out = fake(
+        &lab,
+        &s,
+        &[
+            "run",
+            "--design",
+            "screen",
+            "--shard",
+            "1/2",
+            "--session-id",
+            "t20s",
+            "-p",
+            "tz=UTC",
+            "--store",
+            first.to_str().unwrap(),
+            "--",
+            "subject",
+            "{junit}",
+        ],
+    );
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("another plan than the screen of session t20s: the cells differ"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(snapshot(&first), before, "nothing written");
+    // The same shard twice in one store.
+    let out = screened(
+        &lab,
+        &s,
+        &first,
+        &["--shard", "2/2", "--session-id", "t20s"],
+    );
+    assert!([0, 1].contains(&code(&out)), "{}", stderr(&out));
+    let out = screened(
+        &lab,
+        &s,
+        &first,
+        &["--shard", "2/2", "--session-id", "t20s"],
+    );
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("already holds shard 2 of 2"),
+        "{}",
+        stderr(&out)
+    );
+    // --screen-only belongs to the screen design, unsharded.
+    let out = fake(
+        &lab,
+        &s,
+        &["run", "--screen-only", "--design", "fixed", "--", "subject"],
+    );
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("--screen-only"), "{}", stderr(&out));
 }
 
 #[test]
