@@ -4,6 +4,10 @@
 //! (runs deduplicated by id, a sharded session's records joined with
 //! `shard::join`, a conflict refused with the field named); only then is
 //! anything written, so a refused merge writes nothing.
+//!
+//! Runs are streamed, never held: the check pass keeps, per run, a digest
+//! of its id and of its content and where it was first read (40 bytes); the
+//! write pass reads each input again and appends the runs it was first for.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -28,9 +32,100 @@ struct Source {
 struct Merged {
     sessions: Vec<SessionRecord>,
     session_from: BTreeMap<String, String>,
-    runs: BTreeMap<String, (RunRecord, usize)>,
+    /// Every run read, in reading order (see [`SeenRun`]).
+    runs: Vec<SeenRun>,
+    /// Runs read so far.
+    read: u64,
     screens: BTreeMap<String, ScreenRecord>,
     ladders: BTreeMap<String, LadderRecord>,
+}
+
+/// One run as the check pass saw it.
+#[derive(Clone, Copy)]
+struct SeenRun {
+    /// Digest of its id.
+    id: u128,
+    /// Digest of its content.
+    content: u64,
+    /// The input it was read from (`usize::MAX`: the destination).
+    from: usize,
+    /// Its position in reading order.
+    order: u64,
+}
+
+/// A 128-bit digest of `bytes` (SHA-256, truncated).
+fn digest128(bytes: &[u8]) -> u128 {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(bytes);
+    u128::from_le_bytes(d[..16].try_into().expect("16 bytes"))
+}
+
+/// The digest of a run's content, as written.
+fn content_of(run: &RunRecord) -> u64 {
+    let text = serde_json::to_vec(run).unwrap_or_default();
+    digest128(&text) as u64
+}
+
+/// Each input's runs to write (by id digest, sorted), and how many
+/// distinct runs there are, after checking that every run held twice is
+/// held with the same content: the first input that held a run writes it,
+/// none when the destination already held it.
+fn plan_writes(
+    merged: &mut Merged,
+    sources: &[Source],
+    dest: Option<&Store>,
+) -> Result<(Vec<Vec<u128>>, u64)> {
+    let mut runs = std::mem::take(&mut merged.runs);
+    runs.sort_unstable_by_key(|r| (r.id, r.order));
+    let mut writes = vec![Vec::new(); sources.len()];
+    let mut distinct = 0;
+    for group in runs.chunk_by(|a, b| a.id == b.id) {
+        distinct += 1;
+        let first = group[0];
+        if let Some(other) = group.iter().find(|r| r.content != first.content) {
+            return Err(described_conflict(sources, dest, first, *other));
+        }
+        if first.from != usize::MAX {
+            writes[first.from].push(first.id);
+        }
+    }
+    for w in &mut writes {
+        w.sort_unstable();
+    }
+    Ok((writes, distinct))
+}
+
+/// The conflict of two runs with one id and different content, with the
+/// first field that differs (both read again to find it).
+fn described_conflict(sources: &[Source], dest: Option<&Store>, a: SeenRun, b: SeenRun) -> Error {
+    let find = |from: usize| -> Option<(RunRecord, String)> {
+        let (store, shown) = match from {
+            usize::MAX => (dest?, "the destination".to_string()),
+            i => (&sources[i].store, sources[i].shown.clone()),
+        };
+        let (sessions, _) = store.load_sessions().ok()?;
+        let mut found = None;
+        for s in sessions {
+            let _ = store.each_run(&s.id, |r| {
+                if found.is_none() && digest128(r.id.as_bytes()) == a.id {
+                    found = Some(r);
+                }
+                Ok(())
+            });
+            if found.is_some() {
+                break;
+            }
+        }
+        found.map(|r| (r, shown))
+    };
+    match (find(a.from), find(b.from)) {
+        (Some((x, _)), Some((y, shown))) => conflict(format!(
+            "run {} is held twice with different content: {} (in {shown})",
+            x.id,
+            shard::first_difference(&x, &y)
+        )),
+        _ => conflict("a run is held twice with different content".into()),
+    }
 }
 
 fn conflict(message: String) -> Error {
@@ -63,6 +158,8 @@ pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
         read_into(&mut merged, &source.store, &source.shown, i)?;
     }
 
+    let (writes, distinct) = plan_writes(&mut merged, &sources, dest.as_ref())?;
+
     // Then write what is new.
     let dest = match dest {
         Some(d) => d,
@@ -83,15 +180,22 @@ pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
         }
     }
     let mut new_runs = 0u64;
-    let mut runs: Vec<&(RunRecord, usize)> = merged.runs.values().collect();
-    runs.sort_by(|a, b| (&a.0.session, a.0.index).cmp(&(&b.0.session, b.0.index)));
-    for (run, from) in runs {
-        if *from == usize::MAX {
-            continue;
+    let session_ids: Vec<String> = merged.sessions.iter().map(|s| s.id.clone()).collect();
+    for id in &session_ids {
+        for (from, source) in sources.iter().enumerate() {
+            let mine = &writes[from];
+            if mine.is_empty() {
+                continue;
+            }
+            source.store.each_run(id, |run| {
+                if mine.binary_search(&digest128(run.id.as_bytes())).is_ok() {
+                    copy_files(&source.store, &dest, &run)?;
+                    dest.append_run(&run)?;
+                    new_runs += 1;
+                }
+                Ok(())
+            })?;
         }
-        copy_files(&sources[*from].store, &dest, run)?;
-        dest.append_run(run)?;
-        new_runs += 1;
     }
     for (id, screen) in &merged.screens {
         if !held.screens.contains(id) {
@@ -127,7 +231,7 @@ pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
         into.display(),
         merged.sessions.len(),
         new_sessions,
-        merged.runs.len(),
+        distinct,
         new_runs
     );
     for s in &merged.sessions {
@@ -193,22 +297,16 @@ fn read_into(merged: &mut Merged, store: &Store, shown: &str, index: usize) -> R
         }
     }
     for id in &ids {
-        let (runs, _) = store.runs_of(id)?;
-        for run in runs {
-            match merged.runs.get(&run.id) {
-                Some((held_run, _)) if *held_run == run => {}
-                Some((held_run, _)) => {
-                    return Err(conflict(format!(
-                        "run {} is held twice with different content: {} (in {shown})",
-                        run.id,
-                        shard::first_difference(held_run, &run)
-                    )));
-                }
-                None => {
-                    merged.runs.insert(run.id.clone(), (run, index));
-                }
-            }
-        }
+        store.each_run(id, |run| {
+            merged.runs.push(SeenRun {
+                id: digest128(run.id.as_bytes()),
+                content: content_of(&run),
+                from: index,
+                order: merged.read,
+            });
+            merged.read += 1;
+            Ok(())
+        })?;
         // A sharded confirmation stage's records (the screen run alone,
         // each shard's part) are carried as written: they join on read.
         for screen in store.screen_records_of(id)? {
