@@ -55,6 +55,7 @@ pub(super) fn shown(
     } else {
         report::undecided::mark(&mut report, session.confidence);
     }
+    report::handover::mark(&mut report);
     kept.sort_by_key(|r| r.index);
     let mut again = Vec::new();
     for s in replays {
@@ -127,8 +128,11 @@ pub(super) fn evidence_cmd(ctx: &super::Ctx, args: &cli::EvidenceArgs) -> Result
     let version = runner_version(&ctx.executor, &session);
     let (report, facts) = shown(&store, &session)?;
     let shown_report = report.clone();
-    let evidence =
+    let mut evidence =
         crate::evidence::build_from(&session, &facts, report, ladder, version, &redaction);
+    evidence.bisects = (store.bisects_of(&session.id)?.iter())
+        .map(crate::evidence::BisectLine::from)
+        .collect();
     let text = match args.format {
         cli::EvidenceFormat::Markdown => crate::evidence::markdown::render(&evidence),
         cli::EvidenceFormat::Json => crate::evidence::render_json(&evidence),

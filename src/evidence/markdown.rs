@@ -266,6 +266,19 @@ pub fn render(e: &Evidence) -> String {
         );
     }
 
+    for b in &e.bisects {
+        let _ = writeln!(
+            out,
+            "\n#### Polluter bisection `{}` (from run `{}`)\n",
+            b.id, b.run
+        );
+        let _ = writeln!(out, "```text");
+        for line in &b.lines {
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = writeln!(out, "```");
+    }
+
     let c = &e.classification;
     let _ = writeln!(out, "\n#### Classification\n");
     if c.claimed.is_empty() {

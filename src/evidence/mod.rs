@@ -221,6 +221,32 @@ pub struct Evidence {
     pub coverage: Vec<CoverageRow>,
     /// Notes under the table (excluded runs, partial sessions, …).
     pub notes: Vec<String>,
+    /// `flakelab bisect` results started from this session's runs, as
+    /// stored (`bisects.jsonl`), each in its lines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bisects: Vec<BisectLine>,
+}
+
+/// A stored polluter bisection of one of the session's runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BisectLine {
+    /// The bisection's id.
+    pub id: String,
+    /// The failing run it started from.
+    pub run: String,
+    /// Its result, line by line (`victim: …`, `polluter: …`, `confirmed: …`,
+    /// `repro: …`).
+    pub lines: Vec<String>,
+}
+
+impl From<&crate::bisect::BisectRecord> for BisectLine {
+    fn from(b: &crate::bisect::BisectRecord) -> Self {
+        BisectLine {
+            id: b.id.clone(),
+            run: b.run.clone(),
+            lines: b.lines(),
+        }
+    }
 }
 
 /// The host, as a bug report needs it.
@@ -659,6 +685,7 @@ pub fn build_from(
         classification,
         coverage,
         notes: report::notes(&report),
+        bisects: Vec::new(),
     }
 }
 

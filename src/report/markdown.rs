@@ -98,6 +98,15 @@ pub fn render(report: &Report) -> String {
                     sig
                 );
             }
+            for (c, t) in &rows {
+                if let Some(bisect) = &t.bisect {
+                    let _ = writeln!(
+                        out,
+                        "\n`{}` in `{}` is order-dependent: `{bisect}` finds what ran before it and made it fail.",
+                        t.id, c.name
+                    );
+                }
+            }
         }
         if clean > 0 {
             let _ = writeln!(

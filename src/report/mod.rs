@@ -13,6 +13,7 @@ pub mod gha;
 pub mod github;
 #[cfg(test)]
 mod github_tests;
+pub mod handover;
 pub mod history;
 pub mod html;
 pub mod json;

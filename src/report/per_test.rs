@@ -181,6 +181,10 @@ pub struct TestRow {
     /// `--design screen`: every look the confirmation took.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub looks: Vec<crate::screen::Look>,
+    /// A shuffle cell's differing row: the `flakelab bisect` command that
+    /// finds what made it fail (`super::handover`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bisect: Option<String>,
 }
 
 impl TestRow {
@@ -218,6 +222,7 @@ impl TestRow {
             boundary: None,
             verdict: None,
             looks: Vec::new(),
+            bisect: None,
         }
     }
 }
@@ -409,6 +414,7 @@ fn finish_rows(tallies: BTreeMap<String, Tally>, total: u64, confidence: f64) ->
                 boundary: None,
                 verdict: None,
                 looks: Vec::new(),
+                bisect: None,
             }
         })
         .collect()

@@ -210,6 +210,12 @@ fn render_tests(report: &Report, out: &mut String) {
         for sig in t.signatures.iter().take(3) {
             let _ = writeln!(out, "      {}× {}", sig.count, sig.signature);
         }
+        if let Some(bisect) = &t.bisect {
+            let _ = writeln!(
+                out,
+                "      order-dependent: find what ran before it and made it fail: {bisect}"
+            );
+        }
         if t.other_failures > 0 {
             let _ = writeln!(
                 out,

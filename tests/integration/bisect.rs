@@ -189,6 +189,18 @@ fn a_brittle_tests_state_setter_is_found() {
         r["confirmation"],
         serde_json::json!({"k": 2, "with": 2, "alone": 2})
     );
+    // The evidence of the run's session carries the stored result.
+    let out = lab.run(&["evidence", "--format", "markdown"]);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("#### Polluter bisection"), "{md}");
+    assert!(
+        md.contains(&format!("state-setter: {}", id(setter))),
+        "{md}"
+    );
+    assert!(md.contains(&format!("victim: {}", id(victim))), "{md}");
+    let out = lab.run(&["evidence", "--format", "json"]);
+    let e: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["bisects"][0]["id"], r["id"], "{e}");
 }
 
 #[test]

@@ -1,0 +1,101 @@
+//! Where a finding continues: a test whose difference rests on a shuffle
+//! cell is order-dependent, and `flakelab bisect` finds what ran before it
+//! and made it fail. This module names that command on each such row,
+//! from the row's first failing run (whose report holds the order the
+//! runner used); renderers show it, the JSON carries it as `bisect`.
+
+use super::Report;
+
+/// Whether a cell's perturbations shuffle the test order.
+fn shuffles(perturbations: &[String]) -> bool {
+    perturbations
+        .iter()
+        .any(|p| p == "shuffle" || p.starts_with("shuffle="))
+}
+
+/// `flakelab bisect RUN --test ID`, quoted for a POSIX shell.
+pub fn bisect_command(run: &str, test: &str) -> String {
+    crate::repro::join(&[
+        "flakelab".to_string(),
+        "bisect".to_string(),
+        run.to_string(),
+        "--test".to_string(),
+        test.to_string(),
+    ])
+}
+
+/// Sets `bisect` on every row of a shuffle cell that differs from the
+/// baseline and has a failing run to start from.
+pub fn mark(report: &mut Report) {
+    for cell in report.cells.iter_mut() {
+        if !shuffles(&cell.perturbations) || cell.sham_of.is_some() {
+            continue;
+        }
+        for row in cell.tests.iter_mut() {
+            if !row.differs() {
+                continue;
+            }
+            if let Some(run) = &row.first_failure {
+                row.bisect = Some(bisect_command(run, &row.id));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_test_id_with_shell_characters_is_quoted() {
+        assert_eq!(
+            bisect_command("s1.4", "tests/test_a.py::test_x[a b]"),
+            "flakelab bisect s1.4 --test 'tests/test_a.py::test_x[a b]'"
+        );
+    }
+
+    #[test]
+    fn a_differing_row_of_a_shuffle_cell_names_its_bisect_and_no_other_row_does() {
+        let mut report = crate::report::snapshots_test::report();
+        mark(&mut report);
+        let marked = |r: &Report| -> Vec<(String, String)> {
+            (r.cells.iter())
+                .flat_map(|c| c.tests.iter().map(move |t| (c, t)))
+                .filter_map(|(c, t)| t.bisect.clone().map(|b| (c.name.clone(), b)))
+                .collect()
+        };
+        // No cell shuffles: nothing is handed over.
+        assert_eq!(marked(&report), vec![]);
+        let cell = (report.cells.iter_mut())
+            .find(|c| c.name == "tz=Asia/Kathmandu")
+            .unwrap();
+        cell.perturbations = vec!["shuffle".into()];
+        let differing: Vec<(String, String)> = (cell.tests.iter())
+            .filter(|t| t.differs())
+            .map(|t| (t.id.clone(), t.first_failure.clone().unwrap()))
+            .collect();
+        assert!(!differing.is_empty());
+        mark(&mut report);
+        let want: Vec<(String, String)> = differing
+            .iter()
+            .map(|(id, run)| ("tz=Asia/Kathmandu".to_string(), bisect_command(run, id)))
+            .collect();
+        assert_eq!(marked(&report), want);
+        let table = crate::report::table::render(&report);
+        assert!(
+            table.contains(&format!(
+                "order-dependent: find what ran before it and made it fail: {}",
+                want[0].1
+            )),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn only_a_shuffle_cell_hands_over() {
+        assert!(shuffles(&["shuffle".into()]));
+        assert!(shuffles(&["tz=UTC".into(), "shuffle=7".into()]));
+        assert!(!shuffles(&["tz=UTC".into()]));
+        assert!(!shuffles(&["shuffled-env=1".into()]));
+    }
+}
