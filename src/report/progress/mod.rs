@@ -66,8 +66,8 @@ impl Progress {
         let now = self.started.elapsed();
         match &mut self.view {
             View::Bar(b) => {
-                b.set_message(self.tally.message());
                 b.set_position(self.tally.done());
+                b.set_message(self.tally.message());
             }
             View::Lines(c) => {
                 if c.due(self.tally.done(), self.tally.total(), now) {
