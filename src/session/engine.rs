@@ -156,7 +156,8 @@ pub async fn run_session_looking(
 
     let held = Cell::new(0);
     // One display for the whole session, however many blocks it runs in.
-    let mut progress = Progress::new(planned(settings, &plan, &cell_records), settings.jobs);
+    // The recorded (redacted) cell names: a cell's name can hold a value.
+    let mut progress = Progress::new(planned(settings, &plan, &session.cells), settings.jobs);
     let progress = &mut progress;
     let interrupted = match on_block.as_mut() {
         None => {

@@ -126,3 +126,30 @@ fn color_follows_the_flag_then_no_color_then_clicolor_force() {
     assert!(help("always").contains(&0x1b));
     assert!(!help("never").contains(&0x1b));
 }
+
+#[test]
+fn a_progress_line_names_a_failing_cell_without_the_value_it_sets() {
+    let lab = Lab::new();
+    let secret = "tok-progress-5521";
+    let cell = format!("env=API_TOKEN={secret}");
+    let out = lab.run(&[
+        "run",
+        "-n",
+        "2",
+        "-p",
+        &cell,
+        "--",
+        "sh",
+        "-c",
+        "[ -z \"$API_TOKEN\" ]",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = *progress_lines(&stderr).last().expect("a progress line");
+    assert!(
+        last.starts_with(
+            "flakelab: 4/4 runs (100%) · failed: env=API_TOKEN=<redacted> 2/2 · done in "
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(secret), "{stderr}");
+}

@@ -37,9 +37,10 @@ impl Cadence {
         false
     }
 
-    /// Runs done at the last line written (0 before the first).
-    pub fn last_done(&self) -> u64 {
-        self.done
+    /// Whether a session that ends with `done` of `total` runs done owes a
+    /// last line: it stopped before its plan, after its last line.
+    pub fn stopped_due(&self, done: u64, total: u64) -> bool {
+        done < total && done > self.done
     }
 }
 
@@ -80,7 +81,16 @@ mod tests {
         let mut c = Cadence::default();
         assert!(c.due(5, 10, Duration::ZERO));
         assert!(!c.due(5, 10, Duration::from_secs(600)));
-        assert_eq!(c.last_done(), 5);
         assert!(!Cadence::default().due(0, 10, Duration::from_secs(600)));
+    }
+
+    #[test]
+    fn a_session_stopped_early_owes_a_line_unless_its_last_said_it_all() {
+        let mut c = Cadence::default();
+        assert!(c.due(4, 40, Duration::ZERO));
+        assert!(c.stopped_due(6, 40));
+        assert!(!c.stopped_due(4, 40));
+        assert!(!c.stopped_due(40, 40));
+        assert!(!Cadence::default().stopped_due(0, 40));
     }
 }

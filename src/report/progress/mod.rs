@@ -100,8 +100,7 @@ impl Progress {
         match &self.view {
             View::Bar(b) => b.finish_and_clear(),
             View::Lines(c) => {
-                let done = self.tally.done();
-                if done < self.tally.total() && done > c.last_done() {
+                if c.stopped_due(self.tally.done(), self.tally.total()) {
                     write_line(&self.tally.stopped_line());
                 }
             }
