@@ -153,3 +153,83 @@ fn a_progress_line_names_a_failing_cell_without_the_value_it_sets() {
     );
     assert!(!stderr.contains(secret), "{stderr}");
 }
+
+#[test]
+fn a_screen_confirmation_shows_one_progress_across_its_blocks() {
+    let lab = Lab::new();
+    let suite = |zone: &str| {
+        format!(
+            "<testsuite name='s' tests='2'><testcase classname='t' name='test_zone'>{zone}</testcase>\
+             <testcase classname='t' name='test_ok'/></testsuite>"
+        )
+    };
+    let script = super::fake::script(
+        &lab,
+        &format!(
+            "[[run]]\ncell = \"tz=UTC\"\nexit = 1\njunit = \"{}\"\n[[run]]\njunit = \"{}\"\n",
+            suite("<failure message='offset'/>"),
+            suite("")
+        ),
+    );
+    let out = super::fake::fake(
+        &lab,
+        &script,
+        &[
+            "run",
+            "--design",
+            "screen",
+            "--seed",
+            "3",
+            "-p",
+            "tz=UTC",
+            "--",
+            "subject",
+            "--junit={junit}",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // Each session's display: its lines from a count of 1 on (or a first
+    // tenth) to its end, one total, a count that only grows.
+    let shape = regex::Regex::new(r"^flakelab: (?:stopped at )?(\d+)/(\d+) runs").unwrap();
+    let mut displays: Vec<Vec<(u64, u64)>> = Vec::new();
+    for line in progress_lines(&stderr) {
+        let c = shape.captures(line).unwrap_or_else(|| panic!("{line:?}"));
+        let (done, total): (u64, u64) = (c[1].parse().unwrap(), c[2].parse().unwrap());
+        match displays.last_mut() {
+            Some(d) if d.last().is_some_and(|&(k, t)| t == total && k < done) => {
+                d.push((done, total))
+            }
+            _ => displays.push(vec![(done, total)]),
+        }
+    }
+    assert!(
+        displays.len() >= 2,
+        "a screen, then a confirmation: {stderr}"
+    );
+    for d in &displays {
+        assert!(d.len() <= 11, "{stderr}");
+    }
+    // The confirmation runs block after block; its display spans them all,
+    // and says where it stopped when it decided before its last block.
+    assert!(
+        displays.iter().any(|d| d[0].1 > 2 && d.len() > 2),
+        "{stderr}"
+    );
+    for d in displays.iter().filter(|d| d[0].1 > 2) {
+        let &(done, total) = d.last().unwrap();
+        assert!(
+            done == total || stderr.contains(&format!("flakelab: stopped at {done}/{total} runs")),
+            "{stderr}"
+        );
+    }
+    let stopped = regex::Regex::new(r"^flakelab: stopped at (\d+)/(\d+) runs").unwrap();
+    for line in progress_lines(&stderr) {
+        if let Some(c) = stopped.captures(line) {
+            assert!(
+                c[1].parse::<u64>().unwrap() < c[2].parse().unwrap(),
+                "{line}"
+            );
+        }
+    }
+}
