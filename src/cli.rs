@@ -22,10 +22,10 @@ pub struct Cli {
     /// (`exec::fake` documents the script).
     #[arg(long, global = true, hide = true, value_name = "SCRIPT")]
     pub fake_executor: Option<PathBuf>,
-    /// When to color output: the verdict words of the table on stdout, the
-    /// progress bar and help on stderr. `auto` colors a terminal only, and
+    /// When to color output: the verdict words of the table, the progress
+    /// bar, and help and usage errors. `auto` colors a terminal only, and
     /// not at all when NO_COLOR is set to anything but empty (no-color.org);
-    /// CLICOLOR_FORCE=1 colors a pipe too. Piped output is plain.
+    /// CLICOLOR_FORCE=1 colors a pipe too; `always` and `never` override both.
     #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto, value_name = "WHEN")]
     pub color: ColorWhen,
 }
@@ -235,6 +235,12 @@ store; GitLab's and Buildkite's parallel-job variables shard it too), and
 
 Runners: a recognised runner (`flakelab recipes`) gets a JUnit report path,
 its usage errors and empty runs become errors, and shuffle/workers cells work.
+
+Progress (stderr): a bar on a terminal; otherwise one line at each 10% of the
+runs or once a minute, never one per run. Both give runs done of the total,
+the failures so far of each failing cell, and an ETA from each cell's mean run
+duration so far (`ETA unknown` before the first run ends). The report alone
+goes to stdout; --color and NO_COLOR decide its color.
 
 Example:
   flakelab run -n 30 -p tz=Pacific/Kiritimati --timeout 2m -- pytest tests/test_billing.py";
