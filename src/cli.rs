@@ -22,6 +22,47 @@ pub struct Cli {
     /// (`exec::fake` documents the script).
     #[arg(long, global = true, hide = true, value_name = "SCRIPT")]
     pub fake_executor: Option<PathBuf>,
+    /// When to color output: the verdict words of the table, the progress
+    /// bar, and help and usage errors. `auto` colors a terminal only, and
+    /// not at all when NO_COLOR is set to anything but empty (no-color.org);
+    /// CLICOLOR_FORCE=1 colors a pipe too; `always` and `never` override both.
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto, value_name = "WHEN")]
+    pub color: ColorWhen,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ColorWhen {
+    /// Color a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it).
+    #[default]
+    Auto,
+    /// Always color.
+    Always,
+    /// Never color.
+    Never,
+}
+
+impl ColorWhen {
+    /// The `--color` of a command line not yet parsed (the last one given
+    /// before `--`), so clap's own help and errors follow it too.
+    pub fn in_args(args: &[std::ffi::OsString]) -> Option<ColorWhen> {
+        let mut found = None;
+        let mut args = args.iter().skip(1).map(|a| a.to_str().unwrap_or(""));
+        while let Some(arg) = args.next() {
+            let value = match arg {
+                "--" => break,
+                "--color" => args.next().unwrap_or(""),
+                _ => match arg.strip_prefix("--color=") {
+                    Some(v) => v,
+                    None => continue,
+                },
+            };
+            if let Ok(when) = ColorWhen::from_str(value, false) {
+                found = Some(when);
+            }
+        }
+        found
+    }
 }
 
 /// The subcommands.
@@ -194,6 +235,12 @@ store; GitLab's and Buildkite's parallel-job variables shard it too), and
 
 Runners: a recognised runner (`flakelab recipes`) gets a JUnit report path,
 its usage errors and empty runs become errors, and shuffle/workers cells work.
+
+Progress (stderr): a bar on a terminal; otherwise one line at each 10% of the
+runs or once a minute, never one per run. Both give runs done of the total,
+the failures so far of each failing cell, and an ETA from each cell's mean run
+duration so far (`ETA unknown` before the first run ends). The report alone
+goes to stdout; --color and NO_COLOR decide its color.
 
 Example:
   flakelab run -n 30 -p tz=Pacific/Kiritimati --timeout 2m -- pytest tests/test_billing.py";
@@ -920,4 +967,32 @@ pub struct DemoSuiteArgs {
     /// Run only the tests whose name contains this text.
     #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ColorWhen;
+
+    fn args(list: &[&str]) -> Vec<std::ffi::OsString> {
+        list.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn the_color_flag_is_found_before_parsing_and_not_in_the_subject_command() {
+        let found = |list: &[&str]| ColorWhen::in_args(&args(list));
+        assert_eq!(
+            found(&["flakelab", "run", "--color", "never"]),
+            Some(ColorWhen::Never)
+        );
+        assert_eq!(
+            found(&["flakelab", "--color=always", "run", "--color=never"]),
+            Some(ColorWhen::Never)
+        );
+        assert_eq!(
+            found(&["flakelab", "run", "--", "ls", "--color=always"]),
+            None
+        );
+        assert_eq!(found(&["flakelab", "run", "--color=sometimes"]), None);
+        assert_eq!(found(&["flakelab", "help"]), None);
+    }
 }

@@ -43,6 +43,7 @@ pub(crate) struct Ctx {
 pub fn run(cli: cli::Cli) -> Result<i32> {
     let executor = Executor::from_script(cli.fake_executor.as_deref())
         .map_err(|e| Error::usage(e, "fix the script (see `src/exec/fake.rs`)"))?;
+    set_color(cli.color);
     let ctx = Ctx { executor };
     let code = dispatch(&ctx, cli.command);
     // Nothing of this flakelab outlives its exit, its warden included.
@@ -79,6 +80,25 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
         Command::DemoSuite(args) => internal::demo_suite_cmd(&args),
         Command::Warden => Ok(crate::exec::warden::helper()),
     }
+}
+
+/// Decides, once, whether stdout and stderr get color (`report::color`).
+fn set_color(when: cli::ColorWhen) {
+    use std::io::IsTerminal as _;
+    let choice = match when {
+        cli::ColorWhen::Auto => report::color::Choice::Auto,
+        cli::ColorWhen::Always => report::color::Choice::Always,
+        cli::ColorWhen::Never => report::color::Choice::Never,
+    };
+    let var = |name: &str| std::env::var(name).ok();
+    let (no_color, force) = (var("NO_COLOR"), var("CLICOLOR_FORCE"));
+    let on = |terminal: bool| {
+        report::color::enabled(choice, no_color.as_deref(), force.as_deref(), terminal)
+    };
+    report::color::set(
+        on(std::io::stdout().is_terminal()),
+        on(std::io::stderr().is_terminal()),
+    );
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -139,7 +159,7 @@ fn run_and_report(spec: &crate::session::SessionSpec, format: Format) -> Result<
 /// records it is built from are masked already; this is the net).
 fn print_report(report: &Report, format: Format, redaction: &crate::redact::Redaction) {
     let text = match format {
-        Format::Table => report::table::render(report),
+        Format::Table => report::table::render_colored(report, report::color::stdout()),
         Format::Json => report::json::render(report),
         Format::Markdown => report::markdown::render(report),
         Format::Html => report::html::render(report),

@@ -6,6 +6,7 @@
 //! Pure: no I/O here except in the renderers' callers.
 
 pub mod catalog;
+pub mod color;
 pub mod fold;
 #[cfg(test)]
 mod fold_tests;

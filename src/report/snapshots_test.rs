@@ -174,6 +174,25 @@ fn table() {
 }
 
 #[test]
+fn the_colored_table_is_the_plain_table_with_its_verdict_words_painted() {
+    let report = report();
+    let plain = super::table::render(&report);
+    assert_eq!(super::table::render_colored(&report, false), plain);
+    let colored = super::table::render_colored(&report, true);
+    // Color adds escapes and nothing else: stripped, the bytes are the plain table's.
+    let ansi = regex::Regex::new(r"\x1b\[[0-9;]*m").unwrap();
+    assert_eq!(ansi.replace_all(&colored, ""), plain);
+    let cells: Vec<&str> = colored.lines().filter(|l| l.contains('\x1b')).collect();
+    assert_eq!(cells.len(), 5, "{colored}");
+    assert!(cells[0].contains("\x1b[2m(reference)\x1b[0m                applied"));
+    assert!(cells[1].contains("\x1b[1;31mdiffers\x1b[0m (p=0.002)          applied"));
+    assert!(cells[2].contains("\x1b[1;33mNOT APPLIED\x1b[0m: netns"));
+    assert!(cells[3].contains("\x1b[1;31mtimeouts differ\x1b[0m (p=0.002)"));
+    assert!(cells[4].contains("test_due_date  6 of 6"));
+    assert!(cells[4].ends_with("\x1b[1;31mdiffers\x1b[0m (p=0.004)"));
+}
+
+#[test]
 fn markdown() {
     insta::assert_snapshot!(super::markdown::render(&report()));
 }

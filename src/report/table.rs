@@ -11,6 +11,13 @@ use super::{
 
 /// Renders the report as a plain-text table.
 pub fn render(report: &Report) -> String {
+    render_colored(report, false)
+}
+
+/// [`render`], with the verdict words colored when `color` (a difference
+/// red, a cell not applied or a difference its sham leaves unexplained
+/// yellow, the reference dim); without color, byte for byte [`render`].
+pub fn render_colored(report: &Report, color: bool) -> String {
     let mut out = String::new();
     let pct = (report.confidence * 100.0).round();
     let _ = writeln!(
@@ -70,22 +77,29 @@ pub fn render(report: &Report) -> String {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cols: &[String; 6]| {
+    let line = |cols: &[String; 6], color: bool| {
         let mut s = String::new();
         for (i, (col, w)) in cols.iter().zip(widths).enumerate() {
-            if i == 5 {
-                s.push_str(col);
+            let shown = if i >= 4 {
+                painted(col, color)
             } else {
-                let _ = write!(s, "{col:<w$}  ");
+                col.clone()
+            };
+            if i == 5 {
+                s.push_str(&shown);
+            } else {
+                // Padded by the plain text's width: escapes take no column.
+                let pad = w.saturating_sub(col.chars().count()) + 2;
+                let _ = write!(s, "{shown}{:pad$}", "");
             }
         }
         s.trim_end().to_string()
     };
-    let _ = writeln!(out, "{}", line(&header));
+    let _ = writeln!(out, "{}", line(&header, false));
     for row in &rows {
-        let _ = writeln!(out, "{}", line(row));
+        let _ = writeln!(out, "{}", line(row, color));
     }
-    render_tests(report, &mut out);
+    render_tests(report, &mut out, color);
     let notes = notes(report);
     let repros = shown_failures(report);
     if !notes.is_empty() {
@@ -158,7 +172,28 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-fn render_tests(report: &Report, out: &mut String) {
+/// A verdict or probe column's text with its verdict words colored by
+/// what they say (`color::Tone`), the rest plain.
+fn painted(text: &str, color: bool) -> String {
+    use super::color::{paint, Tone};
+    let words = [
+        ("timeouts differ", Tone::Differs),
+        ("differs", Tone::Differs),
+        ("NOT APPLIED", Tone::Caution),
+        ("(reference)", Tone::Quiet),
+    ];
+    let Some((word, tone)) = words.into_iter().find(|(w, _)| text.starts_with(w)) else {
+        return text.to_string();
+    };
+    // A difference its sham does not explain away is a caution, not a finding.
+    let tone = match tone {
+        Tone::Differs if text.contains("not from its sham") => Tone::Caution,
+        tone => tone,
+    };
+    format!("{}{}", paint(word, tone, color), &text[word.len()..])
+}
+
+fn render_tests(report: &Report, out: &mut String, color: bool) {
     let (total, clean, skipped) = test_counts(report);
     if total == 0 {
         return;
@@ -192,18 +227,24 @@ fn render_tests(report: &Report, out: &mut String) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cols: &[String; 5]| {
+    let line = |cols: &[String; 5], color: bool| {
         let mut s = String::from("  ");
-        for (col, w) in cols.iter().zip(widths) {
-            let _ = write!(s, "{col:<w$}  ");
+        for (i, (col, w)) in cols.iter().zip(widths).enumerate() {
+            let shown = if i == 4 {
+                painted(col, color)
+            } else {
+                col.clone()
+            };
+            let pad = w.saturating_sub(col.chars().count()) + 2;
+            let _ = write!(s, "{shown}{:pad$}", "");
         }
         s.trim_end().to_string()
     };
     if !body.is_empty() {
-        let _ = writeln!(out, "{}", line(&header));
+        let _ = writeln!(out, "{}", line(&header, false));
     }
     for (row, (_, t)) in body.iter().zip(&rows) {
-        let _ = writeln!(out, "{}", line(row));
+        let _ = writeln!(out, "{}", line(row, color));
         if let Some(shift) = super::test_shift_text(t) {
             let _ = writeln!(out, "      {shift}");
         }

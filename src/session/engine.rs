@@ -158,6 +158,10 @@ pub async fn run_session_looking(
     settings.store.append_session(&session)?;
 
     let held = Cell::new(0);
+    // One display for the whole session, however many blocks it runs in.
+    // The recorded (redacted) cell names: a cell's name can hold a value.
+    let mut progress = Progress::new(planned(settings, &plan, &session.cells), settings.jobs);
+    let progress = &mut progress;
     let interrupted = match on_block.as_mut() {
         None => {
             execute(
@@ -167,6 +171,7 @@ pub async fn run_session_looking(
                 &cell_records,
                 stop.clone(),
                 &held,
+                progress,
             )
             .await?
         }
@@ -181,6 +186,7 @@ pub async fn run_session_looking(
                     &cell_records,
                     stop.clone(),
                     &held,
+                    progress,
                 )
                 .await?;
                 if interrupted {
@@ -194,6 +200,7 @@ pub async fn run_session_looking(
             interrupted
         }
     };
+    progress.finish();
     running.end(interrupted)?;
     Ok(Some(SessionDone {
         session,
@@ -214,6 +221,21 @@ fn survivor_warning(executor: &crate::exec::Executor) -> Option<String> {
             "no warden ({why}): if flakelab is killed, the processes of its runs keep running;              they are still ended when flakelab ends on its own or by Ctrl-C/SIGTERM/SIGHUP              (see `flakelab doctor`)"
         )
     })
+}
+
+/// The runs this process will execute, per cell (name, count): every
+/// replicate it owns of each applied cell, times the copies of each.
+fn planned(settings: &SessionSpec, plan: &plan::Plan, cells: &[CellRecord]) -> Vec<(String, u64)> {
+    let mut counts: Vec<(String, u64)> = cells.iter().map(|c| (c.name.clone(), 0)).collect();
+    for spec in plan.iter().filter(|r| owns(settings, r.replicate)) {
+        if let Some((_, n)) = counts
+            .get_mut(spec.cell)
+            .filter(|_| cells[spec.cell].applied)
+        {
+            *n += settings.copies as u64;
+        }
+    }
+    counts
 }
 
 /// Whether this process runs replicate block `replicate` (every block,
@@ -260,17 +282,17 @@ fn jobs<'a>(
 }
 
 /// Runs the planned runs `specs`, appending each finished run to the store
-/// (`held` keeps the most runs held at once). Returns whether the session
-/// was interrupted.
+/// and showing it in `progress` (`held` keeps the most runs held at once).
+/// Returns whether the session was interrupted.
 async fn execute(
     settings: &SessionSpec,
     session: &SessionRecord,
-    specs: impl Iterator<Item = RunSpec> + Clone,
+    specs: impl Iterator<Item = RunSpec>,
     cells: &[CellRecord],
     stop: tokio::sync::watch::Receiver<Stop>,
     held: &Cell<usize>,
+    progress: &mut Progress,
 ) -> Result<bool> {
-    let total = specs.clone().filter(|s| cells[s.cell].applied).count() * settings.copies;
     let pending: RefCell<BTreeMap<usize, RunRecord>> = RefCell::new(BTreeMap::new());
     let plan_error = RefCell::new(None);
     let mut queue = jobs(settings, session, cells, specs, &pending, &plan_error, held).peekable();
@@ -281,7 +303,6 @@ async fn execute(
         return Err(e);
     }
 
-    let mut progress = Progress::new(total as u64);
     let mut store_error = None;
     let end = schedule::schedule(
         &settings.executor,
@@ -303,9 +324,15 @@ async fn execute(
                 };
                 record.cpu_busy = measured.host_busy;
                 record.cpu = measured.cpu;
-                let prepared = &settings.cells[settings.cell_index(&record.cell).unwrap_or(0)].1;
-                finish_record(&mut record, started_at, result, settings, prepared);
-                progress.finished(record.outcome == Outcome::Fail);
+                let cell = settings.cell_index(&record.cell).unwrap_or(0);
+                finish_record(
+                    &mut record,
+                    started_at,
+                    result,
+                    settings,
+                    &settings.cells[cell].1,
+                );
+                progress.finished(cell, record.outcome == Outcome::Fail, record.duration_s);
                 if let Err(e) = settings.store.append_run(&record) {
                     store_error.get_or_insert(e);
                 }
@@ -313,7 +340,6 @@ async fn execute(
         },
     )
     .await;
-    progress.finish();
     match store_error.or(plan_error.into_inner()) {
         Some(e) => Err(e),
         None => Ok(end.interrupted),

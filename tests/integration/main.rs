@@ -20,6 +20,7 @@ mod kernel;
 mod ladder;
 mod measured;
 mod per_test;
+mod progress;
 mod proof;
 mod recipes;
 mod redaction;
@@ -192,6 +193,8 @@ pub fn scrub(c: &mut Command) {
             || n.starts_with("FAKETIME")
             || n.starts_with("FLAKELAB")
             || n == "LD_PRELOAD"
+            // The user's color settings would color the outputs compared here.
+            || matches!(n.as_ref(), "NO_COLOR" | "CLICOLOR" | "CLICOLOR_FORCE")
             // CI variables that would shard a session (`run --shard`).
             || matches!(
                 n.as_ref(),
