@@ -28,6 +28,21 @@ pub struct RunArgv<'a> {
     pub shuffle_seed: Option<u64>,
     /// Workers to set.
     pub workers: Option<usize>,
+    /// The race detector on, with the GOMAXPROCS values to sweep (empty:
+    /// the runner's default).
+    pub race: Option<&'a [u32]>,
+}
+
+/// The target triple flakelab was built for, the `{target}` of a
+/// sanitizer build of the standard library (the subject's toolchain is
+/// assumed to build for the same host).
+pub fn host_target() -> String {
+    let env = if cfg!(target_env = "musl") { "musl" } else { "gnu" };
+    match std::env::consts::OS {
+        "linux" => format!("{}-unknown-linux-{env}", std::env::consts::ARCH),
+        "macos" => format!("{}-apple-darwin", std::env::consts::ARCH),
+        os => format!("{}-unknown-{os}", std::env::consts::ARCH),
+    }
 }
 
 /// The command of one run: the user's, with the report path, and with the
@@ -87,6 +102,21 @@ pub fn for_run(
             )?;
         } else if let Some(off) = &shuffle.off {
             inject(off, &mut argv, BTreeMap::new())?;
+        }
+    }
+    if let (Some(cpu), Some(race)) = (ask.race, recipe.and_then(|r| r.race.as_ref())) {
+        inject(
+            &race.on,
+            &mut argv,
+            BTreeMap::from([("target", host_target())]),
+        )?;
+        if let (false, Some(sweep)) = (cpu.is_empty(), &race.cpu) {
+            let list: Vec<String> = cpu.iter().map(u32::to_string).collect();
+            inject(
+                sweep,
+                &mut argv,
+                BTreeMap::from([("cpu", list.join(","))]),
+            )?;
         }
     }
     if let (Some(n), Some(w)) = (ask.workers, recipe.and_then(|r| r.workers.as_ref())) {
