@@ -97,7 +97,10 @@ pub fn run(host: &HostFacts) -> Vec<Check> {
 fn race_go() -> Check {
     let env = crate::exec::query("go", &["env", "CGO_ENABLED", "CC"]);
     let (ok, detail) = match env.as_deref().map(|t| t.lines().collect::<Vec<_>>()) {
-        None => (false, "go not found on PATH: no go test -race here".to_string()),
+        None => (
+            false,
+            "go not found on PATH: no go test -race here".to_string(),
+        ),
         Some(lines) => {
             let cgo = lines.first().copied().unwrap_or("").trim();
             let cc = lines.get(1).copied().unwrap_or("").trim();
@@ -151,7 +154,9 @@ fn race_rust() -> Check {
                 .trim()
                 .to_string();
             let src = sysroot.map(|s| {
-                Path::new(s.trim()).join("lib/rustlib/src/rust/library").is_dir()
+                Path::new(s.trim())
+                    .join("lib/rustlib/src/rust/library")
+                    .is_dir()
             });
             rust_race_verdict(&release, src.unwrap_or(false))
         }
@@ -186,9 +191,8 @@ fn on_path(program: &str) -> bool {
     if program.contains('/') {
         return Path::new(program).is_file();
     }
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|dir| dir.join(program).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 /// Whether a killed flakelab's runs are ended here (`exec::warden`).
@@ -328,11 +332,17 @@ mod tests {
     fn race_verdicts_name_what_is_missing() {
         let (ok, why) = go_race_verdict("0", "gcc", true);
         assert!(!ok);
-        assert!(why.starts_with("CGO_ENABLED=0: go test -race requires cgo"), "{why}");
+        assert!(
+            why.starts_with("CGO_ENABLED=0: go test -race requires cgo"),
+            "{why}"
+        );
         let (ok, why) = go_race_verdict("1", "gcc", false);
         assert!(!ok);
         assert!(why.contains("`gcc` is not on PATH"), "{why}");
-        assert_eq!(go_race_verdict("1", "gcc", true), (true, "CGO_ENABLED=1, C compiler gcc".into()));
+        assert_eq!(
+            go_race_verdict("1", "gcc", true),
+            (true, "CGO_ENABLED=1, C compiler gcc".into())
+        );
         let (ok, why) = rust_race_verdict("1.95.0", false);
         assert!(!ok);
         assert!(why.contains("is not nightly"), "{why}");

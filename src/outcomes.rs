@@ -76,7 +76,10 @@ pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<T
             outcome: first,
             passed_on_rerun: case.passed_on_rerun(),
             retries: case.reruns,
-            signature: failed.then(|| race.clone().unwrap_or_else(|| signature::normalise(headline))),
+            signature: failed.then(|| {
+                race.clone()
+                    .unwrap_or_else(|| signature::normalise(headline))
+            }),
             message: failed.then(|| headline.chars().take(MESSAGE_CHARS).collect()),
             signature_match: if failed {
                 matches.map(|m| m(&text))

@@ -93,9 +93,9 @@ fn pass(text: &str) -> String {
 /// reports the same race gives the same signature.
 pub fn race(text: &str) -> Option<String> {
     let lines: Vec<&str> = text.lines().map(str::trim).collect();
-    let start = lines
-        .iter()
-        .position(|l| *l == "WARNING: DATA RACE" || l.starts_with("WARNING: ThreadSanitizer: data race"))?;
+    let start = lines.iter().position(|l| {
+        *l == "WARNING: DATA RACE" || l.starts_with("WARNING: ThreadSanitizer: data race")
+    })?;
     let mut frames: Vec<String> = Vec::new();
     let mut i = start + 1;
     while i < lines.len() && frames.len() < 2 {
@@ -105,7 +105,9 @@ pub fn race(text: &str) -> Option<String> {
         }
         // go: `Read at 0x… by goroutine 7:`; TSan: `Write of size 4 at 0x… by thread T1:`.
         let access = (l.contains(" at 0x") || l.contains(" at <"))
-            && (l.contains(" by goroutine ") || l.contains(" by thread ") || l.contains(" by main thread"))
+            && (l.contains(" by goroutine ")
+                || l.contains(" by thread ")
+                || l.contains(" by main thread"))
             && l.ends_with(':');
         if access {
             if let Some(frame) = top_frame(&lines[i + 1..]) {

@@ -414,7 +414,9 @@ mod tests {
             .unwrap_err()
             .contains("reserved"));
         assert_eq!(Kind::parse("warp=9").unwrap(), None);
-        assert!(Kind::parse("race=1,2").unwrap_err().contains("race=cpu:1,2,4"));
+        assert!(Kind::parse("race=1,2")
+            .unwrap_err()
+            .contains("race=cpu:1,2,4"));
         assert!(Kind::parse("race=cpu:1,0").is_err());
         assert!(Kind::parse("race=cpu:").is_err());
         assert_eq!(

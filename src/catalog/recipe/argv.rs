@@ -37,7 +37,11 @@ pub struct RunArgv<'a> {
 /// sanitizer build of the standard library (the subject's toolchain is
 /// assumed to build for the same host).
 pub fn host_target() -> String {
-    let env = if cfg!(target_env = "musl") { "musl" } else { "gnu" };
+    let env = if cfg!(target_env = "musl") {
+        "musl"
+    } else {
+        "gnu"
+    };
     match std::env::consts::OS {
         "linux" => format!("{}-unknown-linux-{env}", std::env::consts::ARCH),
         "macos" => format!("{}-apple-darwin", std::env::consts::ARCH),
@@ -112,11 +116,7 @@ pub fn for_run(
         )?;
         if let (false, Some(sweep)) = (cpu.is_empty(), &race.cpu) {
             let list: Vec<String> = cpu.iter().map(u32::to_string).collect();
-            inject(
-                sweep,
-                &mut argv,
-                BTreeMap::from([("cpu", list.join(","))]),
-            )?;
+            inject(sweep, &mut argv, BTreeMap::from([("cpu", list.join(","))]))?;
         }
     }
     if let (Some(n), Some(w)) = (ask.workers, recipe.and_then(|r| r.workers.as_ref())) {

@@ -390,9 +390,7 @@ pub fn load(override_dir: Option<&std::path::Path>) -> crate::error::Result<Vec<
 }
 
 /// The placeholders a recipe may use.
-pub const PLACEHOLDERS: &[&str] = &[
-    "junit", "seed", "workers", "id", "report", "cpu", "target",
-];
+pub const PLACEHOLDERS: &[&str] = &["junit", "seed", "workers", "id", "report", "cpu", "target"];
 
 /// Words that run the rest of the command line as the real command.
 const WRAPPERS: &[&[&str]] = &[

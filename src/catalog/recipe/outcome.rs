@@ -119,7 +119,9 @@ fn first_match(re: &Option<String>, log: &str) -> Option<String> {
     let re = regex::Regex::new(re.as_deref()?).ok()?;
     let m = re.find(log)?;
     let start = log[..m.start()].rfind('\n').map_or(0, |i| i + 1);
-    let end = log[m.start()..].find('\n').map_or(log.len(), |i| m.start() + i);
+    let end = log[m.start()..]
+        .find('\n')
+        .map_or(log.len(), |i| m.start() + i);
     Some(log[start..end].trim().chars().take(200).collect())
 }
 
@@ -261,7 +263,9 @@ mod tests {
         let no_cgo = "go: -race requires cgo; enable cgo by setting CGO_ENABLED=1\n";
         let why = prerequisite_missing(&r, race, no_cgo).unwrap();
         assert!(
-            why.starts_with("race: go cannot build the race detector here: go: -race requires cgo;"),
+            why.starts_with(
+                "race: go cannot build the race detector here: go: -race requires cgo;"
+            ),
             "{why}"
         );
         assert!(why.contains("apt-get install gcc"), "{why}");
