@@ -146,4 +146,20 @@ fn without_cgo_a_race_cell_is_not_applied_with_go_s_reason() {
         "{reason}"
     );
     assert!(reason.contains("apt-get install gcc libc6-dev"), "{reason}");
+    // doctor says so beforehand, from the same environment.
+    let doctor = lab
+        .cmd()
+        .env("CGO_ENABLED", "0")
+        .arg("doctor")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("race (go)"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("unavailable") && line.contains("CGO_ENABLED=0: go test -race requires cgo"),
+        "{text}"
+    );
 }
