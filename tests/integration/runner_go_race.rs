@@ -163,3 +163,37 @@ fn without_cgo_a_race_cell_is_not_applied_with_go_s_reason() {
         "{text}"
     );
 }
+
+#[test]
+fn a_race_run_whose_binary_never_shows_the_detector_is_not_applied() {
+    if !race_capable() {
+        return;
+    }
+    // The project's own go recipe, with the banner option dropped: the
+    // runs still build with -race, but no test binary says its detector
+    // ran, so none of them may count (failing or not).
+    let (lab, home) = race_lab();
+    let embedded =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/go.toml"))
+            .unwrap();
+    let silent = embedded.replace(
+        r#"on = { args = ["-race"], env = { GORACE = "verbosity=1" } }"#,
+        r#"on = { args = ["-race"] }"#,
+    );
+    assert_ne!(silent, embedded, "the recipe's race line moved");
+    let dir = lab.path().join(".flakelab/recipes");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("go.toml"), silent).unwrap();
+    let report = run(&lab, &home, "1", &["-n", "1", "--seed", "5", "-p", "race"]);
+    let race = cell(&report, "race");
+    assert_eq!(
+        (race["applied"].as_bool(), race["n"].as_u64()),
+        (Some(false), Some(0)),
+        "{race}"
+    );
+    let reason = race["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("a silent detector measured nothing"),
+        "{reason}"
+    );
+}
