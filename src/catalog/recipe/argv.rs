@@ -222,3 +222,62 @@ pub fn with_workers(
     let (argv, _) = w.set.apply_at(&argv, &vars, end)?;
     Ok(argv)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recipe(name: &str) -> Recipe {
+        super::super::load(None)
+            .unwrap()
+            .into_iter()
+            .find(|r| r.name == name)
+            .unwrap()
+    }
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_race_run_gets_the_detector_its_banner_and_the_gomaxprocs_sweep() {
+        let go = recipe("go");
+        let ask = |race| RunArgv {
+            race,
+            ..RunArgv::default()
+        };
+        let (argv, env) = for_run(Some(&go), &words("go test ./..."), ask(Some(&[]))).unwrap();
+        assert_eq!(argv, words("go test ./... -count=1 -shuffle=off -race"));
+        assert_eq!(
+            env,
+            BTreeMap::from([("GORACE".into(), "verbosity=1".into())])
+        );
+        let (argv, _) = for_run(Some(&go), &words("go test ./..."), ask(Some(&[1, 2, 4]))).unwrap();
+        assert_eq!(
+            argv,
+            words("go test ./... -count=1 -shuffle=off -race -cpu 1,2,4")
+        );
+        let (argv, env) = for_run(Some(&go), &words("go test ./..."), ask(None)).unwrap();
+        assert!(
+            !argv.contains(&"-race".to_string()) && env.is_empty(),
+            "{argv:?}"
+        );
+        // cargo: the build-std flags are cargo's, before libtest's `--`.
+        let cargo = recipe("cargo-test");
+        let (argv, env) = for_run(
+            Some(&cargo),
+            &words("cargo test -- --nocapture"),
+            ask(Some(&[])),
+        )
+        .unwrap();
+        let target = host_target();
+        assert_eq!(
+            argv,
+            words(&format!(
+                "cargo test -Zbuild-std --target {target} -- --nocapture"
+            ))
+        );
+        assert_eq!(env["RUSTFLAGS"], "-Zsanitizer=thread");
+        assert_eq!(env["TSAN_OPTIONS"], "verbosity=1");
+    }
+}
