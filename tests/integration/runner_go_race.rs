@@ -39,8 +39,15 @@ fn race_lab() -> (Lab, PathBuf) {
     (lab, home)
 }
 
-/// `flakelab run --format json ARGS -- go test ./...` offline, with `cgo`.
-fn run(lab: &Lab, home: &Path, cgo: &str, args: &[&str]) -> serde_json::Value {
+/// `flakelab run --format json ARGS -- go test ./...` offline, with
+/// CGO_ENABLED=`cgo` and the variables `extra`.
+fn run(
+    lab: &Lab,
+    home: &Path,
+    cgo: &str,
+    extra: &[(&str, &str)],
+    args: &[&str],
+) -> serde_json::Value {
     let mut c: Command = lab.cmd();
     c.env("GOCACHE", home.join("cache"))
         .env("GOPATH", home.join("path"))
@@ -50,7 +57,8 @@ fn run(lab: &Lab, home: &Path, cgo: &str, args: &[&str]) -> serde_json::Value {
         .env("GOTOOLCHAIN", "local")
         .env("GOWORK", "off")
         .env("CGO_ENABLED", cgo)
-        .env_remove("GORACE");
+        .env_remove("GORACE")
+        .envs(extra.iter().copied());
     let out = c
         .args(["run", "--format", "json"])
         .args(args)
@@ -72,7 +80,13 @@ fn a_race_cell_finds_the_planted_data_race_with_its_report_as_signature() {
         return;
     }
     let (lab, home) = race_lab();
-    let report = run(&lab, &home, "1", &["-n", "4", "--seed", "5", "-p", "race"]);
+    let report = run(
+        &lab,
+        &home,
+        "1",
+        &[],
+        &["-n", "4", "--seed", "5", "-p", "race"],
+    );
     let base = cell(&report, "baseline");
     assert_eq!(
         (base["n"].as_u64(), base["k"].as_u64()),
@@ -121,12 +135,18 @@ fn a_race_cell_finds_the_planted_data_race_with_its_report_as_signature() {
 }
 
 #[test]
-fn without_cgo_a_race_cell_is_not_applied_with_go_s_reason() {
+fn without_cgo_or_a_c_compiler_a_race_cell_is_not_applied_with_go_s_reason() {
     if !race_capable() {
         return;
     }
     let (lab, home) = race_lab();
-    let report = run(&lab, &home, "0", &["-n", "1", "--seed", "5", "-p", "race"]);
+    let report = run(
+        &lab,
+        &home,
+        "0",
+        &[],
+        &["-n", "1", "--seed", "5", "-p", "race"],
+    );
     let base = cell(&report, "baseline");
     assert_eq!(
         (base["n"].as_u64(), base["k"].as_u64()),
@@ -146,6 +166,23 @@ fn without_cgo_a_race_cell_is_not_applied_with_go_s_reason() {
         "{reason}"
     );
     assert!(reason.contains("apt-get install gcc libc6-dev"), "{reason}");
+    // cgo on but no C compiler: the race runtime cannot be linked.
+    let report = run(
+        &lab,
+        &home,
+        "1",
+        &[("CC", "no-such-cc")],
+        &["-n", "1", "--seed", "5", "-p", "race"],
+    );
+    let race = cell(&report, "race");
+    assert_eq!(race["applied"], false, "{race}");
+    let reason = race["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(
+            r#"cannot build the race detector here: cgo: C compiler "no-such-cc" not found"#
+        ),
+        "{reason}"
+    );
     // doctor says so beforehand, from the same environment.
     let doctor = lab
         .cmd()
@@ -184,7 +221,13 @@ fn a_race_run_whose_binary_never_shows_the_detector_is_not_applied() {
     let dir = lab.path().join(".flakelab/recipes");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("go.toml"), silent).unwrap();
-    let report = run(&lab, &home, "1", &["-n", "1", "--seed", "5", "-p", "race"]);
+    let report = run(
+        &lab,
+        &home,
+        "1",
+        &[],
+        &["-n", "1", "--seed", "5", "-p", "race"],
+    );
     let race = cell(&report, "race");
     assert_eq!(
         (race["applied"].as_bool(), race["n"].as_u64()),
