@@ -215,6 +215,11 @@ Perturbation specs (-p):
   rlimit=RES:VALUE     a resource limit on the child, e.g. nofile:64, nproc:200, as:512M
   shuffle              the runner's own shuffle, a recorded seed per run (needs a recipe)
   workers[=2x|=N]      the runner's workers: a factor of its default, or N (needs a recipe)
+  race[=cpu:1,2,4]     the runner's race detector (go test -race; a ThreadSanitizer build for
+                       cargo test), proven live in each run's test binary; cpu: each test at
+                       these GOMAXPROCS values (go -cpu). Not applied, with the runner's
+                       reason, without cgo and a C compiler (go) or a nightly with rust-src
+                       (cargo); `flakelab doctor` says which (needs a recipe)
   a+b                  several perturbations in one cell (a `+` inside a value stays in the value)
 
 Exit codes (one precedence for run, replay, ladder and verify; the first that holds):

@@ -86,8 +86,113 @@ pub fn run(host: &HostFacts) -> Vec<Check> {
         needed: false,
     });
     checks.push(cgroups());
+    checks.push(race_go());
+    checks.push(race_rust());
     checks.push(warden(&host.self_exe));
     checks
+}
+
+/// Whether `go test -race` can build here: cgo on (`go env CGO_ENABLED`,
+/// which reads this environment) and its C compiler on PATH.
+fn race_go() -> Check {
+    let env = crate::exec::query("go", &["env", "CGO_ENABLED", "CC"]);
+    let (ok, detail) = match env.as_deref().map(|t| t.lines().collect::<Vec<_>>()) {
+        None => (
+            false,
+            "go not found on PATH: no go test -race here".to_string(),
+        ),
+        Some(lines) => {
+            let cgo = lines.first().copied().unwrap_or("").trim();
+            let cc = lines.get(1).copied().unwrap_or("").trim();
+            let compiler = cc.split_whitespace().next().unwrap_or("");
+            go_race_verdict(cgo, cc, !compiler.is_empty() && on_path(compiler))
+        }
+    };
+    Check {
+        name: "race (go)",
+        ok,
+        detail,
+        fix: Some(
+            "race cells for go are not applied here: go test -race needs cgo and a C compiler \
+             (unset CGO_ENABLED=0, apt-get install gcc libc6-dev)"
+                .into(),
+        ),
+        needed: false,
+    }
+}
+
+/// What `go env CGO_ENABLED CC` says about `-race`.
+fn go_race_verdict(cgo: &str, cc: &str, cc_found: bool) -> (bool, String) {
+    if cgo != "1" {
+        return (
+            false,
+            format!("CGO_ENABLED={cgo}: go test -race requires cgo (`go: -race requires cgo`)"),
+        );
+    }
+    if !cc_found {
+        return (
+            false,
+            format!("CGO_ENABLED=1 but the C compiler `{cc}` is not on PATH: the race runtime cannot be linked"),
+        );
+    }
+    (true, format!("CGO_ENABLED=1, C compiler {cc}"))
+}
+
+/// Whether a ThreadSanitizer build of a Rust subject can run here: a
+/// nightly `rustc` (the sanitizer and -Zbuild-std are nightly-only) with
+/// the rust-src component (the standard library rebuilt instrumented).
+fn race_rust() -> Check {
+    let version = crate::exec::query("rustc", &["-vV"]);
+    let sysroot = crate::exec::query("rustc", &["--print", "sysroot"]);
+    let (ok, detail) = match version {
+        None => (false, "rustc not found on PATH".to_string()),
+        Some(v) => {
+            let release = v
+                .lines()
+                .find_map(|l| l.strip_prefix("release: "))
+                .unwrap_or("?")
+                .trim()
+                .to_string();
+            let src = sysroot.map(|s| {
+                Path::new(s.trim())
+                    .join("lib/rustlib/src/rust/library")
+                    .is_dir()
+            });
+            rust_race_verdict(&release, src.unwrap_or(false))
+        }
+    };
+    Check {
+        name: "race (rust)",
+        ok,
+        detail,
+        fix: Some(
+            "race cells for cargo test are not applied here: a ThreadSanitizer build needs a \
+             nightly toolchain with rust-src (rustup toolchain install nightly --component \
+             rust-src); RUSTC_BOOTSTRAP=1 on stable does not stand in, it has no library source \
+             to rebuild"
+                .into(),
+        ),
+        needed: false,
+    }
+}
+
+/// What the toolchain's release and its rust-src say about TSan.
+fn rust_race_verdict(release: &str, has_src: bool) -> (bool, String) {
+    let nightly = release.contains("nightly") || release.contains("-dev");
+    match (nightly, has_src) {
+        (true, true) => (true, format!("rustc {release} with rust-src")),
+        (true, false) => (false, format!("rustc {release} has no rust-src component: -Zbuild-std cannot rebuild the standard library with the sanitizer")),
+        (false, _) => (false, format!("rustc {release} is not nightly: -Zsanitizer=thread and -Zbuild-std are nightly-only")),
+    }
+}
+
+/// Whether `program` is a path to a file or names one on PATH.
+fn on_path(program: &str) -> bool {
+    if program.contains('/') {
+        return Path::new(program).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 /// Whether a killed flakelab's runs are ended here (`exec::warden`).
@@ -222,6 +327,30 @@ pub fn render(checks: &[Check]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn race_verdicts_name_what_is_missing() {
+        let (ok, why) = go_race_verdict("0", "gcc", true);
+        assert!(!ok);
+        assert!(
+            why.starts_with("CGO_ENABLED=0: go test -race requires cgo"),
+            "{why}"
+        );
+        let (ok, why) = go_race_verdict("1", "gcc", false);
+        assert!(!ok);
+        assert!(why.contains("`gcc` is not on PATH"), "{why}");
+        assert_eq!(
+            go_race_verdict("1", "gcc", true),
+            (true, "CGO_ENABLED=1, C compiler gcc".into())
+        );
+        let (ok, why) = rust_race_verdict("1.95.0", false);
+        assert!(!ok);
+        assert!(why.contains("is not nightly"), "{why}");
+        let (ok, why) = rust_race_verdict("1.97.0-nightly", false);
+        assert!(!ok);
+        assert!(why.contains("no rust-src"), "{why}");
+        assert!(rust_race_verdict("1.97.0-nightly", true).0);
+    }
 
     #[test]
     fn render_marks_missing_needs_and_fixes() {

@@ -65,7 +65,9 @@ pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<T
             .or_else(|| case.detail.as_deref().and_then(first_line))
             .or_else(|| case.message.as_deref().and_then(first_line))
             .unwrap_or_default();
-        let headline = headline.as_str();
+        // A data race's report names the race better than any line of it.
+        let race = failed.then(|| signature::race(&text)).flatten();
+        let headline = race.as_deref().unwrap_or(headline.as_str());
         let family = family_id(&id);
         index.insert(id.clone(), out.len());
         out.push(TestRecord {
@@ -74,7 +76,10 @@ pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<T
             outcome: first,
             passed_on_rerun: case.passed_on_rerun(),
             retries: case.reruns,
-            signature: failed.then(|| signature::normalise(headline)),
+            signature: failed.then(|| {
+                race.clone()
+                    .unwrap_or_else(|| signature::normalise(headline))
+            }),
             message: failed.then(|| headline.chars().take(MESSAGE_CHARS).collect()),
             signature_match: if failed {
                 matches.map(|m| m(&text))

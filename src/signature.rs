@@ -84,10 +84,88 @@ fn pass(text: &str) -> String {
     }
 }
 
+/// The signature of the first data-race report in `text` (go's race
+/// detector: `WARNING: DATA RACE`; ThreadSanitizer: `WARNING:
+/// ThreadSanitizer: data race`), or None when it has none. It names the
+/// top frame of each of the two racing accesses (function and
+/// `file:line`), sorted: addresses, goroutine and thread ids, offsets and
+/// which access the detector saw first are left out, so every run that
+/// reports the same race gives the same signature.
+pub fn race(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let start = lines.iter().position(|l| {
+        *l == "WARNING: DATA RACE" || l.starts_with("WARNING: ThreadSanitizer: data race")
+    })?;
+    let mut frames: Vec<String> = Vec::new();
+    let mut i = start + 1;
+    while i < lines.len() && frames.len() < 2 {
+        let l = lines[i];
+        if l.starts_with("==================") || l.starts_with("SUMMARY:") {
+            break;
+        }
+        // go: `Read at 0x… by goroutine 7:`; TSan: `Write of size 4 at 0x… by thread T1:`.
+        let access = (l.contains(" at 0x") || l.contains(" at <"))
+            && (l.contains(" by goroutine ")
+                || l.contains(" by thread ")
+                || l.contains(" by main thread"))
+            && l.ends_with(':');
+        if access {
+            if let Some(frame) = top_frame(&lines[i + 1..]) {
+                frames.push(frame);
+            }
+        }
+        i += 1;
+    }
+    if frames.is_empty() {
+        return Some("data race".into());
+    }
+    frames.sort();
+    Some(format!("data race: {}", frames.join(" × ")))
+}
+
+/// The first frame of a race report's stack: go prints the function on one
+/// line and `path:line +0x…` on the next; ThreadSanitizer prints
+/// `#0 function path:line:col (binary+0x…)`.
+fn top_frame(stack: &[&str]) -> Option<String> {
+    let first = stack.iter().find(|l| !l.is_empty())?;
+    let base = |path: &str| path.rsplit(['/', '\\']).next().unwrap_or(path).to_string();
+    if let Some(rest) = first.strip_prefix("#0 ") {
+        let mut words = rest.split_whitespace();
+        let function = words.next()?;
+        let place = words.next().map(|p| {
+            // file:line:col → file:line
+            let mut parts: Vec<&str> = p.rsplitn(3, ':').collect();
+            parts.reverse();
+            match parts.as_slice() {
+                [file, line, _col] => format!("{}:{line}", base(file)),
+                _ => base(p),
+            }
+        });
+        return Some(match place {
+            Some(p) => format!("{function} ({p})"),
+            None => function.to_string(),
+        });
+    }
+    let function = first.trim_end_matches("()");
+    let at = stack
+        .iter()
+        .skip_while(|l| l.is_empty())
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
+        .map(base);
+    Some(match at {
+        Some(at) => format!("{function} ({at})"),
+        None => function.to_string(),
+    })
+}
+
 /// The failure lines of a log when there is no report: the last lines that
 /// look like a failure (`FAIL`, `Error`, `assert`, `panicked`…), else the
 /// last non-empty line.
 pub fn from_log(log: &str) -> Option<String> {
+    if let Some(sig) = race(log) {
+        return Some(sig);
+    }
     let lines: Vec<&str> = log
         .lines()
         .map(str::trim)
@@ -190,6 +268,69 @@ mod tests {
         assert_eq!(
             from_log(panic).unwrap(),
             "panicked: currency was never loaded"
+        );
+    }
+
+    /// go 1.19.8's report of a planted race (one run, its directory shortened).
+    const GO_RACE: &str = "==================
+WARNING: DATA RACE
+Read at 0x00c0000180d8 by goroutine 10:
+  example.com/racy.Bump()
+      /src/racy/racy.go:5 +0x33
+  example.com/racy.TestRacyCounter.func2()
+      /src/racy/racy_test.go:15 +0x47
+
+Previous write at 0x00c0000180d8 by goroutine 9:
+  example.com/racy.Bump()
+      /src/racy/racy.go:5 +0x45
+  example.com/racy.TestRacyCounter.func1()
+      /src/racy/racy_test.go:14 +0x47
+
+Goroutine 10 (running) created at:
+  example.com/racy.TestRacyCounter()
+      /src/racy/racy_test.go:15 +0x1be
+==================
+--- FAIL: TestRacyCounter (0.00s)
+    testing.go:1319: race detected during execution of test
+";
+
+    #[test]
+    fn a_race_report_signs_with_its_two_accesses_whatever_the_ids() {
+        assert_eq!(
+            race(GO_RACE).unwrap(),
+            "data race: example.com/racy.Bump (racy.go:5) × example.com/racy.Bump (racy.go:5)"
+        );
+        // Another run: other addresses, goroutines, offsets, directory, and
+        // the accesses seen in the other order.
+        let other = GO_RACE
+            .replace("0x00c0000180d8", "0x00c00012a0b8")
+            .replace("goroutine 10", "goroutine 8")
+            .replace("goroutine 9", "goroutine 7")
+            .replace("+0x33", "+0x41")
+            .replace("/src/racy", "/home/ci/src/racy");
+        assert_eq!(race(&other), race(GO_RACE));
+        // The race wins over the test's generic failure line.
+        assert_eq!(from_log(GO_RACE), race(GO_RACE));
+        // Two different races differ.
+        let elsewhere = GO_RACE.replacen("racy.go:5 +0x45", "store.go:12 +0x45", 1);
+        assert_ne!(race(&elsewhere), race(GO_RACE));
+        assert_eq!(race("--- FAIL: TestX\n"), None);
+        // ThreadSanitizer's own format (clang/rustc -Zsanitizer=thread).
+        let tsan = "==================
+WARNING: ThreadSanitizer: data race (pid=4242)
+  Write of size 4 at 0x7b0400000000 by thread T2:
+    #0 racy::bump /src/racy/src/lib.rs:7:9 (racy-1a2b+0xd1e2)
+    #1 core::ops::function::FnOnce::call_once /rustc/library/core/src/ops/function.rs:250:5 (racy-1a2b+0xc0)
+
+  Previous write of size 4 at 0x7b0400000000 by thread T1:
+    #0 racy::bump /src/racy/src/lib.rs:7:9 (racy-1a2b+0xd1e2)
+
+SUMMARY: ThreadSanitizer: data race /src/racy/src/lib.rs:7:9 in racy::bump
+==================
+";
+        assert_eq!(
+            race(tsan).unwrap(),
+            "data race: racy::bump (lib.rs:7) × racy::bump (lib.rs:7)"
         );
     }
 

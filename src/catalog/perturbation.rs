@@ -59,6 +59,14 @@ pub enum Kind {
         /// `2x` (factor of the recipe's default on this host) or `8`.
         amount: String,
     },
+    /// The runner's race detector (`go test -race`, a ThreadSanitizer
+    /// build), optionally at several GOMAXPROCS values (needs a recipe).
+    Race {
+        /// GOMAXPROCS values to run each test at (`go test -cpu 1,2,4`);
+        /// empty: the runner's default.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        cpu: Vec<u32>,
+    },
     /// A resource limit on the child (soft and hard).
     Rlimit {
         /// `nofile`, `nproc`, `as`, …
@@ -128,6 +136,11 @@ pub const KINDS: &[KindInfo] = &[
         bare: true,
     },
     KindInfo {
+        name: "race",
+        syntax: "race[=cpu:1,2,4] (the runner's race detector, proven live in each run's test binary; cpu: GOMAXPROCS values each test runs at; needs a recipe)",
+        bare: true,
+    },
+    KindInfo {
         name: "rlimit",
         syntax: "rlimit=RESOURCE:VALUE (e.g. nofile:64, nproc:200, as:512M)",
         bare: false,
@@ -148,6 +161,7 @@ impl Kind {
             Kind::Rlimit { .. } => "rlimit",
             Kind::Shuffle => "shuffle",
             Kind::Workers { .. } => "workers",
+            Kind::Race { .. } => "race",
         }
     }
 
@@ -159,6 +173,9 @@ impl Kind {
             Kind::CpuStress { amount } => values::parse_stress(amount).map(drop),
             Kind::Workers { amount } => values::parse_workers(amount).map(drop),
             Kind::CpuPin { cpus: 0 } => Err("cpu-pin needs at least 1 CPU".into()),
+            Kind::Race { cpu } if cpu.contains(&0) => {
+                Err("race cpu: GOMAXPROCS values are at least 1".into())
+            }
             Kind::Rlimit { resource, value } => {
                 values::parse_rlimit(&format!("{resource}:{value}")).map(drop)
             }
@@ -277,6 +294,14 @@ impl Kind {
                     amount: amount.to_string(),
                 }
             }
+            "race" => match value {
+                None | Some("on") => Kind::Race { cpu: Vec::new() },
+                Some(v) => Kind::Race {
+                    cpu: values::parse_cpu_list(v.strip_prefix("cpu:").ok_or_else(|| {
+                        format!("`{text}`: write `race`, or `race=cpu:1,2,4` for GOMAXPROCS values")
+                    })?)?,
+                },
+            },
             "rlimit" => {
                 let (resource, value) = values::parse_rlimit(&need("rlimit=nofile:64")?)?;
                 Kind::Rlimit { resource, value }
@@ -324,6 +349,11 @@ impl fmt::Display for Kind {
             Kind::Rlimit { resource, value } => write!(f, "rlimit={resource}:{value}"),
             Kind::Shuffle => write!(f, "shuffle"),
             Kind::Workers { amount } => write!(f, "workers={amount}"),
+            Kind::Race { cpu } if cpu.is_empty() => write!(f, "race"),
+            Kind::Race { cpu } => {
+                let list: Vec<String> = cpu.iter().map(u32::to_string).collect();
+                write!(f, "race=cpu:{}", list.join(","))
+            }
         }
     }
 }
@@ -366,6 +396,8 @@ mod tests {
             "env=A=1",
             "env=-HOME",
             "env=X=a=b",
+            "race",
+            "race=cpu:1,2,4",
         ] {
             let kind = Kind::parse(text).unwrap().unwrap();
             assert_eq!(kind.to_string(), text);
@@ -382,6 +414,15 @@ mod tests {
             .unwrap_err()
             .contains("reserved"));
         assert_eq!(Kind::parse("warp=9").unwrap(), None);
+        assert!(Kind::parse("race=1,2")
+            .unwrap_err()
+            .contains("race=cpu:1,2,4"));
+        assert!(Kind::parse("race=cpu:1,0").is_err());
+        assert!(Kind::parse("race=cpu:").is_err());
+        assert_eq!(
+            Kind::parse("race=on").unwrap().unwrap(),
+            Kind::Race { cpu: Vec::new() }
+        );
     }
 
     #[test]

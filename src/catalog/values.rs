@@ -149,6 +149,23 @@ pub fn parse_workers(text: &str) -> Result<StressAmount, String> {
     })
 }
 
+/// Parses a GOMAXPROCS list, `1,2,4` (`race=cpu:…`): each at least 1.
+pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, String> {
+    let bad =
+        || format!("race cpu `{text}`: write GOMAXPROCS values of at least 1, e.g. cpu:1,2,4");
+    let list = text
+        .split(',')
+        .map(|v| {
+            v.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(bad)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(list)
+}
+
 /// The resources `rlimit` can set, with the `prlimit` option for each.
 pub const RLIMITS: &[(&str, &str)] = &[
     ("nofile", "open files"),

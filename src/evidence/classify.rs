@@ -223,6 +223,9 @@ fn examines(kind: &Kind, start: Option<jiff::Timestamp>) -> Vec<FlakeClass> {
         Kind::Workers { .. } => vec![LoadSensitiveSynchronisation, HostResourceCollision],
         Kind::Shuffle => vec![OrderDependence],
         Kind::Rlimit { .. } => vec![HostResourceCollision],
+        // A data race is a finding of its own (its report is the
+        // signature), not one of the classes a sweep tells apart.
+        Kind::Race { .. } => vec![],
     }
 }
 
@@ -593,6 +596,14 @@ pub fn classify(
                     mapped = true;
                     claim(&mut out, OrderDependence, row(), format!(
                         "only the test order changed (a recorded seed per run): the outcome follows which test ran before.{combined}"
+                    ));
+                }
+                Kind::Race { .. } => {
+                    mapped = true;
+                    out.unmapped.push(format!(
+                        "`{}`: the runner's race detector (proven live in each run's test binary) fails runs the baseline passes: a data race, its report the failure's signature; it names no flake class of its own: {}",
+                        cell.name,
+                        cell_row(report, cell, session_rung).text
                     ));
                 }
                 Kind::Rlimit { resource, value } => {

@@ -114,6 +114,9 @@ pub struct Prepared {
     pub shuffle: bool,
     /// The runner's workers (from the recipe).
     pub workers: Option<usize>,
+    /// The runner's race detector (from the recipe), with the GOMAXPROCS
+    /// values to sweep (empty: the runner's default).
+    pub race: Option<Vec<u32>>,
     /// What the cell does beyond its declared conditions, said on the cell
     /// (libfaketime options a recipe asked for).
     pub notes: Vec<String>,
@@ -366,6 +369,30 @@ pub fn prepare(
                     }
                 }
             }
+            Kind::Race { cpu } => match recipe.and_then(|r| r.race.as_ref().map(|race| (r, race))) {
+                Some((r, race)) if !cpu.is_empty() && race.cpu.is_none() => {
+                    out.missing = Some(Missing {
+                        message: format!(
+                            "cannot sweep GOMAXPROCS: the {} recipe's race detector has no cpu option",
+                            r.name
+                        ),
+                        hint: format!("use `race` alone (see `flakelab recipes show {}`)", r.name),
+                    })
+                }
+                Some(_) => out.race = Some(cpu.clone()),
+                None => {
+                    out.missing = Some(Missing {
+                        message: format!(
+                            "cannot run the race detector: {}",
+                            recipe.map_or("no recipe recognises this command".to_string(), |r| format!(
+                                "the {} recipe knows no race-detector build for this runner",
+                                r.name
+                            ))
+                        ),
+                        hint: "name the runner with --runner NAME (`flakelab recipes` lists them; go and cargo-test have one)".into(),
+                    })
+                }
+            },
             Kind::CpuStress { amount } => {
                 let amount = values::parse_stress(amount)
                     .map_err(|m| Error::usage(m, "see `flakelab run --help`"))?;

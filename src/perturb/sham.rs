@@ -12,6 +12,10 @@
 //!
 //! `locale`, `env`, `shuffle` and `workers` have no mechanism beside their
 //! parameter: the variable set, or the runner's own option, is the condition.
+//! `race` has no null parameter (an instrumented build always detects); its
+//! instrumentation also slows the subject, so a `race` cell is read by its
+//! failures' signatures: a race report is the detector's finding, any other
+//! failure may be the slowdown's.
 
 use std::path::Path;
 
@@ -37,9 +41,11 @@ pub fn of(kind: &Kind, host: &HostFacts) -> Option<Sham> {
             format!("cpu-pin={}", host.cpus.len().max(1)),
         ),
         Kind::CpuStress { .. } => ("a run scheduled alone", "cpu-stress=0".to_string()),
-        Kind::Locale { .. } | Kind::Env { .. } | Kind::Shuffle | Kind::Workers { .. } => {
-            return None
-        }
+        Kind::Locale { .. }
+        | Kind::Env { .. }
+        | Kind::Shuffle
+        | Kind::Workers { .. }
+        | Kind::Race { .. } => return None,
     };
     Some(Sham { mechanism, spec })
 }

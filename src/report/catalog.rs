@@ -76,19 +76,20 @@ pub fn recipes_list(recipes: &[Recipe]) -> String {
         .max(6);
     let _ = writeln!(
         out,
-        "{:<w$}  {:<16}  junit  shuffle  workers  summary",
+        "{:<w$}  {:<16}  junit  shuffle  workers  race  summary",
         "recipe", "status"
     );
     for r in recipes {
         let yes = |b: bool| if b { "yes" } else { "—" };
         let _ = writeln!(
             out,
-            "{:<w$}  {:<16}  {:<5}  {:<7}  {:<7}  {}",
+            "{:<w$}  {:<16}  {:<5}  {:<7}  {:<7}  {:<4}  {}",
             r.name,
             status_text(r.status),
             yes(r.junit.is_some()),
             yes(r.shuffle.is_some()),
             yes(r.workers.is_some()),
+            yes(r.race.is_some()),
             r.summary
         );
     }
@@ -236,6 +237,26 @@ pub fn recipe_detect(
         }
         _ => {
             let _ = writeln!(out, "workers:  not supported");
+        }
+    }
+    match &r.race {
+        Some(race) => {
+            let _ = writeln!(
+                out,
+                "race:     {}",
+                show(RunArgv {
+                    race: Some(&[]),
+                    ..base
+                })
+            );
+            let _ = writeln!(
+                out,
+                "          needs {}; the detector proven live by /{}/ in each run's output",
+                race.needs, race.proof_regex
+            );
+        }
+        None => {
+            let _ = writeln!(out, "race:     not supported");
         }
     }
     let _ = writeln!(

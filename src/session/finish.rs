@@ -144,6 +144,7 @@ fn classify(
             shuffle: prepared.shuffle,
             seed: record.seed,
             workers: prepared.workers,
+            race: prepared.race.is_some(),
         };
         if let Some(reason) = outcome::prerequisite_missing(recipe, asked, &text) {
             // The plugin the cell needs is missing: nothing of it was measured.

@@ -52,6 +52,7 @@ pub(super) fn plan_process(
         report,
         shuffle_seed: prepared.shuffle.then_some(spec.seed),
         workers: prepared.workers,
+        race: prepared.race.as_deref(),
     };
     let (command, extra_env) = argv::for_run(settings.recipe.as_ref(), &settings.command, ask)
         .map_err(|e| {

@@ -218,7 +218,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         let needs_recipe = c
             .perturbations
             .iter()
-            .any(|k| matches!(k, Kind::Shuffle | Kind::Workers { .. }));
+            .any(|k| matches!(k, Kind::Shuffle | Kind::Workers { .. } | Kind::Race { .. }));
         if by_hand {
             // Asked for by hand: an error before anything runs.
             return Err(Error::usage(

@@ -59,8 +59,12 @@ pub(super) fn cases(text: &str) -> Vec<Case> {
         });
         let t = &mut open[i];
         match ev.action.as_str() {
+            // A test that runs more than once in one binary (`-cpu 1,2,4`,
+            // `-count=N`) failed in the run if any of its executions did.
+            "pass" if t.end == Some(CaseOutcome::Failed) => {}
             "pass" => t.end = Some(CaseOutcome::Passed),
             "fail" => t.end = Some(CaseOutcome::Failed),
+            "skip" if t.end == Some(CaseOutcome::Failed) => {}
             "skip" => t.end = Some(CaseOutcome::Skipped),
             "output" => {
                 let out = ev.output.unwrap_or_default();
@@ -125,5 +129,22 @@ mod tests {
             Some("    a_test.go:9: boom 12\n--- FAIL: TestA (0.00s)\n")
         );
         assert!(cs[2].message.as_deref().unwrap().contains("never ended"));
+    }
+
+    #[test]
+    fn a_test_run_at_several_gomaxprocs_fails_if_any_execution_failed() {
+        // go test -cpu 1,2,4 -json: the same Test three times in one binary.
+        let text = r#"{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:9: boom\n"}
+{"Action":"fail","Package":"p","Test":"TestA","Elapsed":0}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
+"#;
+        let cs = cases(text);
+        assert_eq!(cs.len(), 1);
+        assert_eq!(cs[0].outcome, CaseOutcome::Failed);
+        assert!(cs[0].detail.as_deref().unwrap().contains("boom"));
     }
 }

@@ -27,6 +27,7 @@ mod redaction;
 mod run_stats;
 mod runner_cargo;
 mod runner_go;
+mod runner_go_race;
 mod runner_node;
 mod runner_ruby;
 mod sandbox;

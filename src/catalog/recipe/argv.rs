@@ -28,6 +28,25 @@ pub struct RunArgv<'a> {
     pub shuffle_seed: Option<u64>,
     /// Workers to set.
     pub workers: Option<usize>,
+    /// The race detector on, with the GOMAXPROCS values to sweep (empty:
+    /// the runner's default).
+    pub race: Option<&'a [u32]>,
+}
+
+/// The target triple flakelab was built for, the `{target}` of a
+/// sanitizer build of the standard library (the subject's toolchain is
+/// assumed to build for the same host).
+pub fn host_target() -> String {
+    let env = if cfg!(target_env = "musl") {
+        "musl"
+    } else {
+        "gnu"
+    };
+    match std::env::consts::OS {
+        "linux" => format!("{}-unknown-linux-{env}", std::env::consts::ARCH),
+        "macos" => format!("{}-apple-darwin", std::env::consts::ARCH),
+        os => format!("{}-unknown-{os}", std::env::consts::ARCH),
+    }
 }
 
 /// The command of one run: the user's, with the report path, and with the
@@ -87,6 +106,17 @@ pub fn for_run(
             )?;
         } else if let Some(off) = &shuffle.off {
             inject(off, &mut argv, BTreeMap::new())?;
+        }
+    }
+    if let (Some(cpu), Some(race)) = (ask.race, recipe.and_then(|r| r.race.as_ref())) {
+        inject(
+            &race.on,
+            &mut argv,
+            BTreeMap::from([("target", host_target())]),
+        )?;
+        if let (false, Some(sweep)) = (cpu.is_empty(), &race.cpu) {
+            let list: Vec<String> = cpu.iter().map(u32::to_string).collect();
+            inject(sweep, &mut argv, BTreeMap::from([("cpu", list.join(","))]))?;
         }
     }
     if let (Some(n), Some(w)) = (ask.workers, recipe.and_then(|r| r.workers.as_ref())) {
@@ -191,4 +221,63 @@ pub fn with_workers(
     let vars = BTreeMap::from([("workers", workers.to_string())]);
     let (argv, _) = w.set.apply_at(&argv, &vars, end)?;
     Ok(argv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recipe(name: &str) -> Recipe {
+        super::super::load(None)
+            .unwrap()
+            .into_iter()
+            .find(|r| r.name == name)
+            .unwrap()
+    }
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_race_run_gets_the_detector_its_banner_and_the_gomaxprocs_sweep() {
+        let go = recipe("go");
+        let ask = |race| RunArgv {
+            race,
+            ..RunArgv::default()
+        };
+        let (argv, env) = for_run(Some(&go), &words("go test ./..."), ask(Some(&[]))).unwrap();
+        assert_eq!(argv, words("go test ./... -count=1 -shuffle=off -race"));
+        assert_eq!(
+            env,
+            BTreeMap::from([("GORACE".into(), "verbosity=1".into())])
+        );
+        let (argv, _) = for_run(Some(&go), &words("go test ./..."), ask(Some(&[1, 2, 4]))).unwrap();
+        assert_eq!(
+            argv,
+            words("go test ./... -count=1 -shuffle=off -race -cpu 1,2,4")
+        );
+        let (argv, env) = for_run(Some(&go), &words("go test ./..."), ask(None)).unwrap();
+        assert!(
+            !argv.contains(&"-race".to_string()) && env.is_empty(),
+            "{argv:?}"
+        );
+        // cargo: the build-std flags are cargo's, before libtest's `--`.
+        let cargo = recipe("cargo-test");
+        let (argv, env) = for_run(
+            Some(&cargo),
+            &words("cargo test -- --nocapture"),
+            ask(Some(&[])),
+        )
+        .unwrap();
+        let target = host_target();
+        assert_eq!(
+            argv,
+            words(&format!(
+                "cargo test -Zbuild-std --target {target} -- --nocapture"
+            ))
+        );
+        assert_eq!(env["RUSTFLAGS"], "-Zsanitizer=thread");
+        assert_eq!(env["TSAN_OPTIONS"], "verbosity=1");
+    }
 }

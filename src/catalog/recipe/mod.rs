@@ -56,6 +56,9 @@ pub struct Recipe {
     /// How to set the number of parallel workers.
     #[serde(default)]
     pub workers: Option<Workers>,
+    /// How to build and run the tests under the runner's race detector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub race: Option<Race>,
     /// How to run one test by id.
     #[serde(default)]
     pub select: Option<Inject>,
@@ -237,6 +240,35 @@ pub struct Workers {
     pub missing_hint: Option<String>,
 }
 
+/// The runner's race detector (`race` cells).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Race {
+    /// What builds and runs the tests under the detector (`{target}`: the
+    /// host's target triple, for a sanitizer build of the standard library).
+    pub on: Inject,
+    /// What runs each test at the GOMAXPROCS values `{cpu}` (`1,2,4`).
+    #[serde(default)]
+    pub cpu: Option<Inject>,
+    /// A regex whose match in the run's output proves the detector was live
+    /// in the test binary: the sanitizer runtime's own start-up banner,
+    /// which `on` asks it to print. A run without it measured nothing.
+    pub proof_regex: String,
+    /// What the detector needs on the host, in words (`flakelab doctor`
+    /// checks it: `cgo` or `nightly-rust-src`).
+    pub needs: String,
+    /// Output that means the detector cannot be built here (no cgo, no C
+    /// compiler, a stable toolchain): the run is not applied, with that line.
+    #[serde(default)]
+    pub missing_regex: Option<String>,
+    /// What to install or set when it is missing.
+    #[serde(default)]
+    pub missing_hint: Option<String>,
+}
+
+/// The host capabilities a [`Race`] section may need.
+pub const RACE_NEEDS: &[&str] = &["cgo", "nightly-rust-src"];
+
 /// What the runner's exit codes mean (0 is always "all passed").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -358,7 +390,7 @@ pub fn load(override_dir: Option<&std::path::Path>) -> crate::error::Result<Vec<
 }
 
 /// The placeholders a recipe may use.
-pub const PLACEHOLDERS: &[&str] = &["junit", "seed", "workers", "id", "report"];
+pub const PLACEHOLDERS: &[&str] = &["junit", "seed", "workers", "id", "report", "cpu", "target"];
 
 /// Words that run the rest of the command line as the real command.
 const WRAPPERS: &[&[&str]] = &[
@@ -762,6 +794,25 @@ impl Recipe {
                 regex::Regex::new(re).map_err(|e| format!("[workers] regex: {e}"))?;
             }
         }
+        if let Some(r) = &self.race {
+            check("race.on", &r.on, "")?;
+            if let Some(c) = &r.cpu {
+                check("race.cpu", c, "cpu")?;
+            }
+            if !RACE_NEEDS.contains(&r.needs.as_str()) {
+                return Err(format!(
+                    "[race] needs `{}`: use one of {}",
+                    r.needs,
+                    RACE_NEEDS.join(", ")
+                ));
+            }
+            for re in [Some(&r.proof_regex), r.missing_regex.as_ref()]
+                .into_iter()
+                .flatten()
+            {
+                regex::Regex::new(re).map_err(|e| format!("[race] regex: {e}"))?;
+            }
+        }
         for re in [&self.exit.no_tests_regex, &self.exit.error_regex]
             .into_iter()
             .flatten()
@@ -851,6 +902,7 @@ mod tests {
             per_test: None,
             shuffle: None,
             workers: None,
+            race: None,
             select: None,
             ordered: None,
             exit: ExitCodes {

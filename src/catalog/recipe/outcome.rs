@@ -67,6 +67,8 @@ pub struct Asked {
     pub seed: u64,
     /// Workers requested.
     pub workers: Option<usize>,
+    /// The race detector asked for.
+    pub race: bool,
 }
 
 /// The plugin or flag a recipe-driven cell needs is missing (the runner
@@ -90,6 +92,15 @@ pub fn prerequisite_missing(recipe: &Recipe, asked: Asked, log: &str) -> Option<
             ));
         }
     }
+    if let (true, Some(r)) = (asked.race, &recipe.race) {
+        if let Some(line) = first_match(&r.missing_regex, &plain) {
+            return Some(format!(
+                "race: {} cannot build the race detector here: {line}{}",
+                recipe.name,
+                hint(&r.missing_hint)
+            ));
+        }
+    }
     if let (Some(_), Some(w)) = (asked.workers, &recipe.workers) {
         if found(&w.missing_regex) {
             return Some(format!(
@@ -100,6 +111,18 @@ pub fn prerequisite_missing(recipe: &Recipe, asked: Asked, log: &str) -> Option<
         }
     }
     None
+}
+
+/// The line of `log` where `re` first matches, trimmed (an event's
+/// `Output` when the line is a test2json event).
+fn first_match(re: &Option<String>, log: &str) -> Option<String> {
+    let re = regex::Regex::new(re.as_deref()?).ok()?;
+    let m = re.find(log)?;
+    let start = log[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+    let end = log[m.start()..]
+        .find('\n')
+        .map_or(log.len(), |i| m.start() + i);
+    Some(log[start..end].trim().chars().take(200).collect())
 }
 
 /// The per-run probes of the recipe-driven kinds: the seed the runner
@@ -128,6 +151,18 @@ pub fn not_applied(recipe: &Recipe, asked: Asked, log: &str) -> Option<String> {
                 ))
             }
             Some(_) => {}
+        }
+    }
+    if let (true, Some(r)) = (asked.race, &recipe.race) {
+        if let Some(missing) = prerequisite_missing(recipe, asked, log) {
+            return Some(missing);
+        }
+        let live = regex::Regex::new(&r.proof_regex).is_ok_and(|re| re.is_match(log));
+        if !live {
+            return Some(format!(
+                "race: no test binary of {} said its race detector was running (no match for /{}/ in the run's output): a silent detector measured nothing",
+                recipe.name, r.proof_regex
+            ));
         }
     }
     if let (Some(n), Some(w)) = (asked.workers, &recipe.workers) {
@@ -181,6 +216,7 @@ mod tests {
             shuffle: true,
             seed: 1234,
             workers: None,
+            race: false,
         };
         assert_eq!(
             not_applied(&r, shuffled, "Using --randomly-seed=1234\n"),
@@ -201,6 +237,43 @@ mod tests {
         );
     }
 
+    fn go() -> Recipe {
+        super::super::load(None)
+            .unwrap()
+            .into_iter()
+            .find(|r| r.name == "go")
+            .unwrap()
+    }
+
+    #[test]
+    fn a_race_run_must_show_the_detector_live_and_names_a_missing_cgo() {
+        let r = go();
+        let race = Asked {
+            race: true,
+            ..Asked::default()
+        };
+        // go test -race -json under GORACE=verbosity=1 (go 1.19.8).
+        let live = "{\"Action\":\"output\",\"Package\":\"example.com/racy\",\"Output\":\"***** Running under ThreadSanitizer v3 (pid 2322) *****\\n\"}\n";
+        assert_eq!(not_applied(&r, race, live), None);
+        let silent = "{\"Action\":\"pass\",\"Package\":\"example.com/racy\"}\n";
+        let why = not_applied(&r, race, silent).unwrap();
+        assert!(why.contains("a silent detector measured nothing"), "{why}");
+        // The same output is fine for a cell that did not ask for it.
+        assert_eq!(not_applied(&r, Asked::default(), silent), None);
+        let no_cgo = "go: -race requires cgo; enable cgo by setting CGO_ENABLED=1\n";
+        let why = prerequisite_missing(&r, race, no_cgo).unwrap();
+        assert!(
+            why.starts_with(
+                "race: go cannot build the race detector here: go: -race requires cgo;"
+            ),
+            "{why}"
+        );
+        assert!(why.contains("apt-get install gcc"), "{why}");
+        let no_cc = "# example.com/racy.test\nruntime/race(.text): relocation target __popcountdi2 not defined\n";
+        assert!(prerequisite_missing(&r, race, no_cc).is_some());
+        assert_eq!(prerequisite_missing(&r, Asked::default(), no_cgo), None);
+    }
+
     #[test]
     fn workers_need_their_proof_and_name_a_missing_plugin() {
         let r = pytest();
@@ -208,6 +281,7 @@ mod tests {
             shuffle: false,
             seed: 1,
             workers: Some(2),
+            race: false,
         };
         assert_eq!(not_applied(&r, workers, "created: 2/2 workers\n"), None);
         let missing = not_applied(
@@ -227,6 +301,7 @@ mod tests {
             shuffle: true,
             seed: 1,
             workers: None,
+            race: false,
         };
         let plugin = "ERROR: Error importing plugin \"randomly\": No module named 'randomly'\n";
         assert!(prerequisite_missing(&r, shuffled, plugin)
