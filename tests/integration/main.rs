@@ -6,6 +6,7 @@ mod catalog_cli;
 mod clock;
 mod concurrent;
 mod config_init;
+mod demo;
 mod durable;
 mod evidence;
 mod fake;
