@@ -2,6 +2,7 @@
 //! One test binary; this file declares the modules and the [`Lab`] helper.
 
 mod bisect;
+mod book;
 mod catalog_cli;
 mod clock;
 mod concurrent;
