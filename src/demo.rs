@@ -46,7 +46,7 @@ flakelab demo: what each cell flips in the bundled suite
   clock-next-year  clock::licence_not_expired   (a fixture that expires in 180 days)
   no-network       net::exchange_rates_route    (needs a route out; net::loopback_echo keeps passing)
   cpu-stress-2x    load::worker_meets_deadline  (a deadline sized for an idle machine)
-  shuffled-order   state::invoice_in_dollars    (in the runs whose seed puts state::sets_euro_default first: 4 of the default seed's first 10)
+  shuffled-order   state::invoice_in_dollars    (in the runs whose seed puts state::sets_euro_default first: 9 of the default seed's first 10)
   workers-2x       export::writes_daily_report  (export::writes_weekly_report overwrites report.csv from the other worker)
   locale-posix     nothing: no planted locale bug, so it reads 0 of N with its bound
   shared::exclusive_cache_lock collides only when two runs share the directory: try `flakelab demo -j 2`";
@@ -55,7 +55,7 @@ flakelab demo: what each cell flips in the bundled suite
 /// shuffle cell's runs get the same seeds (and orders) on every machine.
 /// With it, the first two runs of the shuffle cell put the polluter before
 /// the victim in one and after it in the other (a unit test holds this).
-pub const DEFAULT_SEED: u64 = 16;
+pub const DEFAULT_SEED: u64 = 821;
 
 /// File in the demo project holding the licence expiry date (`YYYY-MM-DD`).
 pub const LICENCE_FILE: &str = "licence.txt";
@@ -238,7 +238,7 @@ pub fn junit(results: &[(&str, Result<(), String>)]) -> String {
         match result {
             Ok(()) => xml.push_str("/>\n"),
             Err(m) => {
-                let _ = write!(xml, "><failure message=\"{}\"/></testcase>\n", escape(m));
+                let _ = writeln!(xml, "><failure message=\"{}\"/></testcase>", escape(m));
             }
         }
     }
@@ -572,8 +572,8 @@ mod tests {
         assert!(!polluter_first(seed(1)));
         // The legend's figure.
         let flips = (0..10).filter(|&r| polluter_first(seed(r))).count();
-        assert_eq!(flips, 4, "{flips} of the demo's 10 runs");
-        assert!(LEGEND.contains("4 of the default seed's first 10"));
+        assert_eq!(flips, 9, "{flips} of the demo's 10 runs");
+        assert!(LEGEND.contains("9 of the default seed's first 10"));
     }
 
     #[test]

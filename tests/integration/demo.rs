@@ -27,7 +27,7 @@ fn demo_runs_every_cell_and_each_flips_its_planted_test() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["runner"], "flakelab-demo", "{report}");
-    assert_eq!(report["seed"].as_u64(), Some(16), "the demo's fixed seed");
+    assert_eq!(report["seed"].as_u64(), Some(821), "the demo's fixed seed");
     for c in report["cells"].as_array().unwrap() {
         assert_eq!(c["applied"], true, "every cell applies: {c}");
         assert_eq!(c["n"].as_u64(), Some(2), "{c}");
