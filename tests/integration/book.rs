@@ -146,7 +146,7 @@ fn normalise(text: &str, dir: &Path) -> Vec<String> {
         .collect()
     });
     // The page's directory is a path like any other shown.
-    let text = text.replace(&dir.display().to_string(), "/tmp/dir");
+    let text = text.replace(&dir.display().to_string(), "/path/page-dir");
     text.lines()
         .map(|l| {
             let mut l = l.to_string();
