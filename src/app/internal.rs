@@ -31,9 +31,22 @@ pub(super) fn exec_cmd(args: &cli::ExecArgs) -> Result<i32> {
 }
 
 pub(super) fn demo_suite_cmd(args: &cli::DemoSuiteArgs) -> Result<i32> {
+    // `--shuffle` without a seed: a fresh one, printed like any other.
+    let seed = args.seed.or_else(|| {
+        args.shuffle.then(|| {
+            use std::hash::{BuildHasher, RandomState};
+            RandomState::new().hash_one(std::process::id()) % 1_000_000_000
+        })
+    });
+    let opts = crate::demo::Options {
+        only: args.only.as_deref(),
+        seed,
+        workers: args.workers.map(|n| n as usize),
+        junit: args.junit.as_deref(),
+    };
     Ok(crate::demo::run_suite(
         &args.project,
-        args.only.as_deref(),
+        &opts,
         &mut std::io::stdout().lock(),
     ))
 }

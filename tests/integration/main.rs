@@ -2,10 +2,12 @@
 //! One test binary; this file declares the modules and the [`Lab`] helper.
 
 mod bisect;
+mod book;
 mod catalog_cli;
 mod clock;
 mod concurrent;
 mod config_init;
+mod demo;
 mod durable;
 mod evidence;
 mod fake;

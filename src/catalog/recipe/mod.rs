@@ -343,6 +343,10 @@ const EMBEDDED: &[(&str, &str)] = &[
         "recipes/playwright.toml",
         include_str!("../../../recipes/playwright.toml"),
     ),
+    (
+        "recipes/flakelab-demo.toml",
+        include_str!("../../../recipes/flakelab-demo.toml"),
+    ),
 ];
 
 /// Parses and validates one recipe file's text; `source` names it in errors.

@@ -169,16 +169,29 @@ pub fn not_applied(recipe: &Recipe, asked: Asked, log: &str) -> Option<String> {
         if let Some(missing) = prerequisite_missing(recipe, asked, log) {
             return Some(missing);
         }
-        let found = |re: &Option<String>| {
-            re.as_deref()
-                .and_then(|r| regex::Regex::new(r).ok())
-                .map(|re| re.is_match(log))
-        };
-        if found(&w.proof_regex) == Some(false) {
-            return Some(format!(
-                "workers: {} did not report starting {n} workers",
-                recipe.name
-            ));
+        let proof = w
+            .proof_regex
+            .as_deref()
+            .and_then(|r| regex::Regex::new(r).ok());
+        if let Some(re) = proof {
+            match re.captures(log) {
+                None => {
+                    return Some(format!(
+                        "workers: {} did not report starting {n} workers",
+                        recipe.name
+                    ))
+                }
+                // The capture group is the number the runner started.
+                Some(c) => {
+                    if let Some(got) = c.get(1).filter(|m| m.as_str() != n.to_string()) {
+                        return Some(format!(
+                            "workers: {} reported {} workers, not the {n} asked",
+                            recipe.name,
+                            got.as_str()
+                        ));
+                    }
+                }
+            }
         }
     }
     None
@@ -312,6 +325,12 @@ mod tests {
         assert!(
             silent.contains("did not report starting 2 workers"),
             "{silent}"
+        );
+        // Fewer workers than asked is not the cell.
+        let fewer = not_applied(&r, workers, "created: 1/1 workers\n").unwrap();
+        assert!(
+            fewer.contains("reported 1 workers, not the 2 asked"),
+            "{fewer}"
         );
     }
 }

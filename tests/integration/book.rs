@@ -1,0 +1,409 @@
+//! The book and the README, tested: every command block they show either
+//! runs here and prints what is shown, or is marked as an illustration.
+//!
+//! Convention (book/src/design/book-tests.md):
+//! - A ```` ```console ````, ```` ```text ````, ```` ```sh ```` (or `bash`,
+//!   `shell`) block whose first line starts with `$ ` is a transcript: each
+//!   `$ COMMAND` line (a trailing `\` continues it) runs with `sh -c` in a
+//!   fresh directory per page, the built `flakelab` first on `PATH`, and
+//!   what it prints (stdout, then stderr) must match the lines up to the
+//!   next `$ ` line.
+//! - A `sh`/`bash`/`shell`/`console` block without `$ ` shows commands with
+//!   no output to check: it must be marked.
+//! - `<!-- illustration -->` (or `<!-- illustration: why -->`) on the line
+//!   before the fence marks a block this test does not run: a long session
+//!   of a real runner, a host-dependent listing, a sketch with placeholders.
+//! - A `text` block without `$ ` that follows no command block is output
+//!   or a formula, not a command: nothing to run.
+//!
+//! Volatile fields are normalised on both sides before comparing: session
+//! ids, run ids, seeds, durations, absolute paths; runs of spaces count as
+//! one (tables re-align). A shown line `…` (alone) stands for any lines.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One fenced block of a page.
+struct Block {
+    file: String,
+    /// 1-based line of the opening fence.
+    line: usize,
+    info: String,
+    body: Vec<String>,
+    illustration: bool,
+}
+
+const COMMAND_INFOS: &[&str] = &["sh", "bash", "shell", "console"];
+const CHECKED_INFOS: &[&str] = &["sh", "bash", "shell", "console", "text", ""];
+
+fn pages() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    let mut stack = vec![root.join("book/src")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                pages.push(p);
+            }
+        }
+    }
+    pages.sort();
+    pages
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// The fenced blocks of one page, in order.
+fn blocks(file: &str, text: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut open: Option<(usize, String, usize, bool)> = None;
+    let mut body = Vec::new();
+    let mut previous = "";
+    for (i, raw) in text.lines().enumerate() {
+        let trimmed = raw.trim_start();
+        match &open {
+            None => {
+                if let Some(info) = trimmed.strip_prefix("```") {
+                    let indent = raw.len() - trimmed.len();
+                    let marked = previous.trim_start().starts_with("<!-- illustration");
+                    open = Some((i + 1, info.trim().to_string(), indent, marked));
+                    body.clear();
+                } else if !raw.trim().is_empty() {
+                    previous = raw;
+                }
+            }
+            Some((line, info, indent, marked)) => {
+                if trimmed.starts_with("```") {
+                    out.push(Block {
+                        file: file.to_string(),
+                        line: *line,
+                        info: info.split([',', ' ']).next().unwrap_or("").to_string(),
+                        body: std::mem::take(&mut body),
+                        illustration: *marked,
+                    });
+                    open = None;
+                    previous = raw;
+                } else {
+                    let cut = raw.len().min(*indent);
+                    let keep = if raw[..cut].trim().is_empty() {
+                        &raw[cut..]
+                    } else {
+                        raw
+                    };
+                    body.push(keep.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The `$ ` commands of a transcript, each with the lines shown after it.
+fn transcript(body: &[String]) -> Vec<(String, Vec<String>)> {
+    let mut steps: Vec<(String, Vec<String>)> = Vec::new();
+    let mut continued = false;
+    for l in body {
+        if continued {
+            let (cmd, _) = steps.last_mut().unwrap();
+            cmd.push('\n');
+            cmd.push_str(l);
+            continued = l.ends_with('\\');
+        } else if let Some(cmd) = l.strip_prefix("$ ") {
+            steps.push((cmd.to_string(), Vec::new()));
+            continued = cmd.ends_with('\\');
+        } else if let Some((_, shown)) = steps.last_mut() {
+            shown.push(l.clone());
+        }
+    }
+    steps
+}
+
+/// Volatile fields replaced, runs of spaces as one, ends trimmed.
+fn normalise(text: &str, dir: &Path) -> Vec<String> {
+    use std::sync::LazyLock;
+    static RULES: LazyLock<Vec<(regex::Regex, &str)>> = LazyLock::new(|| {
+        [
+            (r"\b\d{8}-\d{6}-[0-9a-f]{4}(\.\d{5})?\b", "<id>"),
+            (r"\bseed[:= ]\s*\d+", "seed <n>"),
+            (r"--randomly-seed=\d+", "--randomly-seed=<n>"),
+            (r"\b\d+(\.\d+)?\s?(ms|s|min)\b", "<duration>"),
+            (
+                r#"(^|[\s='"(`])/(tmp|path|home|root|work|var|usr)/[^\s'"`)]*"#,
+                "$1<path>",
+            ),
+            (r"[ \t]+", " "),
+        ]
+        .into_iter()
+        .map(|(re, to)| (regex::Regex::new(re).unwrap(), to))
+        .collect()
+    });
+    // The page's directory is a path like any other shown.
+    let text = text.replace(&dir.display().to_string(), "/path/page-dir");
+    text.lines()
+        .map(|l| {
+            let mut l = l.to_string();
+            for (re, to) in RULES.iter() {
+                l = re.replace_all(&l, *to).into_owned();
+            }
+            l.trim().to_string()
+        })
+        .collect()
+}
+
+/// Whether `got` matches `shown`, where a shown `…` line is any lines.
+fn matches(shown: &[String], got: &[String]) -> bool {
+    match shown.split_first() {
+        None => got.is_empty(),
+        Some((first, rest)) if first == "…" || first == "..." => {
+            (0..=got.len()).any(|skip| matches(rest, &got[skip..]))
+        }
+        Some((first, rest)) => got.first() == Some(first) && matches(rest, &got[1..]),
+    }
+}
+
+fn run(cmd: &str, dir: &Path) -> String {
+    let bin_dir = super::bin().parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut c = Command::new("sh");
+    super::scrub(&mut c);
+    let out = c
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    text
+}
+
+#[test]
+fn every_book_and_readme_command_is_tested_or_marked() {
+    let mut problems = Vec::new();
+    let mut tested = 0;
+    let mut marked = 0;
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        let file = relative(&page);
+        let all = blocks(&file, &text);
+        let dir = tempfile::tempdir().unwrap();
+        for (i, b) in all.iter().enumerate() {
+            if !CHECKED_INFOS.contains(&b.info.as_str()) {
+                continue;
+            }
+            if b.illustration {
+                marked += 1;
+                continue;
+            }
+            let first = b.body.iter().find(|l| !l.trim().is_empty());
+            let is_transcript = first.is_some_and(|l| l.starts_with("$ "));
+            if !is_transcript {
+                let after_command = i > 0
+                    && COMMAND_INFOS.contains(&all[i - 1].info.as_str())
+                    && !all[i - 1].illustration;
+                if COMMAND_INFOS.contains(&b.info.as_str()) || (b.info == "text" && after_command) {
+                    problems.push(format!(
+                        "{}:{}: a ```{} block of commands that no test runs.\n  fix: write it as a transcript (`$ COMMAND` lines, each followed by what it prints) that this test runs, or put `<!-- illustration -->` on the line before the fence",
+                        b.file, b.line, b.info
+                    ));
+                }
+                continue;
+            }
+            tested += 1;
+            for (cmd, shown) in transcript(&b.body) {
+                let got = run(&cmd, dir.path());
+                let got_n = normalise(&got, dir.path());
+                let shown_n = normalise(&shown.join("\n"), dir.path());
+                let trim = |v: Vec<String>| {
+                    let mut v = v;
+                    while v.last().is_some_and(String::is_empty) {
+                        v.pop();
+                    }
+                    v
+                };
+                if !matches(&trim(shown_n), &trim(got_n)) {
+                    problems.push(format!(
+                        "{}:{}: `$ {cmd}` prints something else than the book shows.\n  fix: make the block match (what it printed is below; volatile fields are normalised, a line `…` stands for any lines), or put `<!-- illustration -->` on the line before the fence\n--- shown\n{}\n--- printed\n{}",
+                        b.file,
+                        b.line,
+                        shown.join("\n"),
+                        got.trim_end()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        tested >= 5,
+        "only {tested} blocks are tested ({marked} marked)"
+    );
+    assert!(
+        problems.is_empty(),
+        "{} book/README block(s) need attention ({tested} tested, {marked} marked as illustration; convention: book/src/design/book-tests.md):\n\n{}",
+        problems.len(),
+        problems.join("\n\n")
+    );
+}
+
+#[test]
+fn the_extractor_reads_fences_marks_and_transcripts() {
+    let page = "text\n\n<!-- illustration: a sketch -->\n```sh\nflakelab run -- make\n```\n\n  ```console\n  $ flakelab plan \\\n  --rate 0.5\n  5 runs\n  $ true\n  ```\n";
+    let b = blocks("p.md", page);
+    assert_eq!(b.len(), 2);
+    assert!(b[0].illustration && !b[1].illustration);
+    assert_eq!((b[1].line, b[1].info.as_str()), (8, "console"));
+    let t = transcript(&b[1].body);
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[0].0, "flakelab plan \\\n--rate 0.5");
+    assert_eq!(t[0].1, ["5 runs"]);
+    let dir = Path::new("/nowhere");
+    let n = normalise(
+        "session 20261129-203945-0927 · seed 7 · in 1.5 s, /tmp/x/y",
+        dir,
+    );
+    assert_eq!(n, ["session <id> · seed <n> · in <duration>, <path>"]);
+    let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert!(matches(&s(&["a", "…", "d"]), &s(&["a", "b", "c", "d"])));
+    assert!(!matches(&s(&["a", "d"]), &s(&["a", "b", "d"])));
+}
+
+/// mdBook's id of a heading: lower case, spaces as `-`, only letters,
+/// digits, `-` and `_` kept.
+fn heading_id(heading: &str) -> String {
+    heading
+        .trim()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c.to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect::<String>()
+        .to_lowercase()
+}
+
+/// The heading ids of a page (outside code blocks), with mdBook's `-1`,
+/// `-2` suffixes for repeats.
+fn anchors(text: &str) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    let mut fenced = false;
+    for l in text.lines() {
+        if l.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let Some(h) = l.strip_prefix('#') else {
+            continue;
+        };
+        let h = h.trim_start_matches('#');
+        if !h.starts_with(' ') {
+            continue;
+        }
+        let base = heading_id(h);
+        let mut id = base.clone();
+        let mut n = 0;
+        while ids.contains(&id) {
+            n += 1;
+            id = format!("{base}-{n}");
+        }
+        ids.push(id);
+    }
+    ids
+}
+
+/// The relative links of a page's prose (code blocks and spans skipped).
+fn links(text: &str) -> Vec<(usize, String)> {
+    let re = regex::Regex::new(r"\]\(([^)\s]+)\)").unwrap();
+    let span = regex::Regex::new(r"`[^`]*`").unwrap();
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for (i, l) in text.lines().enumerate() {
+        if l.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let prose = span.replace_all(l, "");
+        for c in re.captures_iter(&prose) {
+            let target = c[1].to_string();
+            if !target.contains("://") && !target.starts_with("mailto:") {
+                out.push((i + 1, target));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_and_anchor_in_the_book_resolves() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("book/src");
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for page in pages().into_iter().filter(|p| p.starts_with(&src)) {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (line, target) in links(&text) {
+            checked += 1;
+            let (file, fragment) = target.split_once('#').unwrap_or((&target, ""));
+            let dest = if file.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(file)
+            };
+            let why = if !dest.exists() {
+                Some(format!("{} does not exist", relative(&dest)))
+            } else if !fragment.is_empty()
+                && dest.extension().is_some_and(|x| x == "md")
+                && !anchors(&std::fs::read_to_string(&dest).unwrap())
+                    .contains(&fragment.to_string())
+            {
+                Some(format!(
+                    "{} has no heading with the id `{fragment}`",
+                    relative(&dest)
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                broken.push(format!(
+                    "{}:{line}: the link ({target}) is broken: {why}\n  fix: point it at an existing page and heading",
+                    relative(&page)
+                ));
+            }
+        }
+    }
+    assert!(checked > 10, "only {checked} links found");
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[test]
+fn heading_ids_follow_mdbook() {
+    assert_eq!(heading_id(" Kinds"), "kinds");
+    assert_eq!(
+        heading_id(" The `standard` matrix: zones & more"),
+        "the-standard-matrix-zones--more"
+    );
+    assert_eq!(anchors("# A\n## A\n```\n# not\n```\n"), ["a", "a-1"]);
+    assert_eq!(
+        links("see [x](a.md#b) and `[y](c.md)` [z](https://e.org)"),
+        [(1, "a.md#b".to_string())]
+    );
+}
