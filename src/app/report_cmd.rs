@@ -55,6 +55,7 @@ pub(super) fn shown(
     } else {
         report::undecided::mark(&mut report, session.confidence);
     }
+    report.scan_prove = store.prove_of(&session.id)?;
     kept.sort_by_key(|r| r.index);
     let mut again = Vec::new();
     for s in replays {

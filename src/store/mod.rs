@@ -47,6 +47,8 @@ pub const RUNS_DIR: &str = "runs";
 pub const SESSIONS_FILE: &str = "sessions.jsonl";
 /// File holding one [`crate::screen::ScreenRecord`] per line.
 pub const SCREENS_FILE: &str = "screens.jsonl";
+/// File holding one [`crate::scan::prove::ProveRecord`] per line.
+pub const PROVES_FILE: &str = "proves.jsonl";
 /// File holding one [`LadderRecord`] per line.
 pub const LADDERS_FILE: &str = "ladders.jsonl";
 /// File holding one [`SessionEndRecord`] per line.
@@ -100,6 +102,12 @@ impl Keyed for SessionEndRecord {
 impl Keyed for LadderRecord {
     fn key(&self) -> &str {
         &self.id
+    }
+}
+
+impl Keyed for crate::scan::prove::ProveRecord {
+    fn key(&self) -> &str {
+        &self.session
     }
 }
 
@@ -310,6 +318,20 @@ impl Store {
         let (mut found, _) = read_lines(
             &self.root.join(SCREENS_FILE),
             |r: &crate::screen::ScreenRecord| r.session == session,
+        )?;
+        Ok(found.pop())
+    }
+
+    /// Appends one record to `proves.jsonl` and flushes it.
+    pub fn append_prove(&self, record: &crate::scan::prove::ProveRecord) -> Result<()> {
+        append_line(&self.root.join(PROVES_FILE), record)
+    }
+
+    /// What `scan --prove` concluded in `session`, if it was a prove session.
+    pub fn prove_of(&self, session: &str) -> Result<Option<crate::scan::prove::ProveRecord>> {
+        let (mut found, _) = read_lines(
+            &self.root.join(PROVES_FILE),
+            |r: &crate::scan::prove::ProveRecord| r.session == session,
         )?;
         Ok(found.pop())
     }
@@ -632,6 +654,7 @@ mod tests {
             warnings: Vec::new(),
             records_end: false,
             design_chosen: None,
+            scan_prove: None,
         }
     }
 
