@@ -632,7 +632,13 @@ pub struct ScanArgs {
     #[arg(long)]
     pub prove: bool,
     /// --prove: runs per arm (baseline, cell, sham).
-    #[arg(short = 'n', long, default_value_t = 10, value_name = "N", requires = "prove")]
+    #[arg(
+        short = 'n',
+        long,
+        default_value_t = 10,
+        value_name = "N",
+        requires = "prove"
+    )]
     pub runs: u32,
     /// --prove: also run, under each cell, the tests no finding reaches.
     #[arg(long, requires = "prove")]

@@ -34,7 +34,12 @@ enum Ran {
 
 /// Proves `scan`'s findings in place; returns whether a stop signal cut
 /// it short.
-pub(super) async fn prove(ctx: &super::Ctx, root: &Path, args: &ScanArgs, scan: &mut ScanReport) -> Result<bool> {
+pub(super) async fn prove(
+    ctx: &super::Ctx,
+    root: &Path,
+    args: &ScanArgs,
+    scan: &mut ScanReport,
+) -> Result<bool> {
     let (groups, now) = prove::plan(&scan.findings, DEFAULT_CONFIDENCE);
     for (i, proof) in now {
         scan.findings[i].proof = Some(proof);
@@ -68,7 +73,11 @@ pub(super) async fn prove(ctx: &super::Ctx, root: &Path, args: &ScanArgs, scan: 
             Ran::Not(why) => {
                 for &i in &group.findings {
                     let f = &mut scan.findings[i];
-                    f.proof = Some(Proof::unconfirmed(why.clone(), f.command.clone(), confidence));
+                    f.proof = Some(Proof::unconfirmed(
+                        why.clone(),
+                        f.command.clone(),
+                        confidence,
+                    ));
                 }
             }
             Ran::Measured {
@@ -79,9 +88,19 @@ pub(super) async fn prove(ctx: &super::Ctx, root: &Path, args: &ScanArgs, scan: 
             } => {
                 let counts = |test: &str| TestArms {
                     test: test.to_string(),
-                    cell: arms.get(&(group.cell.clone(), test.to_string())).copied().unwrap_or((0, 0)),
-                    baseline: arms.get(&("baseline".to_string(), test.to_string())).copied().unwrap_or((0, 0)),
-                    sham: sham.as_ref().map(|s| arms.get(&(s.clone(), test.to_string())).copied().unwrap_or((0, 0))),
+                    cell: arms
+                        .get(&(group.cell.clone(), test.to_string()))
+                        .copied()
+                        .unwrap_or((0, 0)),
+                    baseline: arms
+                        .get(&("baseline".to_string(), test.to_string()))
+                        .copied()
+                        .unwrap_or((0, 0)),
+                    sham: sham.as_ref().map(|s| {
+                        arms.get(&(s.clone(), test.to_string()))
+                            .copied()
+                            .unwrap_or((0, 0))
+                    }),
                 };
                 for &i in &group.findings {
                     finding_items.push((
@@ -110,7 +129,10 @@ pub(super) async fn prove(ctx: &super::Ctx, root: &Path, args: &ScanArgs, scan: 
         }
     }
     let items: Vec<Measured> = finding_items.iter().map(|(_, m)| m.clone()).collect();
-    for ((i, _), proof) in finding_items.iter().zip(prove::decide(&items, confidence, false)) {
+    for ((i, _), proof) in finding_items
+        .iter()
+        .zip(prove::decide(&items, confidence, false))
+    {
         scan.findings[*i].proof = Some(proof);
     }
     let items: Vec<Measured> = control_items.iter().map(|(_, m)| m.clone()).collect();
@@ -141,7 +163,12 @@ pub(super) async fn prove(ctx: &super::Ctx, root: &Path, args: &ScanArgs, scan: 
                     proof: f.proof.clone().expect("filtered on its proof"),
                 })
                 .collect(),
-            controls: scan.controls.iter().filter(|c| mine(&c.proof)).cloned().collect(),
+            controls: scan
+                .controls
+                .iter()
+                .filter(|c| mine(&c.proof))
+                .cloned()
+                .collect(),
         };
         store.append_prove(&record)?;
     }
@@ -185,6 +212,16 @@ async fn run_group(
         }
     };
     *confidence = spec.confidence;
+    // A cell the runner cannot honour would run and be reported not
+    // applied: said now, nothing run.
+    let unfit = (spec.cells.iter())
+        .find(|(c, _)| c.name == group.cell)
+        .and_then(|(_, p)| p.not_applicable.clone());
+    if let Some(why) = unfit {
+        return Ok(Ran::Not(format!(
+            "the cell cannot apply to this runner: {why}"
+        )));
+    }
     let words = shell_words::join(&command);
     let Some(recipe) = spec.recipe.clone() else {
         return Ok(Ran::Not(format!("no recipe recognises `{words}`")));
@@ -204,7 +241,11 @@ async fn run_group(
         .and_then(|sel| argv::select_many(&recipe, &spec.command, &sel, &spec.dir));
     let argv = match argv {
         Ok(a) => a,
-        Err(why) => return Ok(Ran::Not(format!("no selection of the reached tests: {why}"))),
+        Err(why) => {
+            return Ok(Ran::Not(format!(
+                "no selection of the reached tests: {why}"
+            )))
+        }
     };
     let sham = spec.shams.by_cell.get(&group.cell).cloned();
     let what = format!(

@@ -155,10 +155,7 @@ pub fn table(scan: &ScanReport) -> String {
     }
     if !scan.controls.is_empty() {
         let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "controls (tests no finding reaches, run beside them):"
-        );
+        let _ = writeln!(out, "controls (tests no finding reaches, run beside them):");
         for c in &scan.controls {
             let _ = writeln!(out, "  {}: {}", c.test, proof_text(&c.proof));
         }
@@ -240,9 +237,17 @@ pub fn markdown(scan: &ScanReport) -> String {
         let _ = writeln!(out);
     }
     if !scan.controls.is_empty() {
-        let _ = writeln!(out, "Controls (tests no finding reaches, run beside them):\n");
+        let _ = writeln!(
+            out,
+            "Controls (tests no finding reaches, run beside them):\n"
+        );
         for c in &scan.controls {
-            let _ = writeln!(out, "- `{}`: {}", cell(&c.test), cell(&proof_text(&c.proof)));
+            let _ = writeln!(
+                out,
+                "- `{}`: {}",
+                cell(&c.test),
+                cell(&proof_text(&c.proof))
+            );
         }
         let _ = writeln!(out);
     }

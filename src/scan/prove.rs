@@ -283,7 +283,11 @@ pub fn plan(findings: &[Finding], confidence: f64) -> (Vec<Group>, Vec<(usize, P
 /// recipe repeats its selection; one regex alternation when its template
 /// anchors `{id}` as a regex (`^{id}$`, go test's `-run`) and no id is a
 /// subtest path; otherwise why not.
-pub fn selection(ids: &[String], repeats: bool, template: &[String]) -> Result<Vec<String>, String> {
+pub fn selection(
+    ids: &[String],
+    repeats: bool,
+    template: &[String],
+) -> Result<Vec<String>, String> {
     if ids.len() <= 1 || repeats {
         return Ok(ids.to_vec());
     }
@@ -476,7 +480,10 @@ mod tests {
         assert_eq!(got[0].status, Status::Unconfirmed);
         assert!(got[0].reason.as_ref().unwrap().contains("sham tz=Etc/UTC"));
         let healed = decide(&[item((0, 6), (6, 6), None)], 0.95, false);
-        assert_eq!((healed[0].status, healed[0].p), (Status::NotShown, Some(1.0)));
+        assert_eq!(
+            (healed[0].status, healed[0].p),
+            (Status::NotShown, Some(1.0))
+        );
         let control = decide(&[item((6, 6), (0, 6), Some((0, 6)))], 0.95, true);
         assert_eq!(control[0].status, Status::Flips);
     }
