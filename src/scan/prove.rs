@@ -488,6 +488,80 @@ mod tests {
         assert_eq!(control[0].status, Status::Flips);
     }
 
+    fn finding(lang: Lang, cell: Option<&str>, tests: &[&str]) -> Finding {
+        Finding {
+            file: "t.py".into(),
+            line: 1,
+            symbol: "s".into(),
+            class: Class::Clock,
+            kind: "calendar-read".into(),
+            bucket: "calendar-read".into(),
+            tests: tests.iter().map(|t| t.to_string()).collect(),
+            reach: "static".into(),
+            perturbation: cell.map(String::from),
+            settle: cell
+                .is_none()
+                .then(|| "no perturbation settles this: why".into()),
+            status: "unconfirmed".into(),
+            command: "flakelab run -n 20 -- x".into(),
+            fix: String::new(),
+            detail: String::new(),
+            lang,
+            proof: None,
+        }
+    }
+
+    #[test]
+    fn findings_sharing_a_cell_and_a_runner_are_one_session_and_the_rest_say_why_not() {
+        let tz = Some("tz=Pacific/Kiritimati");
+        let findings = [
+            finding(Lang::Python, tz, &["a.py::t1"]),
+            finding(Lang::Python, Some("netns"), &["a.py::t2"]),
+            finding(Lang::Python, tz, &["a.py::t1", "b.py::t3"]),
+            finding(Lang::Go, tz, &["TestA"]),
+            finding(Lang::Python, None, &["a.py::t4"]),
+            finding(Lang::Python, Some("shuffle"), &["a.py::t5"]),
+            finding(Lang::JavaScript, tz, &["labels today"]),
+        ];
+        let (groups, now) = plan(&findings, 0.95);
+        let got: Vec<(&str, Lang, Vec<usize>, Vec<&str>)> = groups
+            .iter()
+            .map(|g| {
+                (
+                    g.cell.as_str(),
+                    g.lang,
+                    g.findings.clone(),
+                    g.tests.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "tz=Pacific/Kiritimati",
+                    Lang::Python,
+                    vec![0, 2],
+                    vec!["a.py::t1", "b.py::t3"]
+                ),
+                ("netns", Lang::Python, vec![1], vec!["a.py::t2"]),
+                ("tz=Pacific/Kiritimati", Lang::Go, vec![3], vec!["TestA"]),
+            ]
+        );
+        let why: Vec<(usize, &str)> = now
+            .iter()
+            .map(|(i, p)| (*i, p.reason.as_deref().unwrap()))
+            .collect();
+        assert_eq!(why[0], (4, "no perturbation settles this: why"));
+        assert!(why[1].1.starts_with("a shuffle cell needs the tests"));
+        assert!(why[2].1.contains("a javascript finding is proven by hand"));
+        assert_eq!(
+            now[1].1.command.as_deref(),
+            Some("flakelab run -n 20 -p shuffle -- python3 -m pytest -p no:cacheprovider")
+        );
+        assert!(now.iter().all(|(_, p)| p.status == Status::Unconfirmed));
+    }
+
     #[test]
     fn several_go_tests_select_as_one_anchored_alternation() {
         let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
