@@ -283,8 +283,10 @@ async fn run_group(
     })
 }
 
-/// Failures and runs per (cell, runner id) among `runs` (a skip counts in
-/// neither).
+/// Failures and runs per (cell, runner id) among `runs`: a run counts once
+/// per id, failed when any case of it failed — a parametrised test's
+/// cases count under its own id and under the id without parameters (the
+/// one a finding names). A skip counts in neither.
 fn arms(
     runs: &[RunRecord],
     from: crate::catalog::recipe::IdFrom,
@@ -292,20 +294,86 @@ fn arms(
 ) -> HashMap<(String, String), Arm> {
     let mut out: HashMap<(String, String), Arm> = HashMap::new();
     for r in runs {
+        // Runner id → whether any case failed, in this run.
+        let mut seen: HashMap<String, bool> = HashMap::new();
         for t in &r.tests {
-            let Some(id) = crate::screen::runner_id(from, &t.id, dir) else {
-                continue;
+            let failed = match t.outcome {
+                TestOutcome::Pass => false,
+                TestOutcome::Fail | TestOutcome::Error => true,
+                TestOutcome::Skip => continue,
             };
-            let e = out.entry((r.cell.clone(), id)).or_default();
-            match t.outcome {
-                TestOutcome::Pass => e.1 += 1,
-                TestOutcome::Fail | TestOutcome::Error => {
-                    e.0 += 1;
-                    e.1 += 1;
+            let ids = [t.id.as_str(), t.family()];
+            for (n, id) in ids.iter().enumerate() {
+                if n == 1 && ids[1] == ids[0] {
+                    continue;
                 }
-                TestOutcome::Skip => {}
+                if let Some(id) = crate::screen::runner_id(from, id, dir) {
+                    *seen.entry(id).or_default() |= failed;
+                }
             }
+        }
+        for (id, failed) in seen {
+            let e = out.entry((r.cell.clone(), id)).or_default();
+            e.0 += u64::from(failed);
+            e.1 += 1;
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::recipe::IdFrom;
+    use crate::record::TestRecord;
+
+    fn run(cell: &str, tests: &[(&str, Option<&str>, TestOutcome)]) -> RunRecord {
+        let mut r: RunRecord = serde_json::from_value(serde_json::json!({
+            "schema": "flakelab.run/1", "id": "s.00001", "session": "s", "index": 1,
+            "cell": cell, "perturbations": [], "replicate": 1, "seed": 1,
+            "started_at": "", "duration_s": 0.0, "outcome": "pass",
+            "end": {"how": "exited", "code": 0}, "exit_code": 0, "signal": null,
+            "signature_match": null, "reason": null, "log": null, "output_bytes": 0,
+            "output_dropped": 0, "argv": [], "cwd": "/", "env": {"set": {}, "unset": []},
+            "repro": "", "stragglers": 0, "warnings": []
+        }))
+        .unwrap();
+        r.tests = tests
+            .iter()
+            .map(|(id, family, outcome)| TestRecord {
+                id: id.to_string(),
+                family: family.map(String::from),
+                outcome: *outcome,
+                passed_on_rerun: false,
+                retries: 0,
+                signature: None,
+                message: None,
+                signature_match: None,
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn a_parametrised_test_counts_once_per_run_under_the_id_a_finding_names() {
+        use TestOutcome::{Fail, Pass, Skip};
+        let runs = [
+            run(
+                "tz=X",
+                &[
+                    ("pkg::TestA[1]", Some("pkg::TestA"), Pass),
+                    ("pkg::TestA[2]", Some("pkg::TestA"), Fail),
+                    ("pkg::TestB", None, Skip),
+                ],
+            ),
+            run("tz=X", &[("pkg::TestA[1]", Some("pkg::TestA"), Pass)]),
+            run("baseline", &[("pkg::TestA[1]", Some("pkg::TestA"), Pass)]),
+        ];
+        let got = arms(&runs, IdFrom::Name, Path::new("/"));
+        let at = |cell: &str, id: &str| got.get(&(cell.to_string(), id.to_string())).copied();
+        assert_eq!(at("tz=X", "TestA"), Some((1, 2)));
+        assert_eq!(at("tz=X", "TestA[2]"), Some((1, 1)));
+        assert_eq!(at("baseline", "TestA"), Some((0, 1)));
+        assert_eq!(at("tz=X", "TestB"), None, "a skip is no run of the test");
+    }
 }
