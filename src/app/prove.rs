@@ -28,7 +28,13 @@ enum Ran {
         arms: HashMap<(String, String), Arm>,
         store: crate::store::Store,
     },
-    /// It could not run, or its cell did not apply: why.
+    /// It ran, and its cell did not apply on this host: why.
+    Unapplied {
+        why: String,
+        session: String,
+        store: crate::store::Store,
+    },
+    /// It could not run: why.
     Not(String),
 }
 
@@ -70,6 +76,22 @@ pub(super) async fn prove(
             run_group(ctx, root, args, group, &controls, &stop, &mut confidence).await?
         };
         match ran {
+            Ran::Unapplied {
+                why,
+                session,
+                store,
+            } => {
+                // Recorded: the session's report says why its findings
+                // stay unconfirmed.
+                for &i in &group.findings {
+                    let f = &mut scan.findings[i];
+                    let mut proof = Proof::unconfirmed(why.clone(), f.command.clone(), confidence);
+                    proof.cell = Some(group.cell.clone());
+                    proof.session = Some(session.clone());
+                    f.proof = Some(proof);
+                }
+                sessions.push((session, group.cell.clone(), store));
+            }
             Ran::Not(why) => {
                 for &i in &group.findings {
                     let f = &mut scan.findings[i];
@@ -266,11 +288,15 @@ async fn run_group(
             .map(|c| (c.applied, c.reason.clone()))
     };
     if let Some((false, reason)) = applied(&group.cell) {
-        return Ok(Ran::Not(format!(
-            "the cell did not apply on this host (session {}): {}",
-            done.session.id,
-            reason.unwrap_or_else(|| "its probe did not prove it".into())
-        )));
+        return Ok(Ran::Unapplied {
+            why: format!(
+                "the cell did not apply on this host (session {}): {}",
+                done.session.id,
+                reason.unwrap_or_else(|| "its probe did not prove it".into())
+            ),
+            session: done.session.id.clone(),
+            store: spec.store.clone(),
+        });
     }
     let sham = sham.filter(|s| applied(s).is_some_and(|(a, _)| a));
     let (runs, _) = done.runs(&spec.store)?;
