@@ -56,7 +56,7 @@ pub(super) async fn prove(
     let stop = super::start_watching()?;
     let mut interrupted = false;
     let mut confidence = DEFAULT_CONFIDENCE;
-    // (group, session, sham) of the groups measured, with the items.
+    // What each measured finding and control ran, and every session run.
     let mut finding_items: Vec<(usize, Measured)> = Vec::new();
     let mut control_items: Vec<(String, Measured)> = Vec::new();
     let mut sessions: Vec<(String, String, crate::store::Store)> = Vec::new();

@@ -2,8 +2,8 @@
 //! code it calls, for Python, Go, JavaScript/TypeScript and Rust. Owns the
 //! scan's findings, its class-coverage block and the ledger check; pure
 //! apart from reading the files under the root (`walk`). Proof by running
-//! is `app::scan`'s, through the session engine; a finding here is never
-//! called proven.
+//! is `--prove`'s (`prove` decides, `app::prove` runs the sessions); a
+//! finding here is never called proven.
 //!
 //! Every file is parsed with tree-sitter (`syntax`), the detectors
 //! (`detect`) walk the tree, and each site's tests come from static
