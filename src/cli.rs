@@ -108,7 +108,8 @@ pub enum Command {
     Compact(CompactArgs),
     /// Scan test code (Python, Go, JavaScript/TypeScript, Rust) for flake
     /// sources: each finding with its line, test, class and the perturbation
-    /// that would flip it; `--ledger --strict` guards them in CI.
+    /// that would flip it; `--prove` runs that cell on the reached tests;
+    /// `--ledger --strict` guards them in CI.
     #[command(after_long_help = SCAN_AFTER_HELP)]
     Scan(ScanArgs),
     /// Print a shell completion script: `flakelab completions bash >
