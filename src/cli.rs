@@ -149,7 +149,8 @@ pub enum Command {
     Compact(CompactArgs),
     /// Scan test code (Python, Go, JavaScript/TypeScript, Rust) for flake
     /// sources: each finding with its line, test, class and the perturbation
-    /// that would flip it; `--ledger --strict` guards them in CI.
+    /// that would flip it; `--prove` runs that cell on the reached tests;
+    /// `--ledger --strict` guards them in CI.
     #[command(after_long_help = SCAN_AFTER_HELP)]
     Scan(ScanArgs),
     /// Print a shell completion script: `flakelab completions bash >
@@ -638,6 +639,18 @@ file pins it; the output ends with the class-coverage block.
 Every finding is `unconfirmed` until a run shows it: its `command` is the
 `flakelab run` of the proposed cell on the reached tests only.
 
+--prove runs them: one recorded session per (runner, cell), the baseline,
+the cell and its sham interleaved on the reached tests only, selected
+through the recipe (pytest and go test findings). Each finding becomes
+`proven` (its cell fails a reached test more than the baseline: k of N
+with Fisher's p, Holm over the findings measured), `not shown` (with the
+bound on the rise at its N) or `unconfirmed` (no perturbation settles it,
+no runner or selection, the cell cannot apply here: the reason and the
+exact command). `flakelab report ID` shows a prove session again. Cost:
+(1 + its shams) x 2 x N runs of the selected tests per cell, N = --runs.
+--controls also runs every test no finding reaches under each cell: a
+control the cell flips is a site the scan missed.
+
 Ledger (--ledger FILE): {\"schema\": \"flakelab.scan-ledger/1\", \"entries\":
 [{\"file\", \"symbol\", \"class\", \"bucket\", \"reason\"}]}, keyed on the file
 (with /) and the enclosing symbol, never the line. --strict exits 1 on a
@@ -646,8 +659,9 @@ finding with no entry and on an entry no finding matches (stale).
 Exit codes: 0 scanned (and, with --strict, the ledger holds), 1 --strict
 found a new finding or a stale entry, 2 usage error (bad path, bad ledger).
 
-Example:
-  flakelab scan tests --ledger scan-ledger.json --strict";
+Examples:
+  flakelab scan tests --ledger scan-ledger.json --strict
+  flakelab scan --prove -n 10 .";
 
 /// `flakelab scan`.
 #[derive(Debug, Clone, Args)]
@@ -670,6 +684,26 @@ pub struct ScanArgs {
     /// The date time bombs are judged against [default: today, UTC].
     #[arg(long, value_name = "YYYY-MM-DD")]
     pub today: Option<String>,
+    /// Run each finding's proposed cell on its reached tests against the
+    /// baseline and mark it proven, not shown or unconfirmed (one recorded
+    /// session per runner and cell).
+    #[arg(long)]
+    pub prove: bool,
+    /// --prove: runs per arm (baseline, cell, sham).
+    #[arg(
+        short = 'n',
+        long,
+        default_value_t = 10,
+        value_name = "N",
+        requires = "prove"
+    )]
+    pub runs: u32,
+    /// --prove: also run, under each cell, the tests no finding reaches.
+    #[arg(long, requires = "prove")]
+    pub controls: bool,
+    /// --prove: the store directory [default: .flakelab in PATH].
+    #[arg(long, value_name = "DIR", requires = "prove")]
+    pub store: Option<PathBuf>,
 }
 
 /// `flakelab report`.

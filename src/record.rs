@@ -574,6 +574,10 @@ pub struct SessionRecord {
     /// report says it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub design_chosen: Option<String>,
+    /// A `flakelab scan --prove` session: what it proves, in words (its
+    /// findings' statuses are in `proves.jsonl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan_prove: Option<String>,
 }
 
 /// The shards of one sharded session that a store holds.

@@ -22,6 +22,7 @@ mod internal;
 mod ladder;
 mod merge;
 mod outputs;
+mod prove;
 mod quarantine;
 mod replay;
 mod report_cmd;
@@ -59,7 +60,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
         Command::Replay(args) => replay::replay_cmd(ctx, &args),
         Command::Bisect(args) => runtime()?.block_on(bisect::bisect_cmd(ctx, args)),
         Command::Demo(args) => demo::demo_cmd(ctx, &args),
-        Command::Scan(args) => scan::scan_cmd(&args),
+        Command::Scan(args) => scan::scan_cmd(ctx, &args),
         Command::Completions(args) => completions::completions_cmd(&args),
         Command::Man => completions::man_cmd(),
         Command::Report(args) => report_cmd::report_cmd(&args),

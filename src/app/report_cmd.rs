@@ -56,6 +56,7 @@ pub(super) fn shown(
         report::undecided::mark(&mut report, session.confidence);
     }
     report::handover::mark(&mut report);
+    report.scan_prove = store.prove_of(&session.id)?;
     kept.sort_by_key(|r| r.index);
     let mut again = Vec::new();
     for s in replays {

@@ -1,4 +1,5 @@
-//! `flakelab scan`: scans a tree, checks the ledger, renders through
+//! `flakelab scan`: scans a tree, checks the ledger, proves the findings
+//! by running them (`--prove`, `app::prove`), renders through
 //! `report::scan` and turns the ledger check into the exit code.
 
 use crate::cli::{Format, ScanArgs};
@@ -7,7 +8,7 @@ use crate::report;
 use crate::scan::{self, ledger, ScanOptions};
 
 /// Runs `flakelab scan`; returns the exit code.
-pub fn scan_cmd(args: &ScanArgs) -> Result<i32> {
+pub fn scan_cmd(ctx: &super::Ctx, args: &ScanArgs) -> Result<i32> {
     let root = args.path.clone().unwrap_or_else(|| ".".into());
     if !root.is_dir() {
         return Err(Error::usage(
@@ -58,6 +59,18 @@ pub fn scan_cmd(args: &ScanArgs) -> Result<i32> {
         let keys: Vec<_> = found.findings.iter().map(scan::Finding::key).collect();
         found.ledger = Some(ledger::check(ledger.as_ref().unwrap_or(&empty), &keys));
     }
+    let interrupted = if args.prove {
+        if matches!(args.format, Format::Html | Format::Github) {
+            return Err(Error::usage(
+                "`--format html` and `--format github` are not available for `flakelab scan`",
+                "use --format table, markdown or json",
+            ));
+        }
+        let root = root.canonicalize().unwrap_or(root.clone());
+        super::runtime()?.block_on(super::prove::prove(ctx, &root, args, &mut found))?
+    } else {
+        false
+    };
     let text = match args.format {
         Format::Table => report::scan::table(&found),
         Format::Markdown => report::scan::markdown(&found),
@@ -78,5 +91,8 @@ pub fn scan_cmd(args: &ScanArgs) -> Result<i32> {
     };
     super::print_text(&text);
     let fails = args.strict && found.ledger.as_ref().is_some_and(ledger::Check::fails);
+    if interrupted {
+        return Ok(crate::verdict::Verdict::Interrupted.exit_code());
+    }
     Ok(if fails { 1 } else { 0 })
 }

@@ -64,6 +64,7 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
         warnings: Vec::new(),
         records_end: false,
         design_chosen: None,
+        scan_prove: None,
     }
 }
 

@@ -135,6 +135,13 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "\n{note}");
         }
     }
+    if let Some(prove) = &report.scan_prove {
+        let lines = super::scan::prove_lines(prove);
+        let _ = writeln!(out, "\n**{}**\n", lines[0]);
+        for line in &lines[1..] {
+            let _ = writeln!(out, "- {}", line.trim_start().replace('|', "\\|"));
+        }
+    }
     if let Some(d) = &report.design {
         let _ = writeln!(
             out,

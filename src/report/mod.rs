@@ -310,6 +310,10 @@ pub struct Report {
     /// and per cell whether the rate differs between hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shards: Option<crate::shard::ShardsReport>,
+    /// A `scan --prove` session: what it proves, and each finding's and
+    /// control's status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scan_prove: Option<crate::scan::prove::ProveRecord>,
 }
 
 /// One failing run's conditions replayed K times (`--confirm K`).
@@ -656,6 +660,7 @@ fn finish_report(
         design: None,
         design_chosen: session.design_chosen.clone(),
         shards,
+        scan_prove: None,
     }
 }
 

@@ -62,6 +62,7 @@ pub(super) fn session() -> SessionRecord {
         warnings: Vec::new(),
         records_end: false,
         design_chosen: None,
+        scan_prove: None,
     }
 }
 

@@ -127,6 +127,12 @@ pub fn render_colored(report: &Report, color: bool) -> String {
     if let Some(why) = &report.design_chosen {
         let _ = writeln!(out, "\ndesign: {why}");
     }
+    if let Some(prove) = &report.scan_prove {
+        let _ = writeln!(out);
+        for line in super::scan::prove_lines(prove) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
     let undecided = super::undecided::rows(report);
     if !undecided.is_empty() {
         let _ = writeln!(

@@ -2,8 +2,8 @@
 //! code it calls, for Python, Go, JavaScript/TypeScript and Rust. Owns the
 //! scan's findings, its class-coverage block and the ledger check; pure
 //! apart from reading the files under the root (`walk`). Proof by running
-//! is `app::scan`'s, through the session engine; a finding here is never
-//! called proven.
+//! is `--prove`'s (`prove` decides, `app::prove` runs the sessions); a
+//! finding here is never called proven.
 //!
 //! Every file is parsed with tree-sitter (`syntax`), the detectors
 //! (`detect`) walk the tree, and each site's tests come from static
@@ -12,10 +12,11 @@
 use std::path::Path;
 
 use jiff::civil::Date;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub mod detect;
 pub mod ledger;
+pub mod prove;
 pub mod reach;
 pub mod syntax;
 #[cfg(test)]
@@ -29,7 +30,7 @@ use syntax::{Lang, Src};
 pub const SCAN_SCHEMA: &str = "flakelab.scan/1";
 
 /// A flake-source class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Class {
     /// Calendar or zone reads off the real clock; time bombs.
@@ -111,7 +112,8 @@ pub struct Finding {
     pub perturbation: Option<String>,
     /// Why no perturbation settles it (when `perturbation` is null).
     pub settle: Option<String>,
-    /// `unconfirmed` from the scan alone; `proven` / `not-shown` after `--prove`.
+    /// `unconfirmed` from the scan alone; `proven`, `not-shown` or
+    /// `unconfirmed` after `--prove` (with `proof`).
     pub status: String,
     /// The command that would prove it.
     pub command: String,
@@ -119,6 +121,13 @@ pub struct Finding {
     pub fix: String,
     /// What was seen.
     pub detail: String,
+    /// The file's language (its runner, for `--prove`).
+    #[serde(skip)]
+    pub lang: Lang,
+    /// What `--prove` measured: the cell, the session, the counts and the
+    /// p-value, the bound, or why it stays unconfirmed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proof: Option<prove::Proof>,
 }
 
 impl Finding {
@@ -163,6 +172,14 @@ pub struct ScanReport {
     pub coverage: Vec<Coverage>,
     /// The ledger check, with `--ledger`.
     pub ledger: Option<ledger::Check>,
+    /// `--prove --controls`: the tests no finding reaches, run under each
+    /// cell beside the findings' tests, by cell.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub controls: Vec<prove::Control>,
+    /// Every test of the scanned test files, by language (the controls'
+    /// source).
+    #[serde(skip)]
+    pub tests: Vec<(Lang, String)>,
 }
 
 /// What a scan is asked.
@@ -284,6 +301,8 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
             command,
             fix: site.fix.to_string(),
             detail: site.detail,
+            lang: file.lang,
+            proof: None,
         });
     }
     findings.sort_by(|a, b| (&a.file, a.line, a.class).cmp(&(&b.file, b.line, b.class)));
@@ -293,6 +312,14 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
     for row in &mut coverage {
         row.findings = findings.iter().filter(|f| f.class == row.class).count();
     }
+    let tests = (indexes.iter())
+        .filter(|f| walk::is_test_file(&f.rel, f.lang))
+        .flat_map(|f| {
+            (f.funcs.iter())
+                .filter(|x| x.role == syntax::Role::Test)
+                .map(|x| (f.lang, f.test_id(x)))
+        })
+        .collect();
     Ok(ScanReport {
         schema: SCAN_SCHEMA,
         files: counts,
@@ -301,6 +328,8 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
         findings,
         coverage,
         ledger: None,
+        controls: Vec::new(),
+        tests,
     })
 }
 

@@ -147,6 +147,7 @@ pub async fn run_session_looking(
         warnings: survivor_warning(&settings.executor).into_iter().collect(),
         records_end: true,
         design_chosen: settings.design_chosen.clone(),
+        scan_prove: settings.scan_prove.clone(),
     };
     super::scrub::session(&settings.redaction, &mut session);
     if let Some(s) = &settings.sharding {

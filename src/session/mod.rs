@@ -148,6 +148,8 @@ pub struct SessionSpec {
     pub known: Option<Known>,
     /// Why this design ran, when flakelab chose it (`--design auto`).
     pub design_chosen: Option<String>,
+    /// A `scan --prove` session: what it proves, in words.
+    pub scan_prove: Option<String>,
     /// Every recipe known here (for a derived command's runner).
     recipes: Vec<Recipe>,
 }
@@ -271,6 +273,12 @@ impl SessionSpec {
     /// without an id skips it and shows `id` with it.
     pub fn part_of(mut self, id: &str) -> SessionSpec {
         self.part_of = Some(id.to_string());
+        self
+    }
+
+    /// A `scan --prove` session proving `what` (in words).
+    pub fn proving(mut self, what: String) -> SessionSpec {
+        self.scan_prove = Some(what);
         self
     }
 

@@ -277,6 +277,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         named: None,
         known: None,
         design_chosen: None,
+        scan_prove: None,
         executor: executor.clone(),
         shams,
         recipes,

@@ -48,6 +48,8 @@ pub const RUNS_DIR: &str = "runs";
 pub const SESSIONS_FILE: &str = "sessions.jsonl";
 /// File holding one [`crate::screen::ScreenRecord`] per line.
 pub const SCREENS_FILE: &str = "screens.jsonl";
+/// File holding one [`crate::scan::prove::ProveRecord`] per line.
+pub const PROVES_FILE: &str = "proves.jsonl";
 /// File holding one [`LadderRecord`] per line.
 pub const LADDERS_FILE: &str = "ladders.jsonl";
 /// File holding one [`SessionEndRecord`] per line.
@@ -101,6 +103,12 @@ impl Keyed for SessionEndRecord {
 impl Keyed for LadderRecord {
     fn key(&self) -> Cow<'_, str> {
         Cow::Borrowed(&self.id)
+    }
+}
+
+impl Keyed for crate::scan::prove::ProveRecord {
+    fn key(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.session)
     }
 }
 
@@ -323,6 +331,20 @@ impl Store {
             |r: &crate::screen::ScreenRecord| r.session == session,
         )?;
         Ok(found)
+    }
+
+    /// Appends one record to `proves.jsonl` and flushes it.
+    pub fn append_prove(&self, record: &crate::scan::prove::ProveRecord) -> Result<()> {
+        append_line(&self.root.join(PROVES_FILE), record)
+    }
+
+    /// What `scan --prove` concluded in `session`, if it was a prove session.
+    pub fn prove_of(&self, session: &str) -> Result<Option<crate::scan::prove::ProveRecord>> {
+        let (mut found, _) = read_lines(
+            &self.root.join(PROVES_FILE),
+            |r: &crate::scan::prove::ProveRecord| r.session == session,
+        )?;
+        Ok(found.pop())
     }
 
     /// Reads every run of every session, in file order (see
@@ -643,6 +665,7 @@ mod tests {
             warnings: Vec::new(),
             records_end: false,
             design_chosen: None,
+            scan_prove: None,
         }
     }
 

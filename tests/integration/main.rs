@@ -34,6 +34,7 @@ mod runner_node;
 mod runner_ruby;
 mod sandbox;
 mod scan;
+mod scan_prove;
 mod screen;
 mod sham;
 mod shard;

@@ -182,8 +182,6 @@ fn this_repositorys_own_scan_is_clean_against_its_committed_ledger() {
         &lab,
         &[
             root.to_str().unwrap(),
-            "--exclude",
-            "tests/fixtures",
             "--ledger",
             ledger.to_str().unwrap(),
             "--strict",

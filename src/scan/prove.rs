@@ -1,0 +1,581 @@
+//! `flakelab scan --prove`, pure: which findings share a cell (one session
+//! per perturbation and runner), how the reached tests are selected through
+//! the recipe, and each finding's status from its arms' counts — proven,
+//! not shown (with the bound at its N) or unconfirmed (with the reason and
+//! the exact command). Running the sessions is `app::prove`'s; a finding is
+//! never proven here without counts from those runs.
+//!
+//! A finding's p is Fisher's two-sided p of its most-flipped reached test
+//! (cell against baseline, the cell failing more), times the number of its
+//! tests measured (Bonferroni within the finding); Holm over every measured
+//! finding of the invocation decides. Controls (`--controls`: the tests no
+//! finding reaches, run beside them) are their own Holm family.
+
+use serde::{Deserialize, Serialize};
+
+use super::syntax::Lang;
+use super::{Class, Finding};
+use crate::stats;
+
+/// Schema tag of a [`ProveRecord`].
+pub const PROVE_SCHEMA: &str = "flakelab.scan-prove/1";
+
+/// Failures and runs of one test in one arm.
+pub type Arm = (u64, u64);
+
+/// What `--prove` concluded about a finding or a control.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// The cell's k of N differs from the baseline's (Holm over the findings).
+    Proven,
+    /// Measured, and no difference shown at this N.
+    NotShown,
+    /// Not measured: no runner or selection, not applicable here, or no
+    /// perturbation settles it.
+    Unconfirmed,
+    /// A control (a test no finding reaches) that the cell flips: a site
+    /// the scan missed.
+    Flips,
+}
+
+impl Status {
+    /// The status as printed.
+    pub fn word(self) -> &'static str {
+        match self {
+            Status::Proven => "proven",
+            Status::NotShown => "not shown",
+            Status::Unconfirmed => "unconfirmed",
+            Status::Flips => "flips",
+        }
+    }
+
+    /// The status as the scan's `status` field spells it.
+    pub fn key(self) -> &'static str {
+        match self {
+            Status::Proven => "proven",
+            Status::NotShown => "not-shown",
+            Status::Unconfirmed => "unconfirmed",
+            Status::Flips => "flips",
+        }
+    }
+}
+
+/// One reached test's counts in one prove session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestArms {
+    /// The runner's id of the test.
+    pub test: String,
+    /// Failures and runs under the cell.
+    pub cell: Arm,
+    /// Failures and runs at baseline.
+    pub baseline: Arm,
+    /// Failures and runs under the cell's sham, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sham: Option<Arm>,
+}
+
+/// A finding's (or a control's) measurement: the session and its tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Measured {
+    /// The cell.
+    pub cell: String,
+    /// The cell's sham, when it has one.
+    pub sham: Option<String>,
+    /// The prove session.
+    pub session: String,
+    /// Its reached tests' counts.
+    pub tests: Vec<TestArms>,
+}
+
+/// A finding's or a control's proof.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proof {
+    /// The status.
+    pub status: Status,
+    /// The cell it ran under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell: Option<String>,
+    /// The cell's sham.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sham: Option<String>,
+    /// The prove session (`flakelab report ID` shows it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The test that decided (the most flipped), with its counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<TestArms>,
+    /// Fisher's p of the deciding test times the tests measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p: Option<f64>,
+    /// Holm over the invocation's measured findings (or controls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adjusted_p: Option<f64>,
+    /// The family Holm ran over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<usize>,
+    /// Not shown: the cell raises the failure rate by less than this, at
+    /// the confidence, at this N.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<f64>,
+    /// Confidence of the bound and the level of the test.
+    pub confidence: f64,
+    /// Unconfirmed: why; otherwise a note (the sham, tests not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Unconfirmed: the exact command that would prove it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+}
+
+impl Proof {
+    /// Unconfirmed, with why and the command to run.
+    pub fn unconfirmed(reason: String, command: String, confidence: f64) -> Proof {
+        Proof {
+            status: Status::Unconfirmed,
+            cell: None,
+            sham: None,
+            session: None,
+            counts: None,
+            p: None,
+            adjusted_p: None,
+            family: None,
+            bound: None,
+            confidence,
+            reason: Some(reason),
+            command: Some(command),
+        }
+    }
+}
+
+/// A control: a test no finding reaches, run under a cell beside the
+/// findings' tests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Control {
+    /// The runner's id of the test.
+    pub test: String,
+    /// Its proof under that cell (`not-shown`, `flips`, `unconfirmed`).
+    pub proof: Proof,
+}
+
+/// One finding as a prove session records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProvedSite {
+    /// `file:line`.
+    pub site: String,
+    /// The enclosing symbol.
+    pub symbol: String,
+    /// The class.
+    pub class: Class,
+    /// Its proof.
+    pub proof: Proof,
+}
+
+/// One prove session's findings and controls, stored in `proves.jsonl` so
+/// that `flakelab report` shows them with the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProveRecord {
+    /// Always [`PROVE_SCHEMA`].
+    pub schema: String,
+    /// The session.
+    pub session: String,
+    /// The cell.
+    pub cell: String,
+    /// The findings it proves.
+    pub findings: Vec<ProvedSite>,
+    /// The controls it ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controls: Vec<Control>,
+}
+
+/// The findings of one runner that share a cell: one prove session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// The cell.
+    pub cell: String,
+    /// The language (its runner).
+    pub lang: Lang,
+    /// The findings (indexes into the scan's).
+    pub findings: Vec<usize>,
+    /// Their reached tests, each once, in order.
+    pub tests: Vec<String>,
+}
+
+/// The command `--prove` runs a language's tests with, before the recipe
+/// selects the reached tests (None: not proven by running here).
+pub fn runner_command(lang: Lang) -> Option<Vec<String>> {
+    let words: &[&str] = match lang {
+        Lang::Python => &["python3", "-m", "pytest", "-p", "no:cacheprovider"],
+        Lang::Go => &["go", "test", "./..."],
+        _ => return None,
+    };
+    Some(words.iter().map(|w| w.to_string()).collect())
+}
+
+/// The cells `--prove` does not run on the reached tests alone, with why.
+fn not_on_reached_tests(cell: &str) -> Option<&'static str> {
+    (cell == "shuffle").then_some(
+        "a shuffle cell needs the tests these run beside: order dependence never shows in the reached tests alone (the screen design confirms a shuffle candidate with the whole command too)",
+    )
+}
+
+/// Groups the findings into prove sessions, one per (runner, cell); the
+/// rest are unconfirmed now, each with why and the command to run.
+pub fn plan(findings: &[Finding], confidence: f64) -> (Vec<Group>, Vec<(usize, Proof)>) {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut now = Vec::new();
+    for (i, f) in findings.iter().enumerate() {
+        let Some(cell) = &f.perturbation else {
+            let why = f
+                .settle
+                .clone()
+                .unwrap_or_else(|| "no perturbation settles this".into());
+            now.push((i, Proof::unconfirmed(why, f.command.clone(), confidence)));
+            continue;
+        };
+        let Some(command) = runner_command(f.lang) else {
+            now.push((
+                i,
+                Proof::unconfirmed(
+                    format!(
+                        "scan --prove runs pytest and go test findings; a {} finding is proven by hand",
+                        f.lang.name()
+                    ),
+                    f.command.clone(),
+                    confidence,
+                ),
+            ));
+            continue;
+        };
+        if let Some(why) = not_on_reached_tests(cell) {
+            let whole = format!(
+                "flakelab run -n 20 -p {} -- {}",
+                shell_words::quote(cell),
+                shell_words::join(&command)
+            );
+            now.push((i, Proof::unconfirmed(why.into(), whole, confidence)));
+            continue;
+        }
+        match groups
+            .iter_mut()
+            .find(|g| &g.cell == cell && g.lang == f.lang)
+        {
+            Some(g) => {
+                g.findings.push(i);
+                for t in &f.tests {
+                    if !g.tests.contains(t) {
+                        g.tests.push(t.clone());
+                    }
+                }
+            }
+            None => groups.push(Group {
+                cell: cell.clone(),
+                lang: f.lang,
+                findings: vec![i],
+                tests: f.tests.clone(),
+            }),
+        }
+    }
+    (groups, now)
+}
+
+/// The ids handed to the recipe's `[select]` for `ids`: each id when the
+/// recipe repeats its selection; one regex alternation when its template
+/// anchors `{id}` as a regex (`^{id}$`, go test's `-run`) and no id is a
+/// subtest path; otherwise why not.
+pub fn selection(
+    ids: &[String],
+    repeats: bool,
+    template: &[String],
+) -> Result<Vec<String>, String> {
+    if ids.len() <= 1 || repeats {
+        return Ok(ids.to_vec());
+    }
+    let regex = template.iter().any(|a| a.contains("^{id}$"));
+    if regex && ids.iter().all(|i| !i.contains('/')) {
+        let alternation: Vec<String> = ids.iter().map(|i| regex::escape(i)).collect();
+        return Ok(vec![format!("({})", alternation.join("|"))]);
+    }
+    Err("the recipe selects one test per run, and these findings reach several".into())
+}
+
+/// The two-sided Fisher p of `cell` against `baseline`, when the cell
+/// fails more (1 otherwise: a perturbation that makes a test pass proves
+/// no flake source).
+fn flip_p(cell: Arm, baseline: Arm) -> f64 {
+    let ((kc, nc), (kb, nb)) = (cell, baseline);
+    if nc == 0 || nb == 0 || kc * nb <= kb * nc {
+        return 1.0;
+    }
+    stats::fisher_exact(kc, nc - kc, kb, nb - kb)
+}
+
+/// Decides every measured item (a finding's or a control's tests in its
+/// prove session) at `confidence`, Holm over the items measured. A control
+/// that differs is [`Status::Flips`], a finding [`Status::Proven`].
+pub fn decide(items: &[Measured], confidence: f64, controls: bool) -> Vec<Proof> {
+    let alpha = 1.0 - confidence;
+    // The deciding test and the finding's p, for the items measured.
+    let mut raw: Vec<Option<(usize, f64, usize)>> = Vec::new();
+    for m in items {
+        let measured: Vec<(usize, &TestArms)> = (m.tests.iter().enumerate())
+            .filter(|(_, t)| t.cell.1 > 0 && t.baseline.1 > 0)
+            .collect();
+        let best = measured
+            .iter()
+            .map(|(i, t)| (*i, flip_p(t.cell, t.baseline)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        raw.push(best.map(|(i, p)| {
+            let p = (p * measured.len() as f64).min(1.0);
+            (i, p, m.tests.len() - measured.len())
+        }));
+    }
+    let ps: Vec<f64> = raw
+        .iter()
+        .map(|r| r.map_or(f64::NAN, |(_, p, _)| p))
+        .collect();
+    let adjusted = stats::holm(&ps);
+    let family = ps.iter().filter(|p| !p.is_nan()).count();
+    items
+        .iter()
+        .zip(raw)
+        .zip(adjusted)
+        .map(|((m, r), adj)| {
+            let base = Proof {
+                status: Status::Unconfirmed,
+                cell: Some(m.cell.clone()),
+                sham: m.sham.clone(),
+                session: Some(m.session.clone()),
+                counts: None,
+                p: None,
+                adjusted_p: None,
+                family: None,
+                bound: None,
+                confidence,
+                reason: None,
+                command: None,
+            };
+            let Some((i, p, unmeasured)) = r else {
+                return Proof {
+                    reason: Some(
+                        "its tests are in none of the cell's or the baseline's run reports: the selection measured nothing".into(),
+                    ),
+                    command: Some(format!("flakelab report {}", m.session)),
+                    ..base
+                };
+            };
+            let t = &m.tests[i];
+            let mut notes = Vec::new();
+            if unmeasured > 0 {
+                notes.push(format!(
+                    "{unmeasured} of its {} tests were in no run's report",
+                    m.tests.len()
+                ));
+            }
+            let sham_fails = t
+                .sham
+                .is_some_and(|s| s.1 > 0 && flip_p(s, t.baseline) <= alpha);
+            let differs = adj <= alpha;
+            let status = match (differs, sham_fails) {
+                (true, false) if controls => Status::Flips,
+                (true, false) => Status::Proven,
+                (true, true) => {
+                    notes.push(format!(
+                        "its sham {} fails it too ({} of {}): the mechanism alone makes the signal",
+                        m.sham.as_deref().unwrap_or("cell"),
+                        t.sham.map_or(0, |s| s.0),
+                        t.sham.map_or(0, |s| s.1)
+                    ));
+                    Status::Unconfirmed
+                }
+                (false, _) => Status::NotShown,
+            };
+            let bound = (status == Status::NotShown).then(|| {
+                let c = stats::proportion(t.cell.0, t.cell.1, confidence);
+                let b = stats::proportion(t.baseline.0, t.baseline.1, confidence);
+                (c.high - b.low).clamp(0.0, 1.0)
+            });
+            Proof {
+                status,
+                counts: Some(t.clone()),
+                p: Some(p),
+                adjusted_p: Some(adj),
+                family: Some(family),
+                bound,
+                reason: (!notes.is_empty()).then(|| notes.join("; ")),
+                command: (status == Status::Unconfirmed)
+                    .then(|| format!("flakelab report {}", m.session)),
+                ..base
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(cell: Arm, baseline: Arm, sham: Option<Arm>) -> Measured {
+        Measured {
+            cell: "tz=X".into(),
+            sham: sham.map(|_| "tz=Etc/UTC".into()),
+            session: "s1".into(),
+            tests: vec![TestArms {
+                test: "t".into(),
+                cell,
+                baseline,
+                sham,
+            }],
+        }
+    }
+
+    #[test]
+    fn four_of_four_against_none_is_p_0_029_and_proves_alone_but_not_under_holm_over_six() {
+        let one = decide(&[item((4, 4), (0, 4), None)], 0.95, false);
+        assert_eq!(one[0].status, Status::Proven);
+        assert!((one[0].p.unwrap() - 2.0 / 70.0).abs() < 1e-12);
+        // Six findings measured, two flipped 4 of 4: Holm needs p ≤ 0.05/6.
+        let mut six = vec![item((4, 4), (0, 4), None), item((4, 4), (0, 4), None)];
+        six.extend((0..4).map(|_| item((0, 4), (0, 4), None)));
+        let got = decide(&six, 0.95, false);
+        assert_eq!(got[0].status, Status::NotShown);
+        // Six runs per arm: p = 2/924 = 0.0022 survives Holm over six.
+        let mut six = vec![item((6, 6), (0, 6), None), item((6, 6), (0, 6), None)];
+        six.extend((0..4).map(|_| item((0, 6), (0, 6), None)));
+        let got = decide(&six, 0.95, false);
+        let statuses: Vec<Status> = got.iter().map(|p| p.status).collect();
+        assert_eq!(
+            statuses,
+            [
+                Status::Proven,
+                Status::Proven,
+                Status::NotShown,
+                Status::NotShown,
+                Status::NotShown,
+                Status::NotShown
+            ]
+        );
+        assert_eq!(got[0].family, Some(6));
+        assert!((got[0].adjusted_p.unwrap() - 6.0 * 2.0 / 924.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn not_shown_carries_the_bound_at_its_n_and_a_silent_selection_is_unconfirmed() {
+        let got = decide(
+            &[item((0, 6), (0, 6), None), item((0, 0), (0, 6), None)],
+            0.95,
+            false,
+        );
+        assert_eq!(got[0].status, Status::NotShown);
+        // 0 of 6: the rate is below 1 - 0.05^(1/6) = 0.393.
+        assert!((got[0].bound.unwrap() - (1.0 - 0.05f64.powf(1.0 / 6.0))).abs() < 1e-9);
+        assert_eq!(got[1].status, Status::Unconfirmed);
+        assert!(got[1].reason.as_ref().unwrap().contains("measured nothing"));
+        assert_eq!(got[0].family, Some(1), "the unmeasured item is no test");
+    }
+
+    #[test]
+    fn a_sham_that_flips_too_and_a_cell_that_only_heals_prove_nothing() {
+        let got = decide(&[item((6, 6), (0, 6), Some((6, 6)))], 0.95, false);
+        assert_eq!(got[0].status, Status::Unconfirmed);
+        assert!(got[0].reason.as_ref().unwrap().contains("sham tz=Etc/UTC"));
+        let healed = decide(&[item((0, 6), (6, 6), None)], 0.95, false);
+        assert_eq!(
+            (healed[0].status, healed[0].p),
+            (Status::NotShown, Some(1.0))
+        );
+        let control = decide(&[item((6, 6), (0, 6), Some((0, 6)))], 0.95, true);
+        assert_eq!(control[0].status, Status::Flips);
+    }
+
+    fn finding(lang: Lang, cell: Option<&str>, tests: &[&str]) -> Finding {
+        Finding {
+            file: "t.py".into(),
+            line: 1,
+            symbol: "s".into(),
+            class: Class::Clock,
+            kind: "calendar-read".into(),
+            bucket: "calendar-read".into(),
+            tests: tests.iter().map(|t| t.to_string()).collect(),
+            reach: "static".into(),
+            perturbation: cell.map(String::from),
+            settle: cell
+                .is_none()
+                .then(|| "no perturbation settles this: why".into()),
+            status: "unconfirmed".into(),
+            command: "flakelab run -n 20 -- x".into(),
+            fix: String::new(),
+            detail: String::new(),
+            lang,
+            proof: None,
+        }
+    }
+
+    #[test]
+    fn findings_sharing_a_cell_and_a_runner_are_one_session_and_the_rest_say_why_not() {
+        let tz = Some("tz=Pacific/Kiritimati");
+        let findings = [
+            finding(Lang::Python, tz, &["a.py::t1"]),
+            finding(Lang::Python, Some("netns"), &["a.py::t2"]),
+            finding(Lang::Python, tz, &["a.py::t1", "b.py::t3"]),
+            finding(Lang::Go, tz, &["TestA"]),
+            finding(Lang::Python, None, &["a.py::t4"]),
+            finding(Lang::Python, Some("shuffle"), &["a.py::t5"]),
+            finding(Lang::JavaScript, tz, &["labels today"]),
+        ];
+        let (groups, now) = plan(&findings, 0.95);
+        let got: Vec<(&str, Lang, Vec<usize>, Vec<&str>)> = groups
+            .iter()
+            .map(|g| {
+                (
+                    g.cell.as_str(),
+                    g.lang,
+                    g.findings.clone(),
+                    g.tests.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "tz=Pacific/Kiritimati",
+                    Lang::Python,
+                    vec![0, 2],
+                    vec!["a.py::t1", "b.py::t3"]
+                ),
+                ("netns", Lang::Python, vec![1], vec!["a.py::t2"]),
+                ("tz=Pacific/Kiritimati", Lang::Go, vec![3], vec!["TestA"]),
+            ]
+        );
+        let why: Vec<(usize, &str)> = now
+            .iter()
+            .map(|(i, p)| (*i, p.reason.as_deref().unwrap()))
+            .collect();
+        assert_eq!(why[0], (4, "no perturbation settles this: why"));
+        assert!(why[1].1.starts_with("a shuffle cell needs the tests"));
+        assert!(why[2].1.contains("a javascript finding is proven by hand"));
+        assert_eq!(
+            now[1].1.command.as_deref(),
+            Some("flakelab run -n 20 -p shuffle -- python3 -m pytest -p no:cacheprovider")
+        );
+        assert!(now.iter().all(|(_, p)| p.status == Status::Unconfirmed));
+    }
+
+    #[test]
+    fn several_go_tests_select_as_one_anchored_alternation() {
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let go = ids(&["-count=1", "-run", "^{id}$"]);
+        assert_eq!(
+            selection(&ids(&["TestA", "TestB"]), false, &go).unwrap(),
+            ["(TestA|TestB)"]
+        );
+        assert_eq!(selection(&ids(&["TestA"]), false, &go).unwrap(), ["TestA"]);
+        assert!(selection(&ids(&["TestA/x", "TestB"]), false, &go).is_err());
+        assert!(selection(&ids(&["a", "b"]), false, &ids(&["--only", "{id}"])).is_err());
+        assert_eq!(
+            selection(&ids(&["a", "b"]), true, &ids(&["{id}"])).unwrap(),
+            ["a", "b"]
+        );
+    }
+}

@@ -1,0 +1,306 @@
+//! `flakelab scan --prove` end to end with the real runners on the planted
+//! scan fixtures (`tests/fixtures/scan-python` with pytest,
+//! `tests/fixtures/scan-go` with go test): every provable planted finding
+//! proven, every other one not shown or unconfirmed with its reason, every
+//! near-miss selected, run and not shown (`--controls`), each cell a
+//! recorded session that `report` shows again.
+//!
+//! The subjects run offline: flakelab runs inside a user and network
+//! namespace with loopback up (the planted remote call fails at baseline
+//! too, and the planted fixed port is this namespace's own).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use super::{bin, capable, copy_fixture, scrub, sh_ok, Lab};
+
+/// Runs per arm: 5 of 5 against 0 of 5 is p = 2/252 = 0.0079, which Holm
+/// over six measured findings keeps (0.05 / 6 = 0.0083); 4 of 4 (p =
+/// 0.029) would not.
+const RUNS: &str = "5";
+
+fn offline_available() -> bool {
+    capable(
+        "unshare -rn with ip (an offline network namespace for the subjects)",
+        sh_ok("unshare -rn sh -c 'ip link set lo up'"),
+    )
+}
+
+fn faketime_available() -> bool {
+    capable(
+        "libfaketime",
+        sh_ok("ls /usr/lib/*/faketime/libfaketime.so.1 || ls /usr/lib/faketime/libfaketime.so.1"),
+    )
+}
+
+/// `flakelab scan --prove --controls --format json -n RUNS .` in the lab,
+/// offline, with `env` set; returns the scan.
+fn prove(lab: &Lab, env: &[(&str, &Path)]) -> serde_json::Value {
+    let mut c = Command::new("unshare");
+    scrub(&mut c);
+    c.current_dir(lab.path())
+        .env("TZ", "UTC")
+        .env_remove("PYTHONHASHSEED")
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
+        .args(["-rn", "sh", "-c", "ip link set lo up && exec \"$@\"", "sh"])
+        .arg(bin())
+        .args(["scan", "--prove", "--controls", "--format", "json"])
+        .args(["-n", RUNS, "--today", "2026-12-01", "."]);
+    let out = c.output().expect("unshare runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON scan")
+}
+
+/// `file:line` → (status, the proof).
+fn statuses(scan: &serde_json::Value) -> BTreeMap<String, (String, serde_json::Value)> {
+    (scan["findings"].as_array().unwrap().iter())
+        .map(|f| {
+            (
+                format!("{}:{}", f["file"].as_str().unwrap(), f["line"]),
+                (
+                    f["status"].as_str().unwrap().to_string(),
+                    f["proof"].clone(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Every control measured and not shown, in every cell that ran: the
+/// control tests (sorted) and the cells.
+fn controls(scan: &serde_json::Value) -> (Vec<String>, Vec<String>) {
+    let mut tests = Vec::new();
+    let mut cells = Vec::new();
+    for c in scan["controls"].as_array().unwrap() {
+        let p = &c["proof"];
+        assert_eq!(p["status"], "not-shown", "{c}");
+        assert_eq!(p["counts"]["cell"][1], 5, "measured in the cell: {c}");
+        assert_eq!(p["counts"]["baseline"][1], 5, "measured at baseline: {c}");
+        let t = c["test"].as_str().unwrap().to_string();
+        if !tests.contains(&t) {
+            tests.push(t);
+        }
+        let cell = p["cell"].as_str().unwrap().to_string();
+        if !cells.contains(&cell) {
+            cells.push(cell);
+        }
+    }
+    tests.sort();
+    cells.sort();
+    (tests, cells)
+}
+
+fn assert_proven(proof: &serde_json::Value, cell: &str) {
+    assert_eq!(proof["status"], "proven", "{proof}");
+    assert_eq!(proof["cell"], cell);
+    assert_eq!(proof["counts"]["cell"], serde_json::json!([5, 5]));
+    assert_eq!(proof["counts"]["baseline"], serde_json::json!([0, 5]));
+    assert!((proof["p"].as_f64().unwrap() - 2.0 / 252.0).abs() < 1e-12);
+    assert!(proof["adjusted_p"].as_f64().unwrap() <= 0.05, "{proof}");
+}
+
+fn assert_not_shown(proof: &serde_json::Value) {
+    assert_eq!(proof["status"], "not-shown", "{proof}");
+    assert_eq!(proof["counts"]["cell"][1], 5, "{proof}");
+    assert!(proof["bound"].as_f64().unwrap() > 0.0, "{proof}");
+}
+
+fn reason(proof: &serde_json::Value) -> &str {
+    assert_eq!(proof["status"], "unconfirmed", "{proof}");
+    assert!(proof["command"]
+        .as_str()
+        .unwrap()
+        .starts_with("flakelab run "));
+    proof["reason"].as_str().unwrap()
+}
+
+#[test]
+fn prove_on_the_python_fixture_proves_the_clock_findings_and_measures_every_near_miss() {
+    if !capable(
+        "pytest with pytest-xdist",
+        sh_ok("python3 -c 'import pytest, xdist'"),
+    ) || !offline_available()
+        || !faketime_available()
+    {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "scan-python");
+    let scan = prove(&lab, &[]);
+    let s = statuses(&scan);
+    let f = |line: u32| &s[&format!("tests/test_planted.py:{line}")];
+    assert_proven(&f(13).1, "tz=Pacific/Kiritimati");
+    assert_eq!(f(13).1["sham"], "tz=UTC");
+    assert_eq!(f(13).1["counts"]["sham"], serde_json::json!([0, 5]));
+    assert_proven(&f(21).1, "faketime=@2029-07-01 12:00:00");
+    assert!(reason(&f(26).1).starts_with("no perturbation settles this"));
+    // A timing race, no network on this host, no partner to collide with,
+    // str hashing already random at baseline: measured, not shown.
+    for line in [31, 36, 47, 52] {
+        assert_not_shown(&f(line).1);
+    }
+    assert_eq!(f(36).1["counts"]["baseline"], serde_json::json!([5, 5]));
+    assert!(reason(&f(41).1).starts_with("a shuffle cell needs the tests these run beside"));
+    let statuses: Vec<&str> = s.values().map(|(st, _)| st.as_str()).collect();
+    assert_eq!(
+        statuses,
+        [
+            "proven",
+            "proven",
+            "unconfirmed",
+            "not-shown",
+            "not-shown",
+            "unconfirmed",
+            "not-shown",
+            "not-shown"
+        ]
+    );
+    // Every near-miss ran in every cell, and none flipped.
+    let (tests, cells) = controls(&scan);
+    assert_eq!(
+        tests,
+        [
+            "tests/test_frozen.py::test_frozen_today",
+            "tests/test_near_miss.py::test_bounded_poll",
+            "tests/test_near_miss.py::test_deadline_poll",
+            "tests/test_near_miss.py::test_env_restored",
+            "tests/test_near_miss.py::test_loopback_call",
+            "tests/test_near_miss.py::test_past_expiry",
+            "tests/test_near_miss.py::test_port_zero",
+            "tests/test_near_miss.py::test_seeded_pick",
+            "tests/test_near_miss.py::test_sorted_set",
+        ]
+    );
+    assert_eq!(
+        cells,
+        [
+            "cpu-stress",
+            "faketime=@2029-07-01 12:00:00",
+            "hashseed-random",
+            "netns",
+            "tz=Pacific/Kiritimati",
+            "workers=2x"
+        ]
+    );
+    // Each cell is a recorded session; `report` shows its proofs again.
+    let session = f(13).1["session"].as_str().unwrap();
+    let out = lab.run(&["report", session]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("scan --prove under tz=Pacific/Kiritimati: 1 finding(s), 9 control(s)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tests/test_planted.py:13  today_label  clock: proven: tests/test_planted.py::test_today_label failed 5 of 5 under tz=Pacific/Kiritimati against 0 of 5 at baseline"),
+        "{text}"
+    );
+    let sessions = std::fs::read_to_string(lab.store().join("sessions.jsonl")).unwrap();
+    assert_eq!(
+        sessions.matches("\"scan_prove\":\"scan --prove: ").count(),
+        6
+    );
+}
+
+fn go_env(home: &Path) -> Vec<(&'static str, std::path::PathBuf)> {
+    vec![
+        ("GOCACHE", home.join("cache")),
+        ("GOPATH", home.join("path")),
+        ("GOFLAGS", "-mod=mod".into()),
+        ("GOPROXY", "off".into()),
+        ("GOENV", "off".into()),
+        ("GOTOOLCHAIN", "local".into()),
+        ("GOWORK", "off".into()),
+    ]
+}
+
+#[test]
+fn prove_on_the_go_fixture_proves_the_zone_finding_and_says_why_the_clock_shift_cannot_apply() {
+    if !capable("go (Debian golang-go)", sh_ok("go version")) || !offline_available() {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "scan-go");
+    let home = tempfile::tempdir().unwrap();
+    let env = go_env(home.path());
+    let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
+    let scan = prove(&lab, &env);
+    let s = statuses(&scan);
+    let f = |line: u32| &s[&format!("planted_test.go:{line}")];
+    assert_proven(&f(16).1, "tz=Pacific/Kiritimati");
+    assert!(
+        reason(&f(23).1).contains("libfaketime does not reach it"),
+        "{}",
+        f(23).1
+    );
+    for line in [38, 54, 69] {
+        assert_not_shown(&f(line).1);
+    }
+    for line in [30, 49, 79] {
+        assert!(reason(&f(line).1).starts_with("no perturbation settles this"));
+    }
+    assert!(reason(&f(62).1).starts_with("a shuffle cell"));
+    let (tests, cells) = controls(&scan);
+    assert_eq!(
+        tests,
+        [
+            "TestBoundedRetry",
+            "TestDuration",
+            "TestEnvRestored",
+            "TestLoopback",
+            "TestPastExpiry",
+            "TestPortZero",
+            "TestSeeded",
+            "TestSortedKeys"
+        ]
+    );
+    assert_eq!(
+        cells,
+        ["cpu-stress", "netns", "tz=Pacific/Kiritimati", "workers=2x"]
+    );
+}
+
+#[test]
+fn prove_leaves_findings_no_runner_here_proves_unconfirmed_with_the_command() {
+    let lab = Lab::new();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scan-js");
+    let out = lab
+        .cmd()
+        .args([
+            "scan",
+            "--prove",
+            "--format",
+            "json",
+            "--today",
+            "2026-12-01",
+        ])
+        .arg(&root)
+        .args(["--store", lab.store().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let scan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = scan["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    for f in findings {
+        assert_eq!(f["status"], "unconfirmed", "{f}");
+        assert_eq!(f["proof"]["command"], f["command"], "{f}");
+    }
+    assert!(
+        !lab.store().join("sessions.jsonl").exists(),
+        "nothing ran, nothing recorded"
+    );
+    // --runs without --prove is a usage error.
+    let out = lab.run(&["scan", "-n", "3", "."]);
+    assert_eq!(out.status.code(), Some(2));
+}
