@@ -38,6 +38,8 @@ struct Merged {
     read: u64,
     screens: BTreeMap<String, ScreenRecord>,
     ladders: BTreeMap<String, LadderRecord>,
+    /// `scan --prove` results, by session.
+    proves: BTreeMap<String, crate::scan::prove::ProveRecord>,
 }
 
 /// One run as the check pass saw it.
@@ -202,6 +204,11 @@ pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
             dest.append_screen(screen)?;
         }
     }
+    for (id, prove) in &merged.proves {
+        if !held.proves.contains(id) {
+            dest.append_prove(prove)?;
+        }
+    }
     for (id, ladder) in &merged.ladders {
         if !held.ladders.contains(id) {
             dest.append_ladder(ladder)?;
@@ -269,6 +276,7 @@ struct Held {
     sessions: BTreeMap<String, SessionRecord>,
     screens: std::collections::BTreeSet<String>,
     ladders: std::collections::BTreeSet<String>,
+    proves: std::collections::BTreeSet<String>,
 }
 
 /// Reads one store's records into `merged`, checking each against what is
@@ -325,6 +333,26 @@ fn read_into(merged: &mut Merged, store: &Store, shown: &str, index: usize) -> R
                 None => {
                     merged.screens.insert(key, screen);
                 }
+            }
+        }
+    }
+    for id in &ids {
+        let Some(prove) = store.prove_of(id)? else {
+            continue;
+        };
+        if index == usize::MAX {
+            held.proves.insert(id.clone());
+        }
+        match merged.proves.get(id) {
+            Some(h) if *h == prove => {}
+            Some(h) => {
+                return Err(conflict(format!(
+                    "the scan proof of session {id} differs: {} (in {shown})",
+                    shard::first_difference(h, &prove)
+                )))
+            }
+            None => {
+                merged.proves.insert(id.clone(), prove);
             }
         }
     }
