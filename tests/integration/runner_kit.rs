@@ -40,7 +40,11 @@ pub fn clean(report: &serde_json::Value, name: &str, n: u64, total: usize) {
     assert_eq!(failing(report, name), (vec![], total), "{name}: {report}");
     let c = cell(report, name);
     assert_eq!(
-        (c["n"].as_u64(), c["k"].as_u64(), c["runs_with_tests"].as_u64()),
+        (
+            c["n"].as_u64(),
+            c["k"].as_u64(),
+            c["runs_with_tests"].as_u64()
+        ),
         (Some(n), Some(0), Some(n)),
         "{name}: {c}"
     );
@@ -65,7 +69,11 @@ pub fn only_the_zone_test_differs(
         "{report}"
     );
     let c = cell(report, KIRITIMATI);
-    assert_eq!((c["n"].as_u64(), c["k"].as_u64()), (Some(n), Some(n)), "{c}");
+    assert_eq!(
+        (c["n"].as_u64(), c["k"].as_u64()),
+        (Some(n), Some(n)),
+        "{c}"
+    );
     if signed {
         let sigs = test_row(report, KIRITIMATI, zone_test)["signatures"].to_string();
         assert!(sigs.contains("invoice dated day <n>, want <n>"), "{sigs}");

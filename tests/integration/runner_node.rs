@@ -422,7 +422,8 @@ fn jest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
     );
     // Proof from the subject's processes: each workers run had its two
     // database files run by two worker processes; every other run (the
-    // config's maxWorkers 1) ran them in band, in one process.
+    // config's maxWorkers 1: eight runs, and the replay) ran them in band,
+    // in one process.
     let mut pids_per_run: Vec<usize> = std::fs::read_dir(lab.path())
         .unwrap()
         .flatten()
@@ -434,7 +435,7 @@ fn jest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
         })
         .collect();
     pids_per_run.sort_unstable();
-    assert_eq!(pids_per_run, [1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2]);
+    assert_eq!(pids_per_run, [1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2]);
 }
 
 /// Exit 1 is both "tests failed" and a usage error or "No tests found" for

@@ -31,33 +31,36 @@ fn phpunit_shuffle_finds_the_pair_and_the_zone_test_differs_alone() {
         return;
     };
     let (_, report) = lab.run_json(&[
-        "-n",
-        "2",
-        "--seed",
-        "7",
-        "-p",
-        "shuffle",
-        "-p",
-        KIRITIMATI,
-        "--",
-        "phpunit",
+        "-n", "2", "--seed", "7", "-p", "shuffle", "-p", KIRITIMATI, "--", "phpunit",
     ]);
     assert_eq!(report["runner"], "phpunit", "{report}");
     runner_kit::only_the_zone_test_differs(&report, 2, ZONE, 5, true);
     let shuffle = cell(&report, "shuffle");
-    assert_eq!(shuffle["n"].as_u64(), Some(2), "every seed read back: {shuffle}");
-    assert_eq!(runner_kit::failing(&report, "shuffle"), (vec![PAIR.to_string()], 5));
+    assert_eq!(
+        shuffle["n"].as_u64(),
+        Some(2),
+        "every seed read back: {shuffle}"
+    );
+    assert_eq!(
+        runner_kit::failing(&report, "shuffle"),
+        (vec![PAIR.to_string()], 5)
+    );
     let pair = runner_kit::test_row(&report, "shuffle", PAIR);
     assert_eq!(pair["k"].as_u64(), Some(2), "{pair}");
     assert!(
-        pair["signatures"].to_string().contains("currency was never loaded"),
+        pair["signatures"]
+            .to_string()
+            .contains("currency was never loaded"),
         "{pair}"
     );
     let runs = lab.runs();
     for r in runner_kit::runs_of(&runs, "shuffle") {
         let argv = super::run_argv(r);
         let seed = format!("--random-order-seed={}", r["seed"]);
-        assert!(argv.contains(&"--order-by=random".into()) && argv.contains(&seed), "{argv:?}");
+        assert!(
+            argv.contains(&"--order-by=random".into()) && argv.contains(&seed),
+            "{argv:?}"
+        );
         assert!(argv.contains(&"--log-junit".into()), "{argv:?}");
     }
     for r in runner_kit::runs_of(&runs, "baseline") {

@@ -57,7 +57,11 @@ fn playwright_shuffle_workers_and_zone_in_one_session() {
     runner_kit::only_the_zone_test_differs(&report, 2, ZONE, 5, true);
 
     let shuffle = cell(&report, "shuffle");
-    assert_eq!(shuffle["n"].as_u64(), Some(2), "every seed read back: {shuffle}");
+    assert_eq!(
+        shuffle["n"].as_u64(),
+        Some(2),
+        "every seed read back: {shuffle}"
+    );
     let (failed, total) = runner_kit::failing(&report, "shuffle");
     assert_eq!((failed, total), (vec![PAIR.to_string()], 5), "{shuffle}");
     assert!(
@@ -85,13 +89,17 @@ fn playwright_shuffle_workers_and_zone_in_one_session() {
             .filter(|id| !id.starts_with("config-"))
             .collect();
         assert!(
-            db == [&"orders.spec.js::totals an order"] || db == [&"stock.spec.js::counts the stock"],
+            db == [&"orders.spec.js::totals an order"]
+                || db == [&"stock.spec.js::counts the stock"],
             "{r}"
         );
     }
     for r in runner_kit::runs_of(&runs, "shuffle") {
         let argv = super::run_argv(r);
-        assert!(argv.contains(&format!("--shuffle={}", r["seed"])), "{argv:?}");
+        assert!(
+            argv.contains(&format!("--shuffle={}", r["seed"])),
+            "{argv:?}"
+        );
     }
     let failing = runner_kit::runs_of(&runs, "shuffle")
         .into_iter()
