@@ -396,8 +396,8 @@ fn shuffle_and_workers(lab: &Lab, command: &[&str], want: &Expect) {
 /// any host (`--maxWorkers` on the command line wins). The workers cell
 /// really runs worker processes (Jest runs in band, whatever --maxWorkers
 /// says, when its cached timings show a few fast files: the recipe's
-/// `--no-cache`): the fixture files the pid of the process that ran each
-/// database file.
+/// `--workerIdleMemoryLimit`): the fixture files the pid of the process
+/// that ran each database file.
 #[test]
 fn jest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
     let Some(lab) = npm_lab(
@@ -417,7 +417,7 @@ fn jest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
             pair_id: " test_b_formats_price:: test_b_formats_price",
             // Without it Jest runs in band when the timings it cached from
             // an earlier run show fast files, whatever --maxWorkers says.
-            workers_extra: Some("--no-cache"),
+            workers_extra: Some("--workerIdleMemoryLimit=100%"),
         },
     );
     // Proof from the subject's processes: each workers run had its two
@@ -436,6 +436,38 @@ fn jest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
         .collect();
     pids_per_run.sort_unstable();
     assert_eq!(pids_per_run, [1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2]);
+}
+
+/// Jest runs a single test file in band whatever --maxWorkers says, unless
+/// a --workerIdleMemoryLimit is given: the workers cell's run of one file
+/// ran it in a jest worker process, the baseline in jest itself.
+#[test]
+fn jest_workers_cell_runs_even_one_file_in_a_worker_process() {
+    let Some(lab) = npm_lab(
+        "jest-project",
+        "jest 30.5.2 with jest-junit 17.0.0 (npm install)",
+    ) else {
+        return;
+    };
+    let (_, report) = lab.run_json(&[
+        "-n",
+        "1",
+        "-p",
+        "workers=2x",
+        "--",
+        "npx",
+        "jest",
+        "config.test.js",
+    ]);
+    assert_eq!(
+        cell(&report, "workers=2x")["n"].as_u64(),
+        Some(1),
+        "{report}"
+    );
+    let ran_in = std::fs::read_to_string(lab.path().join(".ran-in")).unwrap();
+    let mut ran_in: Vec<&str> = ran_in.lines().collect();
+    ran_in.sort_unstable();
+    assert_eq!(ran_in, ["jest", "processChild.js"]);
 }
 
 /// Exit 1 is both "tests failed" and a usage error or "No tests found" for
