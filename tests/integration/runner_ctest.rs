@@ -34,9 +34,9 @@ fn ctest_lab() -> Option<Lab> {
 /// One session: `--parallel 2` collides the two database tests in every
 /// run (exactly one of them fails: proof that two tests ran at once), and
 /// Kiritimati flips exactly the zone test; per-test rows from
-/// `--output-junit`. Gap: CTest's JUnit failure is `<failure message=""/>`
-/// with the test's output in the testcase's `<system-out>`, which flakelab
-/// does not read: its per-test signatures are empty.
+/// `--output-junit`. CTest's JUnit failure is `<failure message=""/>` with
+/// the test's output in the testcase's `<system-out>`: the signature comes
+/// from that output.
 #[test]
 fn ctest_workers_collide_and_the_zone_test_differs_alone() {
     let Some(lab) = ctest_lab() else {
@@ -46,7 +46,7 @@ fn ctest_workers_collide_and_the_zone_test_differs_alone() {
     args.extend_from_slice(COMMAND);
     let (_, report) = lab.run_json(&args);
     assert_eq!(report["runner"], "ctest", "{report}");
-    runner_kit::only_the_zone_test_differs(&report, 2, ZONE, 5, false);
+    runner_kit::only_the_zone_test_differs(&report, 2, ZONE, 5, true);
     let workers = cell(&report, "workers=2x");
     assert_eq!(
         (workers["n"].as_u64(), workers["k"].as_u64()),
@@ -64,6 +64,12 @@ fn ctest_workers_collide_and_the_zone_test_differs_alone() {
         let failed = runner_kit::failed_in(r);
         assert!(
             failed == ["db_orders::db_orders"] || failed == ["db_stock::db_stock"],
+            "{r}"
+        );
+        assert!(
+            r["tests"]
+                .to_string()
+                .contains("locked by another test process"),
             "{r}"
         );
     }
