@@ -26,9 +26,15 @@ command -v gotestsum >/dev/null || need_pkgs+=(gotestsum)
 # rspec and its JUnit plugin for the rspec recipe's end-to-end tests.
 command -v rspec >/dev/null || need_pkgs+=(ruby-rspec)
 ruby -e "require 'rspec_junit_formatter'" >/dev/null 2>&1 || need_pkgs+=(ruby-rspec-junit-formatter)
-# shellcheck, which actionlint runs on the generated workflow's `run:` scripts.
+# phpunit and cmake (ctest) for those recipes' end-to-end tests
+# (tests/integration/runner_php.rs, runner_ctest.rs).
+command -v phpunit >/dev/null || need_pkgs+=(phpunit)
+command -v ctest >/dev/null && command -v cmake >/dev/null || need_pkgs+=(cmake)
+# The shellcheck tool, which actionlint runs on the generated workflow's `run:` scripts.
 command -v shellcheck >/dev/null || need_pkgs+=(shellcheck)
-# headless Chromium for the HTML report's test (tests/integration/html_report.rs).
+# headless Chromium for the HTML report's test (tests/integration/html_report.rs)
+# and for the playwright recipe's (runner_playwright.rs: Playwright drives it
+# through executablePath and never downloads a browser).
 command -v chromium >/dev/null || need_pkgs+=(chromium)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "installing: ${need_pkgs[*]}"
@@ -42,9 +48,11 @@ fi
 python3 -c 'import pytest, pytest_randomly, xdist' >/dev/null 2>&1 \
   || python3 -m pip install --quiet pytest==9.2.0 pytest-randomly==5.1.0 pytest-xdist==3.8.0
 
-# jest and vitest for the node recipes' tests: the tests install the pinned
-# versions of tests/fixtures/{jest,vitest}-project/package.json themselves,
-# once, into target/tmp/flakelab-test-node/ (npm must reach its registry).
+# jest, vitest, mocha and @playwright/test for the node recipes' tests: the
+# tests install the pinned versions of
+# tests/fixtures/{jest,vitest,mocha,playwright}-project/package.json
+# themselves, once, into target/tmp/flakelab-test-node/ (npm must reach its
+# registry; PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1).
 command -v node >/dev/null && command -v npm >/dev/null || {
   echo "node and npm are needed for the node recipes' tests" >&2; exit 1; }
 

@@ -44,11 +44,13 @@ pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<T
             .flatten()
             .collect::<Vec<_>>()
             .join("\n");
-        // The headline: the message's first line, else the body's.
+        // The headline: the message's first line, else the body's. A line
+        // that only names the test says nothing (PHPUnit 9 starts the body
+        // with `Class::method`): the next one is the headline.
         let first_line = |t: &str| {
             t.lines()
                 .map(str::trim)
-                .find(|l| !l.is_empty())
+                .find(|l| !l.is_empty() && *l != id && *l != case.name)
                 .map(str::to_string)
         };
         // A generic message ("Failed", as gotestsum writes) says nothing:
@@ -97,6 +99,21 @@ mod tests {
 
     fn parsed(xml: &str) -> Parsed {
         crate::junit::parse(xml.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_body_that_starts_with_the_test_id_is_headed_by_its_next_line() {
+        // PHPUnit 9's --log-junit: no message attribute, the id first.
+        let p = parsed(
+            r#"<testsuite><testcase name="testDay" class="ZoneTest" classname="ZoneTest"><failure type="PHPUnit\Framework\ExpectationFailedException">ZoneTest::testDay
+invoice dated day 2, want 1
+Failed asserting that two strings are identical.</failure></testcase></testsuite>"#,
+        );
+        let recs = records(&p, None);
+        assert_eq!(
+            recs[0].signature.as_deref(),
+            Some("invoice dated day <n>, want <n>")
+        );
     }
 
     #[test]

@@ -39,6 +39,9 @@ enum Slot {
     Primary,
     /// The first flaky*/rerun* element, used when there is no failure/error.
     Rerun,
+    /// The failed case's own `<system-out>`, used when its failure says
+    /// nothing (CTest: `<failure message=""/>`, the output beside it).
+    Output,
 }
 
 /// One open element: its kind and where its local name starts in
@@ -106,6 +109,7 @@ struct OpenCase {
     reruns: u32,
     primary: Option<Capture>,
     rerun: Option<Capture>,
+    output: Option<Capture>,
 }
 
 /// Attribute values of interest on one start tag.
@@ -249,6 +253,7 @@ impl Doc {
                     reruns: 0,
                     primary: None,
                     rerun: None,
+                    output: None,
                 });
                 self.cases.push(Case {
                     suite: self.suites.last().cloned().unwrap_or_default(),
@@ -273,6 +278,7 @@ impl Doc {
                     match slot {
                         Slot::Primary => case.primary = Some(capture),
                         Slot::Rerun => case.rerun = Some(capture),
+                        Slot::Output => case.output = Some(capture),
                     }
                 }
             }
@@ -304,6 +310,11 @@ impl Doc {
             }
             b"flakyFailure" | b"rerunFailure" => (CaseOutcome::Failed, true),
             b"flakyError" | b"rerunError" => (CaseOutcome::Errored, true),
+            // Kept only after a failure or error (a passing case's output is
+            // never read).
+            b"system-out" if (case.failed || case.errored) && case.output.is_none() => {
+                return Kind::Capture(Slot::Output);
+            }
             _ => return Kind::Other,
         };
         if rerun {
@@ -490,6 +501,7 @@ impl Doc {
         match slot {
             Slot::Primary => case.primary.as_mut(),
             Slot::Rerun => case.rerun.as_mut(),
+            Slot::Output => case.output.as_mut(),
         }
     }
 
@@ -538,6 +550,13 @@ impl Doc {
         case.reruns = open.reruns;
         if let Some(capture) = capture {
             (case.message, case.detail) = capture.finish();
+        }
+        let said_nothing =
+            case.message.as_deref().is_none_or(|m| m.trim().is_empty()) && case.detail.is_none();
+        if said_nothing && matches!(first_attempt, CaseOutcome::Failed | CaseOutcome::Errored) {
+            if let Some(output) = open.output {
+                case.detail = output.finish().1;
+            }
         }
     }
 
@@ -758,6 +777,23 @@ mod tests {
         assert_eq!(c.message, None);
         let c = read(r#"<system-out><flakyFailure/></system-out>"#);
         assert_eq!((c.outcome, c.first_attempt, c.reruns), (Passed, Passed, 0));
+    }
+
+    #[test]
+    fn a_failure_that_says_nothing_takes_the_cases_own_output() {
+        use CaseOutcome::*;
+        let read = |body: &str| ok(&case("t", body)).cases.remove(0);
+        // CTest 3.25: `<failure message=""/>`, the test's output beside it.
+        let c =
+            read("<failure message=\"\"/><system-out>invoice dated day 2, want 1\n</system-out>");
+        assert_eq!(c.outcome, Failed);
+        assert_eq!(c.detail.as_deref(), Some("invoice dated day 2, want 1\n"));
+        // A failure that says something keeps it; a passing case's output
+        // is never read.
+        let c = read(r#"<failure message="boom"/><system-out>out</system-out>"#);
+        assert_eq!((c.message.as_deref(), c.detail), (Some("boom"), None));
+        let c = read(r#"<system-out>out</system-out>"#);
+        assert_eq!((c.outcome, c.detail), (Passed, None));
     }
 
     #[test]

@@ -99,7 +99,10 @@ pub struct Case {
     pub message: Option<String>,
     /// Text body (text + CDATA, and for Surefire a nested `<stackTrace>`) of
     /// that same element, capped at [`MAX_DETAIL`] bytes plus a marker line;
-    /// `None` when the body is empty or only whitespace.
+    /// `None` when the body is empty or only whitespace. When that element
+    /// has neither message nor body, the text of a `<system-out>` that
+    /// follows it in the case (CTest writes `<failure message=""/>` and the
+    /// test's output there).
     pub detail: Option<String>,
     /// `time` attribute in seconds when it parses as a finite number
     /// (`"0."` and `"2,503.1"` are tolerated; garbage is `None`).
@@ -533,6 +536,7 @@ mod tests {
                     let mut first_rerun = None;
                     let mut primary = None;
                     let mut rerun = None;
+                    let mut output: Option<String> = None;
                     for (kind, message, body, cdata) in children {
                         let tag = ["failure", "error", "skipped", "flakyFailure", "flakyError", "rerunFailure", "system-out"][kind as usize];
                         xml.push_str(&format!("<{tag}"));
@@ -566,6 +570,7 @@ mod tests {
                                     rerun = Some(capture);
                                 }
                             }
+                            6 if (failed || errored) && output.is_none() => output = Some(body.clone()),
                             _ => {}
                         }
                     }
@@ -584,13 +589,19 @@ mod tests {
                         (CaseOutcome::Failed | CaseOutcome::Errored, _) => (outcome, primary),
                         _ => (outcome, None),
                     };
-                    let (message, detail) = match capture {
-                        Some((m, b)) => {
-                            let b = b.replace("\r\n", "\n").replace('\r', "\n");
-                            (m, (!b.trim().is_empty()).then_some(b))
-                        }
+                    let normal = |b: &str| {
+                        let b = b.replace("\r\n", "\n").replace('\r', "\n");
+                        (!b.trim().is_empty()).then_some(b)
+                    };
+                    let (message, mut detail) = match capture {
+                        Some((m, b)) => (m, normal(&b)),
                         None => (None, None),
                     };
+                    // A failure that says nothing takes the case's output.
+                    let said_nothing = message.as_deref().is_none_or(|m| m.trim().is_empty()) && detail.is_none();
+                    if said_nothing && matches!(first, CaseOutcome::Failed | CaseOutcome::Errored) {
+                        detail = output.as_deref().and_then(normal);
+                    }
                     expected.push((name, outcome, first, reruns, message, detail));
                 }
                 xml.push_str(&format!("</testsuite>{nl}</testsuites>{nl}"));

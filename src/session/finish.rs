@@ -178,7 +178,17 @@ fn classify(
             }
         }
     }
-    read_tests(record, settings, text.as_bytes());
+    let empty = read_tests(record, settings, text.as_bytes());
+    if let (Some(recipe), Some(shown), Some(0)) = (&settings.recipe, empty, record.exit_code) {
+        // An exit 0 whose report lists no test measured nothing (mocha's
+        // xunit reporter prints no summary when --grep matches nothing).
+        record.outcome = Outcome::Error;
+        record.reason = Some(format!(
+            "{} ran no tests (exit 0): {shown} holds no test case",
+            recipe.name
+        ));
+        return;
+    }
     if record.outcome != Outcome::Fail {
         return;
     }
@@ -197,12 +207,14 @@ fn classify(
         .or_else(|| crate::signature::from_log(&text));
 }
 
-fn read_tests(record: &mut RunRecord, settings: &SessionSpec, log: &[u8]) {
+/// Reads the run's per-test outcomes into the record; `Some` names the
+/// report when it was read and held no test case.
+fn read_tests(record: &mut RunRecord, settings: &SessionSpec, log: &[u8]) -> Option<String> {
     if !matches!(
         record.outcome,
         Outcome::Pass | Outcome::Fail | Outcome::Timeout
     ) {
-        return;
+        return None;
     }
     // The runner's own per-test output (`[per_test]`), when the session
     // reads that rather than a JUnit report.
@@ -231,7 +243,7 @@ fn read_tests(record: &mut RunRecord, settings: &SessionSpec, log: &[u8]) {
                     // A report that keeps a credential is not left in the store.
                     let _ = std::fs::remove_file(&path);
                     record.tests_missing = Some(why);
-                    return;
+                    return None;
                 }
             };
             let parsed = match (per_test, masked) {
@@ -249,7 +261,7 @@ fn read_tests(record: &mut RunRecord, settings: &SessionSpec, log: &[u8]) {
             };
             (parsed, format!("the report {}", path.display()))
         }
-        (None, None) => return,
+        (None, None) => return None,
     };
     match parsed {
         Ok(parsed) => {
@@ -263,8 +275,13 @@ fn read_tests(record: &mut RunRecord, settings: &SessionSpec, log: &[u8]) {
             record.tests = crate::outcomes::records(&parsed, matcher);
             if record.tests.is_empty() {
                 record.tests_missing = Some(format!("{shown} holds no test case"));
+                return Some(shown);
             }
+            None
         }
-        Err(e) => record.tests_missing = Some(e),
+        Err(e) => {
+            record.tests_missing = Some(e);
+            None
+        }
     }
 }

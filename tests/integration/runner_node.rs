@@ -27,14 +27,10 @@ fn fixture(project: &str) -> PathBuf {
         .join(project)
 }
 
-/// Copies the fixture's files (never a `node_modules`) into the lab, and
-/// links `node_modules` to `deps` when given.
+/// Copies the fixture's files and folders (never a `node_modules`) into the
+/// lab, and links `node_modules` to `deps` when given.
 fn copy_fixture(lab: &Lab, project: &str, deps: Option<&Path>) {
-    for entry in std::fs::read_dir(fixture(project)).unwrap().flatten() {
-        if entry.file_type().unwrap().is_file() && entry.file_name() != ".gitignore" {
-            std::fs::copy(entry.path(), lab.path().join(entry.file_name())).unwrap();
-        }
-    }
+    super::copy_fixture(lab, project);
     if let Some(deps) = deps {
         std::os::unix::fs::symlink(deps.join("node_modules"), lab.path().join("node_modules"))
             .unwrap();
@@ -83,6 +79,9 @@ fn npm_install(project: &str) -> Option<PathBuf> {
     }
     std::fs::write(dir.join("package.json"), &manifest).unwrap();
     let out = std::process::Command::new("npm")
+        // @playwright/test never downloads a browser here (its fixture
+        // drives the host's Chromium).
+        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
         .args([
             "install",
             "--no-audit",
@@ -114,7 +113,7 @@ fn npm_install(project: &str) -> Option<PathBuf> {
 }
 
 /// The lab with the project's files and dependencies, or None (skipped).
-fn npm_lab(project: &str, what: &str) -> Option<Lab> {
+pub(super) fn npm_lab(project: &str, what: &str) -> Option<Lab> {
     if !node_available() {
         return None;
     }
@@ -394,7 +393,11 @@ fn shuffle_and_workers(lab: &Lab, command: &[&str], want: &Expect) {
 
 /// Jest shuffles tests within a file only: the pair shares `config.test.js`.
 /// The fixture's config sets `maxWorkers: 1`, so the baseline is serial on
-/// any host (`--maxWorkers` on the command line wins).
+/// any host (`--maxWorkers` on the command line wins). The workers cell
+/// really runs worker processes (Jest runs in band, whatever --maxWorkers
+/// says, when its cached timings show a few fast files: the recipe's
+/// `--workerIdleMemoryLimit`): the fixture files the pid of the process
+/// that ran each database file.
 #[test]
 fn jest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
     let Some(lab) = npm_lab(
@@ -414,9 +417,57 @@ fn jest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
             pair_id: " test_b_formats_price:: test_b_formats_price",
             // Without it Jest runs in band when the timings it cached from
             // an earlier run show fast files, whatever --maxWorkers says.
-            workers_extra: Some("--no-cache"),
+            workers_extra: Some("--workerIdleMemoryLimit=100%"),
         },
     );
+    // Proof from the subject's processes: each workers run had its two
+    // database files run by two worker processes; every other run (the
+    // config's maxWorkers 1: eight runs, and the replay) ran them in band,
+    // in one process.
+    let mut pids_per_run: Vec<usize> = std::fs::read_dir(lab.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".pids"))
+        .map(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            let pids: std::collections::BTreeSet<&str> = text.lines().collect();
+            pids.len()
+        })
+        .collect();
+    pids_per_run.sort_unstable();
+    assert_eq!(pids_per_run, [1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2]);
+}
+
+/// Jest runs a single test file in band whatever --maxWorkers says, unless
+/// a --workerIdleMemoryLimit is given: the workers cell's run of one file
+/// ran it in a jest worker process, the baseline in jest itself.
+#[test]
+fn jest_workers_cell_runs_even_one_file_in_a_worker_process() {
+    let Some(lab) = npm_lab(
+        "jest-project",
+        "jest 30.5.2 with jest-junit 17.0.0 (npm install)",
+    ) else {
+        return;
+    };
+    let (_, report) = lab.run_json(&[
+        "-n",
+        "1",
+        "-p",
+        "workers=2x",
+        "--",
+        "npx",
+        "jest",
+        "config.test.js",
+    ]);
+    assert_eq!(
+        cell(&report, "workers=2x")["n"].as_u64(),
+        Some(1),
+        "{report}"
+    );
+    let ran_in = std::fs::read_to_string(lab.path().join(".ran-in")).unwrap();
+    let mut ran_in: Vec<&str> = ran_in.lines().collect();
+    ran_in.sort_unstable();
+    assert_eq!(ran_in, ["jest", "processChild.js"]);
 }
 
 /// Exit 1 is both "tests failed" and a usage error or "No tests found" for
