@@ -52,6 +52,9 @@ pub(super) fn history_cmd(args: &HistoryArgs) -> Result<i32> {
     let store = Store::at(&super::ingest::history_store(&args.store.store));
     let (analysis, stats) = load(&store, &args.analysis)?;
     warn_skipped(&stats);
+    for w in &analysis.warnings {
+        eprintln!("warning: {w}");
+    }
     let text = match args.format {
         Format::Table => crate::report::history::table(&analysis),
         Format::Markdown => crate::report::history::markdown(&analysis),
