@@ -5,6 +5,7 @@
 //! holds one run at a time.
 //! Pure: no I/O here except in the renderers' callers.
 
+pub mod beside;
 pub mod catalog;
 pub mod fold;
 #[cfg(test)]
@@ -308,6 +309,11 @@ pub struct Report {
     /// and per cell whether the rate differs between hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shards: Option<crate::shard::ShardsReport>,
+    /// `report` and `evidence` of a store that also holds CI history
+    /// (`flakelab ingest`): what history says of the session's tests, lab
+    /// and CI side by side. Absent when the store holds no history.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci_history: Option<beside::CiHistory>,
 }
 
 /// One failing run's conditions replayed K times (`--confirm K`).
@@ -638,6 +644,7 @@ fn finish_report(
         design: None,
         design_chosen: session.design_chosen.clone(),
         shards,
+        ci_history: None,
     }
 }
 

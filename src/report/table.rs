@@ -155,6 +155,9 @@ pub fn render(report: &Report) -> String {
             );
         }
     }
+    if let Some(h) = &report.ci_history {
+        out.push_str(&super::beside::table(h));
+    }
     out
 }
 
