@@ -135,7 +135,12 @@ pub fn ingest_reports(
             }
             Ok((parsed, digest, bytes)) => {
                 summary.bytes += bytes;
-                (identity::observations(&parsed.cases), digest, parsed.infra, true)
+                (
+                    identity::observations(&parsed.cases),
+                    digest,
+                    parsed.infra,
+                    true,
+                )
             }
         };
         let key = identity::report_key(

@@ -985,11 +985,13 @@ pub fn coverage_text(c: &Coverage) -> String {
             "checked ({}; N = {n}){}",
             cells
                 .iter()
-                .map(|c| if c.starts_with("ladder") || c.starts_with("CI history") {
-                    c.clone()
-                } else {
-                    format!("`{c}`")
-                })
+                .map(
+                    |c| if c.starts_with("ladder") || c.starts_with("CI history") {
+                        c.clone()
+                    } else {
+                        format!("`{c}`")
+                    }
+                )
                 .collect::<Vec<_>>()
                 .join(", "),
             if not_applied.is_empty() {

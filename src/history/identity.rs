@@ -267,6 +267,10 @@ mod tests {
             w[0]
         );
         assert!(w[0].contains("(GitHub gives every leg the same job name)"));
-        assert!(w[0].contains("--matrix '${{ toJSON(matrix) }}'"), "{}", w[0]);
+        assert!(
+            w[0].contains("--matrix '${{ toJSON(matrix) }}'"),
+            "{}",
+            w[0]
+        );
     }
 }

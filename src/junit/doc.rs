@@ -889,9 +889,11 @@ mod tests {
         );
         assert_eq!(p.cases.len(), 4);
         // An <error> inside a test case is the case's, not the suite's.
-        assert!(ok("<testsuite errors='1'><testcase name='a'><error/></testcase></testsuite>")
-            .infra
-            .is_empty());
+        assert!(
+            ok("<testsuite errors='1'><testcase name='a'><error/></testcase></testsuite>")
+                .infra
+                .is_empty()
+        );
     }
 
     #[test]

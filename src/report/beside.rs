@@ -115,11 +115,17 @@ fn matched<'a>(analysis: &'a Analysis, id: &str) -> Option<(&'a TestHistory, &'s
     let (class, name) = id.split_once("::")?;
     let mut found = analysis.tests.iter().filter(|t| {
         t.test.split_once("::").is_some_and(|(c, n)| {
-            n == name && !c.is_empty() && !class.is_empty() && (suffix(c, class) || suffix(class, c))
+            n == name
+                && !c.is_empty()
+                && !class.is_empty()
+                && (suffix(c, class) || suffix(class, c))
         })
     });
     let first = found.next()?;
-    found.next().is_none().then_some((first, "classname suffix"))
+    found
+        .next()
+        .is_none()
+        .then_some((first, "classname suffix"))
 }
 
 /// Whether `long` ends in `short` at a `.` or `/` boundary.
@@ -180,7 +186,12 @@ pub fn association_text(a: &Association) -> String {
 /// The contexts of a split named by the dimensions that differ among them
 /// only (`arch=arm64,image=…`), each with its runs.
 fn short(t: &TestHistory, all: &[&(String, u64)]) -> Vec<(String, u64)> {
-    let dims = |name: &str| t.contexts.iter().find(|c| c.context == name).map(|c| &c.dimensions);
+    let dims = |name: &str| {
+        t.contexts
+            .iter()
+            .find(|c| c.context == name)
+            .map(|c| &c.dimensions)
+    };
     let keys: BTreeSet<&String> = all
         .iter()
         .filter_map(|(n, _)| dims(n))
@@ -303,7 +314,10 @@ pub fn pair(analysis: &Analysis, report: &Report, infrastructure: Vec<String>) -
             .filter(|c| c.name != "baseline" && c.sham_of.is_none())
             .filter_map(|c| {
                 let row = c.tests.iter().find(|r| r.id == id)?;
-                let v = row.vs_baseline.as_ref().filter(|v| v.differs && row.k > 0)?;
+                let v = row
+                    .vs_baseline
+                    .as_ref()
+                    .filter(|v| v.differs && row.k > 0)?;
                 Some((c, row, v.adjusted_p))
             })
             .min_by(|a, b| a.2.total_cmp(&b.2));
@@ -382,19 +396,27 @@ pub fn heading(h: &CiHistory) -> String {
 pub fn table(h: &CiHistory) -> String {
     let mut s = format!("\n{}:\n", heading(h));
     if h.rows.is_empty() {
-        s.push_str("  no test history shows disagreeing was reproduced by a cell of this session\n");
+        s.push_str(
+            "  no test history shows disagreeing was reproduced by a cell of this session\n",
+        );
     }
     for r in &h.rows {
         s.push_str(&format!("  {}\n    {}\n", r.test, r.text));
         if r.matched_by != "id" {
-            s.push_str(&format!("    (history's id: {}, matched by {})\n", r.history_test, r.matched_by));
+            s.push_str(&format!(
+                "    (history's id: {}, matched by {})\n",
+                r.history_test, r.matched_by
+            ));
         }
     }
     for n in &h.not_reproduced {
         s.push_str(&format!("  not reproduced here: {n}\n"));
     }
     for m in &h.mismatches {
-        s.push_str(&format!("  platform or entry-path mismatch: {}\n", mismatch_text(m)));
+        s.push_str(&format!(
+            "  platform or entry-path mismatch: {}\n",
+            mismatch_text(m)
+        ));
     }
     for i in &h.infrastructure {
         s.push_str(&format!("  runner infrastructure: {i}\n"));
@@ -410,7 +432,9 @@ pub fn markdown(h: &CiHistory) -> String {
     let cell = |t: &str| t.replace('|', "\\|");
     let mut s = format!("\n#### {}\n\n", heading(h));
     if h.rows.is_empty() {
-        s.push_str("No test history shows disagreeing was reproduced by a cell of this session.\n\n");
+        s.push_str(
+            "No test history shows disagreeing was reproduced by a cell of this session.\n\n",
+        );
     } else {
         s.push_str("| test | CI and lab |\n|---|---|\n");
         for r in &h.rows {
@@ -425,7 +449,10 @@ pub fn markdown(h: &CiHistory) -> String {
         s.push_str(&format!("- not reproduced here: {}\n", cell(n)));
     }
     for m in &h.mismatches {
-        s.push_str(&format!("- platform or entry-path mismatch: {}\n", mismatch_text(m)));
+        s.push_str(&format!(
+            "- platform or entry-path mismatch: {}\n",
+            mismatch_text(m)
+        ));
     }
     for i in &h.infrastructure {
         s.push_str(&format!("- runner infrastructure: {i}\n"));

@@ -621,25 +621,28 @@ mod tests {
         let mut text = fs::read(store.history_path()).unwrap();
         // k2: well-formed JSON whose entry has an outcome no reader knows.
         text.extend_from_slice(serde_json::to_string(&report("k2", 1)).unwrap().as_bytes());
-        text.extend_from_slice(b"\n{\"schema\":\"flakelab.observation/1\",\"r\":\"k2\",\"o\":[[\"a\",\"x\"]]}\n");
+        text.extend_from_slice(
+            b"\n{\"schema\":\"flakelab.observation/1\",\"r\":\"k2\",\"o\":[[\"a\",\"x\"]]}\n",
+        );
         // k3: a repetition index that is no integer.
         text.extend_from_slice(serde_json::to_string(&report("k3", 1)).unwrap().as_bytes());
-        text.extend_from_slice(b"\n{\"schema\":\"flakelab.observation/1\",\"r\":\"k3\",\"o\":[[\"a\",\"p\",-1]]}\n");
+        text.extend_from_slice(
+            b"\n{\"schema\":\"flakelab.observation/1\",\"r\":\"k3\",\"o\":[[\"a\",\"p\",-1]]}\n",
+        );
         // k4: complete, its entries spread over two lines, with escapes.
         text.extend_from_slice(serde_json::to_string(&report("k4", 2)).unwrap().as_bytes());
         text.extend_from_slice(b"\n{\"schema\":\"flakelab.observation/1\",\"r\":\"k4\",\"o\":[[\"a\\u00e9\",\"s\"]]}\n");
         text.extend_from_slice(b"{\"schema\":\"flakelab.observation/1\",\"r\":\"k4\",\"o\":[[\"b\",\"e\",0,\"f.py\",3]]}\n");
         // k5: an entry of the wrong report in between.
         text.extend_from_slice(serde_json::to_string(&report("k5", 1)).unwrap().as_bytes());
-        text.extend_from_slice(b"\n{\"schema\":\"flakelab.observation/1\",\"r\":\"k1\",\"o\":[[\"a\",\"p\"]]}\n");
+        text.extend_from_slice(
+            b"\n{\"schema\":\"flakelab.observation/1\",\"r\":\"k1\",\"o\":[[\"a\",\"p\"]]}\n",
+        );
         fs::write(store.history_path(), &text).unwrap();
         let (read, stats) = read(&store);
         let counted: HashSet<String> = read.into_iter().map(|(k, _)| k).collect();
         assert_eq!(stats.reports, 2);
         assert_eq!(store.history_keys().unwrap(), counted);
-        assert_eq!(
-            counted,
-            HashSet::from(["k1".to_string(), "k4".to_string()])
-        );
+        assert_eq!(counted, HashSet::from(["k1".to_string(), "k4".to_string()]));
     }
 }
