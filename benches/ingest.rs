@@ -8,6 +8,11 @@
 //! Run with `cargo bench --bench ingest`. Target: at least 100 MB/s of
 //! JUnit ingested. Memory per report, not per number of reports: each
 //! report is parsed and written before the next is opened.
+//!
+//! `cargo bench --bench ingest -- write DIR N` writes the first N of the
+//! same reports into DIR and exits, for measuring the binary's memory:
+//! `/usr/bin/time -v flakelab ingest --no-detect --store S DIR` with N = 1
+//! and N = 200 (see the book's Performance page).
 
 use std::fmt::Write as _;
 use std::io::Read as _;
@@ -74,6 +79,17 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    if args.first().map(String::as_str) == Some("write") {
+        let dir = Path::new(args.get(1).expect("write DIR N"));
+        let n: usize = args.get(2).and_then(|n| n.parse().ok()).expect("write DIR N");
+        std::fs::create_dir_all(dir).unwrap();
+        for i in 0..n {
+            std::fs::write(dir.join(format!("junit-{i:04}.xml")), report(i)).unwrap();
+        }
+        println!("wrote {n} report(s) into {}", dir.display());
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let reports = dir.path().join("reports");
     std::fs::create_dir_all(&reports).unwrap();

@@ -525,47 +525,82 @@ fn quarantine_lists_deselect_exactly_the_proven_tests_in_real_pytest_and_go() {
         );
     }
 
-    // `go test -skip` exists since Go 1.20; an older go cannot take the list.
-    let skip_known = sh_ok("go version | grep -Eq 'go1\\.(2[0-9]|[3-9][0-9])'");
-    if go_available() && !skip_known {
-        eprintln!(
-            "skipped: the go round trip needs Go >= 1.20 (`go test -skip`); this go is older"
-        );
-    }
-    if go_available() && skip_known {
+    if go_available() {
         let go = lab.path().join("go");
         let home = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(&go).unwrap();
-        std::fs::write(go.join("go.mod"), "module example.com/pool\n\ngo 1.21\n").unwrap();
+        std::fs::write(go.join("go.mod"), "module example.com/pool\n\ngo 1.19\n").unwrap();
         std::fs::write(
             go.join("pool_test.go"),
             "package pool\n\nimport \"testing\"\n\nfunc TestPool(t *testing.T) {}\nfunc TestPoolSize(t *testing.T) {}\nfunc TestOther(t *testing.T) {}\n",
         )
         .unwrap();
-        let args = quarantine(&lab, &store, "go");
-        assert_eq!(args, "-skip=^(?:TestPool|test_flaky)$\n");
-        let out = Command::new("go")
-            .args(["test", "-v", "-count=1"])
-            .args(args.lines())
-            .arg("./...")
-            .current_dir(&go)
-            .env("GOCACHE", home.path().join("cache"))
-            .env("GOPATH", home.path().join("path"))
-            .env("GOFLAGS", "-mod=mod")
-            .env("GOPROXY", "off")
-            .env("GOENV", "off")
-            .env("GOTOOLCHAIN", "local")
-            .env("GOWORK", "off")
+        let go_cmd = |args: &[&str]| {
+            let out = Command::new("go")
+                .args(args)
+                .current_dir(&go)
+                .env("GOCACHE", home.path().join("cache"))
+                .env("GOPATH", home.path().join("path"))
+                .env("GOFLAGS", "-mod=mod")
+                .env("GOPROXY", "off")
+                .env("GOENV", "off")
+                .env("GOTOOLCHAIN", "local")
+                .env("GOWORK", "off")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            text
+        };
+        let ran = |text: &str| {
+            let mut ran: Vec<String> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("=== RUN   "))
+                .map(str::to_string)
+                .collect();
+            ran.sort();
+            ran
+        };
+        // Any go: the complement of the package's own list, as `-run`.
+        let list = go_cmd(&["test", "-list", ".", "./..."]);
+        std::fs::write(lab.path().join("go-tests.txt"), &list).unwrap();
+        let out = cmd(&lab)
+            .args(["quarantine", "--format", "go", "--go-list"])
+            .arg(lab.path().join("go-tests.txt"))
+            .arg("--store")
+            .arg(&store)
             .output()
             .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "{text}");
-        let mut ran: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("=== RUN   "))
-            .collect();
-        ran.sort();
-        assert_eq!(ran, ["TestOther", "TestPoolSize"]);
+        assert_eq!(out.status.code(), Some(0));
+        let args = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(args, "-run=^(?:TestOther|TestPoolSize)$\n");
+        // test_flaky is no go test: named, left out.
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("tests.test_app::test_flaky: not in the `go test -list` output"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut a = vec!["test", "-v", "-count=1"];
+        a.extend(args.lines());
+        a.push("./...");
+        assert_eq!(ran(&go_cmd(&a)), ["TestOther", "TestPoolSize"]);
+
+        // `go test -skip` exists since Go 1.20.
+        let args = quarantine(&lab, &store, "go");
+        assert_eq!(args, "-skip=^(?:TestPool|test_flaky)$\n");
+        if sh_ok("go version | grep -Eq 'go1\\.(2[0-9]|[3-9][0-9])'") {
+            let mut a = vec!["test", "-v", "-count=1"];
+            a.extend(args.lines());
+            a.push("./...");
+            assert_eq!(ran(&go_cmd(&a)), ["TestOther", "TestPoolSize"]);
+        } else {
+            eprintln!("skipped: the `-skip` round trip needs Go >= 1.20; this go is older (the `-run` complement was round-tripped)");
+        }
     }
 }
 
@@ -815,4 +850,68 @@ fn matrix_legs_that_recorded_one_context_are_named_at_ingest_and_in_history() {
             .unwrap();
         assert!(String::from_utf8_lossy(&out.stderr).is_empty());
     }
+}
+
+fn nextest_available() -> bool {
+    capable("cargo-nextest", sh_ok("cargo nextest --version"))
+}
+
+#[test]
+fn quarantine_filter_deselects_exactly_the_proven_test_in_real_nextest() {
+    if !nextest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let store = lab.path().join("s");
+    // Two attempts of one run on one commit, as nextest's JUnit profile
+    // writes them: `tests::flaky` failed once and passed once.
+    let report = |failed: bool| {
+        format!(
+            "<testsuites><testsuite name='tiny'><testcase classname='tiny' name='tests::flaky'>{}</testcase><testcase classname='tiny' name='tests::flaky_two'/><testcase classname='tiny' name='tests::stable'/></testsuite></testsuites>",
+            if failed { "<failure message='boom'/>" } else { "" }
+        )
+    };
+    for (attempt, failed) in [("1", true), ("2", false)] {
+        let dir = lab.path().join(format!("a{attempt}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("junit.xml"), report(failed)).unwrap();
+        let out = cmd(&lab)
+            .args(["ingest", "--no-detect", "--commit", "c1", "--run-id", "1", "--attempt", attempt, "--store"])
+            .arg(&store)
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let filter = quarantine(&lab, &store, "cargo-nextest");
+    assert_eq!(filter, "not (test(=tests::flaky))\n");
+    let krate = lab.path().join("tiny");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        krate.join("src/lib.rs"),
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn flaky() {}\n    #[test]\n    fn flaky_two() {}\n    #[test]\n    fn stable() {}\n}\n",
+    )
+    .unwrap();
+    let out = Command::new("cargo")
+        .args(["nextest", "list", "--offline", "--message-format", "oneline", "-E"])
+        .arg(filter.trim_end())
+        .current_dir(&krate)
+        .env("CARGO_TARGET_DIR", krate.join("target"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut listed: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    listed.sort();
+    assert_eq!(listed, ["tiny tests::flaky_two", "tiny tests::stable"]);
 }
