@@ -79,10 +79,16 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     if args.first().map(String::as_str) == Some("write") {
         let dir = Path::new(args.get(1).expect("write DIR N"));
-        let n: usize = args.get(2).and_then(|n| n.parse().ok()).expect("write DIR N");
+        let n: usize = args
+            .get(2)
+            .and_then(|n| n.parse().ok())
+            .expect("write DIR N");
         std::fs::create_dir_all(dir).unwrap();
         for i in 0..n {
             std::fs::write(dir.join(format!("junit-{i:04}.xml")), report(i)).unwrap();

@@ -177,10 +177,8 @@ pub fn go_list(text: &str) -> Result<Vec<(String, String)>, String> {
                     "the list says `{t}`: a package did not build or list, so the list is incomplete; fix it and list again"
                 ))
             }
-            name if !t.contains(char::is_whitespace) => {
-                if !name.starts_with("Benchmark") {
-                    pending.push(name);
-                }
+            name if !t.contains(char::is_whitespace) && !name.starts_with("Benchmark") => {
+                pending.push(name);
             }
             _ => {}
         }
@@ -372,7 +370,10 @@ mod go_list_tests {
         assert!(out.left_out.is_empty());
         // TestPool is quarantined in one package only: -run cannot say so.
         let out = emit_go_run(
-            &[entry("example.com/pool::TestPool"), entry("example.com/gone::TestC")],
+            &[
+                entry("example.com/pool::TestPool"),
+                entry("example.com/gone::TestC"),
+            ],
             &listed,
         );
         assert_eq!(out.text, "-run=^(?:ExampleA|TestA|TestB|TestPool)$\n");
@@ -380,7 +381,10 @@ mod go_list_tests {
         assert!(out.left_out[0].starts_with("example.com/gone::TestC: not in the"));
         assert!(out.left_out[1].starts_with("example.com/pool::TestPool: another package"));
         // Everything quarantined: nothing runs.
-        let all: Vec<Entry> = listed.iter().map(|(p, n)| entry(&format!("{p}::{n}"))).collect();
+        let all: Vec<Entry> = listed
+            .iter()
+            .map(|(p, n)| entry(&format!("{p}::{n}")))
+            .collect();
         assert_eq!(emit_go_run(&all, &listed).text, "-run=^$\n");
         assert!(go_list("TestA\nFAIL\texample.com/x [build failed]\n").is_err());
         assert!(go_list("TestA\n").is_err());

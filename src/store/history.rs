@@ -296,7 +296,6 @@ impl Store {
             }
         })?;
         close(&mut open, &mut keys);
-        drop(close);
         Ok(HistoryIndex { keys, heads })
     }
 

@@ -581,7 +581,8 @@ fn quarantine_lists_deselect_exactly_the_proven_tests_in_real_pytest_and_go() {
         assert_eq!(args, "-run=^(?:TestOther|TestPoolSize)$\n");
         // test_flaky is no go test: named, left out.
         assert!(
-            String::from_utf8_lossy(&out.stderr).contains("tests.test_app::test_flaky: not in the `go test -list` output"),
+            String::from_utf8_lossy(&out.stderr)
+                .contains("tests.test_app::test_flaky: not in the `go test -list` output"),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
@@ -876,7 +877,17 @@ fn quarantine_filter_deselects_exactly_the_proven_test_in_real_nextest() {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("junit.xml"), report(failed)).unwrap();
         let out = cmd(&lab)
-            .args(["ingest", "--no-detect", "--commit", "c1", "--run-id", "1", "--attempt", attempt, "--store"])
+            .args([
+                "ingest",
+                "--no-detect",
+                "--commit",
+                "c1",
+                "--run-id",
+                "1",
+                "--attempt",
+                attempt,
+                "--store",
+            ])
             .arg(&store)
             .arg(&dir)
             .output()
@@ -898,7 +909,14 @@ fn quarantine_filter_deselects_exactly_the_proven_test_in_real_nextest() {
     )
     .unwrap();
     let out = Command::new("cargo")
-        .args(["nextest", "list", "--offline", "--message-format", "oneline", "-E"])
+        .args([
+            "nextest",
+            "list",
+            "--offline",
+            "--message-format",
+            "oneline",
+            "-E",
+        ])
         .arg(filter.trim_end())
         .current_dir(&krate)
         .env("CARGO_TARGET_DIR", krate.join("target"))
