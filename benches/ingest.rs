@@ -77,7 +77,9 @@ fn best(mut f: impl FnMut()) -> (f64, f64) {
             f();
             (t.elapsed().as_secs_f64(), cpu() - c)
         })
-        .fold((f64::INFINITY, f64::INFINITY), |a, b| (a.0.min(b.0), a.1.min(b.1)))
+        .fold((f64::INFINITY, f64::INFINITY), |a, b| {
+            (a.0.min(b.0), a.1.min(b.1))
+        })
 }
 
 fn files(dir: &Path) -> Vec<std::path::PathBuf> {

@@ -467,6 +467,63 @@ pub fn markdown(h: &CiHistory) -> String {
 mod tests {
     use super::*;
 
+    fn analysis(ids: &[&str]) -> Analysis {
+        use crate::history::{Item, Observation, Provenance, ReportRecord, REPORT_SCHEMA};
+        use crate::junit::CaseOutcome;
+        let obs: Vec<Observation> = ids
+            .iter()
+            .map(|t| Observation {
+                test: t.to_string(),
+                outcome: CaseOutcome::Passed,
+                rep: 0,
+                file: None,
+                line: None,
+            })
+            .collect();
+        let r = ReportRecord {
+            schema: REPORT_SCHEMA.into(),
+            key: "k".into(),
+            context: Default::default(),
+            commit: None,
+            provenance: Provenance::default(),
+            path: "j.xml".into(),
+            digest: "d".into(),
+            n: obs.len() as u64,
+            infra: Vec::new(),
+        };
+        let mut fold = crate::history::analyse::Fold::new();
+        fold.add(Item::Report(&r, &obs));
+        crate::history::analyse::analyse(&fold, &Default::default())
+    }
+
+    #[test]
+    fn a_lab_id_is_the_same_id_else_one_unique_classname_suffix() {
+        let a = analysis(&[
+            "tests.test_app::test_x",
+            "tests.test_app::test_y",
+            "a.m::t",
+            "b.m::t",
+        ]);
+        let m = |id: &str| matched(&a, id).map(|(t, how)| (t.test.clone(), how));
+        assert_eq!(
+            m("tests.test_app::test_x"),
+            Some(("tests.test_app::test_x".into(), "id"))
+        );
+        assert_eq!(
+            m("test_app::test_y"),
+            Some(("tests.test_app::test_y".into(), "classname suffix"))
+        );
+        assert_eq!(
+            m("ci.tests.test_app::test_x"),
+            Some(("tests.test_app::test_x".into(), "classname suffix"))
+        );
+        // Two histories end in `m`: no guess.
+        assert_eq!(m("m::t"), None);
+        // The name must be the same; a partial segment is no suffix.
+        assert_eq!(m("test_app::test_z"), None);
+        assert_eq!(m("st_app::test_x"), None);
+    }
+
     #[test]
     fn ids_match_exactly_or_by_one_classname_suffix_at_a_boundary() {
         assert!(suffix("tests.test_app", "test_app"));
