@@ -716,6 +716,21 @@ fn lab_and_ci_side_by_side_in_report_and_evidence_with_the_history_classes() {
         "{h}"
     );
 
+    // Compaction changes nothing the block says (the infrastructure notes
+    // are kept beside the counts).
+    let out = cmd(&lab)
+        .args(["compact", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let again = cmd(&lab)
+        .args(["report", "--format", "json"])
+        .output()
+        .unwrap();
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(again["ci_history"], report["ci_history"]);
+
     let table = cmd(&lab).arg("report").output().unwrap();
     let table = String::from_utf8_lossy(&table.stdout);
     assert!(
