@@ -104,7 +104,8 @@ pub enum Command {
     Merge(MergeArgs),
     /// Print how many runs a measurement needs.
     Plan(PlanArgs),
-    /// Re-render a stored session (the latest by default).
+    /// Re-render a stored session (the latest by default); with CI history
+    /// in the store (`flakelab ingest`), CI and lab side by side per test.
     Report(ReportArgs),
     /// Write the evidence block of a stored session (or ladder) for a bug
     /// report: context, cells, reproduction lines, classification, coverage.
@@ -142,7 +143,8 @@ pub enum Command {
     #[command(after_long_help = CHECK_AFTER_HELP)]
     Check(CheckArgs),
     /// Print the tests history proves nondeterministic in a runner's own
-    /// skip syntax.
+    /// skip syntax (for a Go before 1.20: `--go-list`, the `-run`
+    /// complement of `go test -list`).
     Quarantine(QuarantineArgs),
     /// Fold the history's observations into per (test, context, commit)
     /// counts; every figure `history` prints stays the same.
@@ -182,6 +184,16 @@ variables (the book's \"History from CI\" lists them); flags override.
 
 A report already recorded (same context, commit, attempt, path and digest)
 is skipped, so ingesting a directory twice changes nothing.
+
+Runner infrastructure: an unreadable report is recorded with no test (its
+tests are not counted), and an <error> outside any test case, or a suite
+whose errors no test case holds, is recorded beside the report's tests;
+`report` and `evidence` show both as direct evidence.
+
+A warning names matrix legs the history cannot tell apart (several reports
+of one run, job and attempt at one path with one context, but different
+contents: GitHub gives every leg the same job name); record the leg with
+--matrix '${{ toJSON(matrix) }}' or --context KEY=VALUE.
 
 Exit codes: 0 every report recorded or already there; 2 a report could not
 be read (the others are recorded) or a usage error.";
@@ -772,6 +784,10 @@ Blocks, in order:
   classification  each flake class claimed, with the row that discriminates it;
                   the classes the clean cells argue against, with their bounds;
                   the classes left open
+  CI history      when the store also holds CI history (`flakelab ingest`):
+                  each test history shows disagreeing that a cell reproduced,
+                  CI and lab in one row; platform or entry-path mismatches;
+                  reports with runner-infrastructure evidence
   coverage        every class: checked (cells, N), not applied (reason), or
                   not tested
 

@@ -21,6 +21,7 @@ pub(super) fn compact_cmd(args: &CompactArgs) -> Result<i32> {
     let folded = FoldedRecord {
         schema: FOLDED_SCHEMA.to_string(),
         keys: fold.keys.clone(),
+        infra: fold.infra.clone(),
     };
     store.replace_history(&folded, &counts)?;
     let after = std::fs::metadata(store.history_path()).map_or(0, |m| m.len());

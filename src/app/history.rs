@@ -32,6 +32,22 @@ pub(super) fn load(store: &Store, flags: &AnalysisFlags) -> Result<(Analysis, Hi
     Ok((analyse::analyse(&fold, &opts), stats))
 }
 
+/// What the store's CI history says beside `report`'s session (the
+/// default analysis), or `None` when the store holds no history.
+pub(super) fn beside(
+    store: &Store,
+    report: &crate::report::Report,
+) -> Result<Option<crate::report::beside::CiHistory>> {
+    if !store.history_path().is_file() {
+        return Ok(None);
+    }
+    let (fold, stats) = fold(store)?;
+    warn_skipped(&stats);
+    let analysis = analyse::analyse(&fold, &Options::default());
+    let infra = crate::report::history::infra_lines(&analysis);
+    Ok(Some(crate::report::beside::pair(&analysis, report, infra)))
+}
+
 /// A note on stderr for what the read skipped.
 pub(super) fn warn_skipped(stats: &HistoryStats) {
     if stats.truncated_reports > 0 {
@@ -52,6 +68,9 @@ pub(super) fn history_cmd(args: &HistoryArgs) -> Result<i32> {
     let store = Store::at(&super::ingest::history_store(&args.store.store));
     let (analysis, stats) = load(&store, &args.analysis)?;
     warn_skipped(&stats);
+    for w in &analysis.warnings {
+        eprintln!("warning: {w}");
+    }
     let text = match args.format {
         Format::Table => crate::report::history::table(&analysis),
         Format::Markdown => crate::report::history::markdown(&analysis),

@@ -28,8 +28,12 @@ pub struct IngestSummary {
     pub duplicates: u64,
     /// Bytes of the reports read.
     pub bytes: u64,
-    /// Reports that could not be read, with why.
+    /// Reports that could not be read, with why (each recorded with no
+    /// observation, as runner-infrastructure evidence).
     pub unreadable: Vec<String>,
+    /// Matrix legs the history cannot tell apart
+    /// ([`identity::indistinct_legs`]), after this ingest.
+    pub indistinct_legs: Vec<String>,
 }
 
 pub(super) fn history_store(dir: &Option<PathBuf>) -> PathBuf {
@@ -83,11 +87,14 @@ pub(super) fn ingest_cmd(args: &IngestArgs) -> Result<i32> {
     for u in &summary.unreadable {
         eprintln!("warning: {u}");
     }
+    for w in &summary.indistinct_legs {
+        eprintln!("warning: {w}");
+    }
     if summary.unreadable.is_empty() {
         Ok(EXIT_OK)
     } else {
         eprintln!(
-            "hint: {} report(s) not recorded: fix or regenerate them and ingest again (the others are recorded; ingesting them again changes nothing)",
+            "hint: {} report(s) could not be read: none of their tests is counted (each is recorded as runner-infrastructure evidence); fix or regenerate them and ingest again (the others are recorded; ingesting them again changes nothing)",
             summary.unreadable.len()
         );
         Ok(EXIT_USAGE)
@@ -114,43 +121,77 @@ pub fn ingest_reports(
         }
         files.extend(found);
     }
-    let mut keys: HashSet<String> = store.history_keys()?;
+    let index = store.history_index()?;
+    let mut keys: HashSet<String> = index.keys;
+    let mut heads = index.heads;
     let mut summary = IngestSummary::default();
     for (file, shown) in files {
-        match read_report(&file) {
-            Err(e) => summary.unreadable.push(format!("{}: {e}", file.display())),
+        let (obs, digest, infra, readable) = match read_report(&file) {
+            Err(e) => {
+                summary.unreadable.push(format!("{}: {e}", file.display()));
+                let digest = digest_of(&file);
+                let why = vec![format!("the report could not be read: {e}")];
+                (Vec::new(), digest, why, false)
+            }
             Ok((parsed, digest, bytes)) => {
                 summary.bytes += bytes;
-                let key = identity::report_key(
-                    &recorded.context,
-                    recorded.commit.as_deref(),
-                    recorded.provenance.attempt.as_deref(),
-                    &shown,
-                    &digest,
-                );
-                if keys.contains(&key) {
-                    summary.duplicates += 1;
-                    continue;
-                }
-                let obs = identity::observations(&parsed.cases);
-                let report = ReportRecord {
-                    schema: REPORT_SCHEMA.to_string(),
-                    key: key.clone(),
-                    context: recorded.context.clone(),
-                    commit: recorded.commit.clone(),
-                    provenance: recorded.provenance.clone(),
-                    path: shown,
+                (
+                    identity::observations(&parsed.cases),
                     digest,
-                    n: obs.len() as u64,
-                };
-                store.append_report(&report, &obs)?;
-                keys.insert(key);
-                summary.recorded += 1;
-                summary.observations += obs.len() as u64;
+                    parsed.infra,
+                    true,
+                )
             }
+        };
+        let key = identity::report_key(
+            &recorded.context,
+            recorded.commit.as_deref(),
+            recorded.provenance.attempt.as_deref(),
+            &shown,
+            &digest,
+        );
+        if keys.contains(&key) {
+            summary.duplicates += 1;
+            continue;
+        }
+        let report = ReportRecord {
+            schema: REPORT_SCHEMA.to_string(),
+            key: key.clone(),
+            context: recorded.context.clone(),
+            commit: recorded.commit.clone(),
+            provenance: recorded.provenance.clone(),
+            path: shown,
+            digest,
+            n: obs.len() as u64,
+            infra,
+        };
+        store.append_report(&report, &obs)?;
+        heads.push(identity::Head::of(&report));
+        keys.insert(key);
+        if readable {
+            summary.recorded += 1;
+            summary.observations += obs.len() as u64;
         }
     }
+    summary.indistinct_legs = identity::indistinct_legs(&heads);
     Ok(summary)
+}
+
+/// `sha256:HEX` of the file's bytes as far as they can be read (a report
+/// that cannot be opened hashes as no bytes).
+fn digest_of(path: &Path) -> String {
+    let mut hash = Sha256::new();
+    if let Ok(mut f) = File::open(path) {
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n) = f.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            hash.update(&buf[..n]);
+        }
+    }
+    let hex: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 /// A reader that hashes what passes through it.

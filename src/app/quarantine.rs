@@ -4,9 +4,9 @@
 //! on stderr.
 
 use crate::cli::{QuarantineArgs, QuarantineFormat};
-use crate::error::{Result, EXIT_OK};
+use crate::error::{Error, Result, EXIT_OK};
 use crate::history::analyse::Finding;
-use crate::history::quarantine::{emit, Entry, Syntax};
+use crate::history::quarantine::{emit, emit_go_run, go_list, Entry, Syntax};
 use crate::store::Store;
 
 pub(super) fn quarantine_cmd(args: &QuarantineArgs) -> Result<i32> {
@@ -38,7 +38,42 @@ pub(super) fn quarantine_cmd(args: &QuarantineArgs) -> Result<i32> {
         QuarantineFormat::Phpunit => Syntax::Phpunit,
         QuarantineFormat::Yaml => Syntax::Yaml,
     };
-    let out = emit(syntax, &entries);
+    let out = match (&args.go_list, syntax) {
+        (Some(path), Syntax::Go) => {
+            let text = if path.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin())
+            } else {
+                std::fs::read_to_string(path)
+            }
+            .map_err(|e| {
+                Error::usage(
+                    format!("cannot read --go-list {}: {e}", path.display()),
+                    "give the file `go test -list . ./... > go-tests.txt` wrote, or `-` to read it from stdin",
+                )
+            })?;
+            let listed = go_list(&text).map_err(|m| {
+                Error::usage(
+                    format!("--go-list {}: {m}", path.display()),
+                    "run `go test -list . ./...` again and pass its whole output",
+                )
+            })?;
+            emit_go_run(&entries, &listed)
+        }
+        (Some(_), _) => {
+            return Err(Error::usage(
+                "--go-list is for --format go",
+                "drop --go-list, or use --format go",
+            ))
+        }
+        (None, Syntax::Go) => {
+            let out = emit(syntax, &entries);
+            if !out.text.is_empty() {
+                eprintln!("note: `go test -skip` needs Go 1.20 or later; for an older go, pass --go-list FILE (the output of `go test -list . ./...`) for the same list as a `-run` complement");
+            }
+            out
+        }
+        (None, _) => emit(syntax, &entries),
+    };
     for l in &out.left_out {
         eprintln!("note: left out {l}");
     }

@@ -95,7 +95,8 @@ pub(super) fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
     let session = store
         .session(args.session.as_deref())?
         .ok_or_else(|| no_session("session", args.session.as_deref(), store.root()))?;
-    let (report, _) = shown(&store, &session)?;
+    let (mut report, _) = shown(&store, &session)?;
+    report.ci_history = super::history::beside(&store, &report)?;
     let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
     super::print_report(&report, args.format, &redaction);
     if args.format != cli::Format::Github {
@@ -127,7 +128,8 @@ pub(super) fn evidence_cmd(ctx: &super::Ctx, args: &cli::EvidenceArgs) -> Result
         .ok_or_else(|| no_session("session or ladder", wanted, store.root()))?;
     let ladder = by_ladder.or_else(|| crate::evidence::ladder_of(&ladders, &session.id));
     let version = runner_version(&ctx.executor, &session);
-    let (report, facts) = shown(&store, &session)?;
+    let (mut report, facts) = shown(&store, &session)?;
+    report.ci_history = super::history::beside(&store, &report)?;
     let shown_report = report.clone();
     let mut evidence =
         crate::evidence::build_from(&session, &facts, report, ladder, version, &redaction);

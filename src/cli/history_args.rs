@@ -137,7 +137,8 @@ pub struct CheckArgs {
 pub enum QuarantineFormat {
     /// `--deselect=NODEID` lines for pytest.
     Pytest,
-    /// `-skip=REGEX` for go test.
+    /// `-skip=REGEX` for go test (Go >= 1.20); with `--go-list`, the
+    /// complement as `-run=REGEX` (any Go).
     Go,
     /// `--testNamePattern=REGEX` for jest.
     Jest,
@@ -167,6 +168,13 @@ pub struct QuarantineArgs {
     /// is at least RATE, proven or not (0: off).
     #[arg(long, default_value_t = 0.0, value_name = "RATE")]
     pub min_rate: f64,
+    /// With `--format go`: the output of `go test -list . PACKAGES` (a
+    /// file, or `-` for stdin). The list is then the complement, one
+    /// `-run=REGEX` selecting every listed test but the quarantined ones,
+    /// which works with any Go (`-skip` needs Go 1.20). List again when the
+    /// tests change: a test added since is not run.
+    #[arg(long, value_name = "FILE")]
+    pub go_list: Option<std::path::PathBuf>,
     /// How history is read.
     #[command(flatten)]
     pub analysis: AnalysisFlags,

@@ -35,11 +35,18 @@ pub enum FlakeClass {
     Locale,
     /// Teardown returns before children, servers or callbacks are quiet.
     IncompleteLifecycle,
+    /// The outcome follows the platform or the way in (OS, arch, runtime,
+    /// entry path): one context fails where the others pass, on one commit.
+    /// Only CI history (`flakelab ingest`) speaks to it.
+    PlatformOrEntryPath,
+    /// The runner, not a test: a report unreadable, errors outside any
+    /// test case. Only direct evidence in ingested reports speaks to it.
+    RunnerInfrastructure,
 }
 
 impl FlakeClass {
     /// Every class, in the order the evidence lists them.
-    pub const ALL: [FlakeClass; 9] = [
+    pub const ALL: [FlakeClass; 11] = [
         FlakeClass::ClockAndZone,
         FlakeClass::ExpiringDate,
         FlakeClass::OrderDependence,
@@ -49,7 +56,17 @@ impl FlakeClass {
         FlakeClass::UnseededRandomness,
         FlakeClass::Locale,
         FlakeClass::IncompleteLifecycle,
+        FlakeClass::PlatformOrEntryPath,
+        FlakeClass::RunnerInfrastructure,
     ];
+
+    /// Whether only CI history (not a lab cell) examines the class.
+    pub fn from_history(self) -> bool {
+        matches!(
+            self,
+            FlakeClass::PlatformOrEntryPath | FlakeClass::RunnerInfrastructure
+        )
+    }
 
     /// The class in words.
     pub fn label(self) -> &'static str {
@@ -63,6 +80,8 @@ impl FlakeClass {
             FlakeClass::UnseededRandomness => "unseeded randomness",
             FlakeClass::Locale => "locale",
             FlakeClass::IncompleteLifecycle => "incomplete lifecycle",
+            FlakeClass::PlatformOrEntryPath => "platform or entry-path mismatch",
+            FlakeClass::RunnerInfrastructure => "runner infrastructure",
         }
     }
 
@@ -79,6 +98,9 @@ impl FlakeClass {
             FlakeClass::UnseededRandomness => "a baseline cell",
             FlakeClass::Locale => "-p locale=C.UTF-8 or another installed locale",
             FlakeClass::IncompleteLifecycle => "a ladder (rung 2)",
+            FlakeClass::PlatformOrEntryPath | FlakeClass::RunnerInfrastructure => {
+                "`flakelab ingest` of CI's JUnit reports into this store"
+            }
         }
     }
 }
@@ -810,6 +832,9 @@ pub fn classify(
             }
         }
     }
+    if let Some(h) = &report.ci_history {
+        from_history(&mut out, h, report.confidence);
+    }
     // A class both claimed elsewhere and open is claimed.
     out.not_determinable
         .retain(|o| !out.claimed.iter().any(|f| f.class == o.class));
@@ -817,6 +842,54 @@ pub fn classify(
     out.against.sort_by_key(|f| f.class);
     out.not_determinable.sort_by_key(|o| o.class);
     out
+}
+
+/// The classes only CI history speaks to: a test of the session split by
+/// context on one commit claims a platform or entry-path mismatch (the
+/// failing contexts' runs against the passing ones'); reports with trouble
+/// outside any test case claim runner infrastructure (reports with it
+/// against all reports).
+fn from_history(out: &mut Classification, h: &crate::report::beside::CiHistory, confidence: f64) {
+    for m in &h.mismatches {
+        let k: u64 = m.failing.iter().map(|(_, n)| n).sum();
+        let n: u64 = m.passing.iter().map(|(_, n)| n).sum();
+        let p = stats::proportion(k, k, confidence);
+        out.claimed.push(Finding {
+            class: FlakeClass::PlatformOrEntryPath,
+            row: EvidenceRow {
+                cell: None,
+                rung: None,
+                count: Count { k, n: k },
+                baseline: Some(Count { k: 0, n }),
+                interval: count_words(k, k, p.low, p.high, confidence),
+                p: m.concentrated.as_ref().map(|a| a.p),
+                timeouts: false,
+                text: crate::report::beside::mismatch_text(m),
+            },
+            because: "on one commit (the same code and the same test command) one context failed in every run and another passed in every run: the outcome follows the platform or the entry path, deterministic within each, not chance".to_string(),
+        });
+    }
+    if !h.infrastructure.is_empty() {
+        let k = h.infrastructure.len() as u64;
+        out.claimed.push(Finding {
+            class: FlakeClass::RunnerInfrastructure,
+            row: EvidenceRow {
+                cell: None,
+                rung: None,
+                count: Count { k, n: h.reports },
+                baseline: None,
+                interval: String::new(),
+                p: None,
+                timeouts: false,
+                text: format!(
+                    "CI history: {k} of {} report(s) show trouble outside any test case: {}",
+                    h.reports,
+                    h.infrastructure.join("; ")
+                ),
+            },
+            because: "direct evidence in the ingested reports: an unreadable report, or an error no test case holds, is the runner's or the harness's, not a test's".to_string(),
+        });
+    }
 }
 
 /// Per class: which cells and rungs examined it, with how many runs; which
@@ -829,6 +902,19 @@ pub fn coverage(
     FlakeClass::ALL
         .iter()
         .map(|&class| {
+            if class.from_history() {
+                let coverage = match &report.ci_history {
+                    Some(h) => Coverage::Checked {
+                        cells: vec![format!("CI history ({} report(s))", h.reports)],
+                        n: h.reports,
+                        not_applied: Vec::new(),
+                    },
+                    None => Coverage::NotTested {
+                        try_with: class.how_to_test().to_string(),
+                    },
+                };
+                return CoverageRow { class, coverage };
+            }
             let mut cells = Vec::new();
             let mut n = 0;
             let mut not_applied = Vec::new();
@@ -910,11 +996,13 @@ pub fn coverage_text(c: &Coverage) -> String {
             "checked ({}; N = {n}){}",
             cells
                 .iter()
-                .map(|c| if c.starts_with("ladder") {
-                    c.clone()
-                } else {
-                    format!("`{c}`")
-                })
+                .map(
+                    |c| if c.starts_with("ladder") || c.starts_with("CI history") {
+                        c.clone()
+                    } else {
+                        format!("`{c}`")
+                    }
+                )
                 .collect::<Vec<_>>()
                 .join(", "),
             if not_applied.is_empty() {

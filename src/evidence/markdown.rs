@@ -234,6 +234,10 @@ pub fn render(e: &Evidence) -> String {
         }
     }
 
+    if let Some(h) = &e.ci_history {
+        out.push_str(&crate::report::beside::markdown(h));
+    }
+
     if !e.reproductions.is_empty() {
         let _ = writeln!(out, "\n#### Reproduction\n");
         for r in &e.reproductions {

@@ -221,6 +221,10 @@ pub struct Evidence {
     pub coverage: Vec<CoverageRow>,
     /// Notes under the table (excluded runs, partial sessions, …).
     pub notes: Vec<String>,
+    /// What the store's CI history says of the session's tests, CI and lab
+    /// side by side ([`crate::report::beside`]). Absent without history.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci_history: Option<crate::report::beside::CiHistory>,
     /// `flakelab bisect` results started from this session's runs, as
     /// stored (`bisects.jsonl`), each in its lines.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -686,6 +690,7 @@ pub fn build_from(
         coverage,
         notes: report::notes(&report),
         bisects: Vec::new(),
+        ci_history: report.ci_history.clone(),
     }
 }
 

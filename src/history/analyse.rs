@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use super::{context_name, Context, Counts, CountsRecord, Item, COUNTS_SCHEMA};
+use super::{context_name, Context, Counts, CountsRecord, InfraNote, Item, COUNTS_SCHEMA};
 use crate::stats;
 
 /// One folded (test, context, commit).
@@ -50,6 +50,10 @@ pub struct Fold {
     pub rows: Vec<Row>,
     /// The identity keys of the reports folded, first seen first.
     pub keys: Vec<String>,
+    /// Runner-infrastructure notes, one per report, first seen first.
+    pub infra: Vec<InfraNote>,
+    /// The raw reports' heads, for the matrix-leg warning.
+    pub heads: Vec<super::identity::Head>,
 }
 
 impl Fold {
@@ -87,11 +91,28 @@ impl Fold {
         &mut self.rows[i]
     }
 
+    fn note(&mut self, note: InfraNote) {
+        if !self.infra.iter().any(|n| n.key == note.key) {
+            self.infra.push(note);
+        }
+    }
+
     /// Folds one item of the history.
     pub fn add(&mut self, item: Item<'_>) {
         match item {
             Item::Report(r, obs) => {
                 self.keys.push(r.key.clone());
+                self.heads.push(super::identity::Head::of(r));
+                if !r.infra.is_empty() {
+                    self.note(InfraNote {
+                        key: r.key.clone(),
+                        context: context_name(&r.context),
+                        commit: r.commit.clone(),
+                        run: r.provenance.label(&r.path),
+                        path: r.path.clone(),
+                        what: r.infra.clone(),
+                    });
+                }
                 let c = self.context(&r.context);
                 let label = r.provenance.label(&r.path);
                 for o in obs {
@@ -103,6 +124,7 @@ impl Fold {
                     }
                 }
             }
+            Item::Infra(note) => self.note(note.clone()),
             Item::Counts(rec) => {
                 let c = self.context(&rec.context);
                 let row = self.row(&rec.test, c, &rec.commit);
@@ -326,6 +348,14 @@ pub struct Analysis {
     pub commits: Option<usize>,
     /// Per test, by id.
     pub tests: Vec<TestHistory>,
+    /// Direct evidence of runner-infrastructure trouble in the reports:
+    /// unreadable reports, errors outside any test case.
+    pub infrastructure: Vec<InfraNote>,
+    /// Matrix legs that cannot be told apart
+    /// ([`super::identity::indistinct_legs`]).
+    pub warnings: Vec<String>,
+    /// Reports read (raw and folded).
+    pub reports: u64,
 }
 
 /// Schema of the JSON of `flakelab history`.
@@ -385,6 +415,9 @@ pub fn analyse(fold: &Fold, opts: &Options) -> Analysis {
         alpha: opts.alpha,
         commits: opts.commits,
         tests,
+        infrastructure: fold.infra.clone(),
+        warnings: super::identity::indistinct_legs(&fold.heads),
+        reports: fold.keys.len() as u64,
     }
 }
 
@@ -730,6 +763,7 @@ mod tests {
             path: "j.xml".into(),
             digest: "d".into(),
             n: outcomes.len() as u64,
+            infra: Vec::new(),
         };
         let obs: Vec<Observation> = outcomes
             .iter()
@@ -865,6 +899,8 @@ mod tests {
         for r in fold.records() {
             again.add(Item::Counts(&r));
         }
+        // (A compaction keeps the folded reports' keys beside the counts.)
+        again.keys = fold.keys.clone();
         assert_eq!(analyse(&again, &Options::default()), a);
     }
 }

@@ -90,6 +90,88 @@ pub fn observations(cases: &[Case]) -> Vec<Observation> {
         .collect()
 }
 
+/// What [`indistinct_legs`] needs of one recorded report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// The provenance.
+    pub provenance: super::Provenance,
+    /// The context.
+    pub context: Context,
+    /// The report's path.
+    pub path: String,
+    /// Its digest.
+    pub digest: String,
+}
+
+impl Head {
+    /// The head of `r`.
+    pub fn of(r: &super::ReportRecord) -> Head {
+        Head {
+            provenance: r.provenance.clone(),
+            context: r.context.clone(),
+            path: r.path.clone(),
+            digest: r.digest.clone(),
+        }
+    }
+}
+
+/// Warnings for matrix legs the history cannot tell apart: several reports
+/// of one provider run, job and attempt, at one path, with one recorded
+/// context, but different contents. Those are different executions (so
+/// they are kept, each counted), but nothing recorded says which leg each
+/// ran in, so their failures cannot be told apart by leg — and two legs
+/// whose reports happen to be byte for byte equal are one execution to the
+/// identity. GitHub gives every leg of a matrix the same job name; the fix
+/// is to record the leg. Reports without a run id are not compared. Each
+/// warning names the run, job, attempt, path, context and how many reports.
+pub fn indistinct_legs(heads: &[Head]) -> Vec<String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    type Group<'a> = (
+        Option<&'a str>,
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+        &'a Context,
+        &'a str,
+    );
+    let mut groups: BTreeMap<Group<'_>, BTreeSet<&str>> = BTreeMap::new();
+    for h in heads {
+        let Some(run) = h.provenance.run.as_deref() else {
+            continue;
+        };
+        groups
+            .entry((
+                h.provenance.provider.as_deref(),
+                run,
+                h.provenance.job.as_deref(),
+                h.provenance.attempt.as_deref(),
+                &h.context,
+                h.path.as_str(),
+            ))
+            .or_default()
+            .insert(h.digest.as_str());
+    }
+    groups
+        .into_iter()
+        .filter(|(_, digests)| digests.len() > 1)
+        .map(|((provider, run, job, attempt, context, path), digests)| {
+            format!(
+                "{} reports of {}run {run}{}{} at {path} recorded one context ({}) but differ: matrix legs that recorded nothing telling them apart{}; their failures cannot be told apart by leg. Ingest each leg with `--matrix '${{{{ toJSON(matrix) }}}}'` (the `leg` dimension) or `--context KEY=VALUE` naming what differs",
+                digests.len(),
+                provider.map(|p| format!("{p} ")).unwrap_or_default(),
+                job.map(|j| format!(" job `{j}`")).unwrap_or_default(),
+                attempt.map(|a| format!(" attempt {a}")).unwrap_or_default(),
+                super::context_name(context),
+                if provider == Some("github") {
+                    " (GitHub gives every leg the same job name)"
+                } else {
+                    ""
+                },
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +230,47 @@ mod tests {
         assert_eq!(obs[2].file, None, "a pass keeps no file");
         assert_eq!(obs[3].file.as_deref(), Some("a.go"));
         assert_eq!(obs[3].line, Some(3));
+    }
+
+    #[test]
+    fn legs_that_recorded_one_context_are_named_once_and_distinct_legs_never() {
+        let head = |run: &str, job: &str, c: &Context, digest: &str| Head {
+            provenance: super::super::Provenance {
+                provider: Some("github".into()),
+                run: Some(run.into()),
+                job: Some(job.into()),
+                attempt: Some("1".into()),
+            },
+            context: c.clone(),
+            path: "junit.xml".into(),
+            digest: digest.into(),
+        };
+        let same = ctx(&[("os", "linux")]);
+        let legs = [
+            head("7", "test", &same, "sha256:a"),
+            head("7", "test", &same, "sha256:b"),
+            head("7", "test", &same, "sha256:c"),
+            // The same artifact twice is not a leg.
+            head("8", "test", &same, "sha256:a"),
+            head("8", "test", &same, "sha256:a"),
+            // Legs that recorded themselves.
+            head("9", "test", &ctx(&[("leg", "py=3.11")]), "sha256:a"),
+            head("9", "test", &ctx(&[("leg", "py=3.12")]), "sha256:b"),
+            // Another job of the run.
+            head("7", "lint", &same, "sha256:d"),
+        ];
+        let w = indistinct_legs(&legs);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("3 reports of github run 7 job `test` attempt 1 at junit.xml recorded one context (os=linux) but differ"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("(GitHub gives every leg the same job name)"));
+        assert!(
+            w[0].contains("--matrix '${{ toJSON(matrix) }}'"),
+            "{}",
+            w[0]
+        );
     }
 }

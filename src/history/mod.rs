@@ -94,6 +94,12 @@ pub struct ReportRecord {
     pub digest: String,
     /// How many observations follow.
     pub n: u64,
+    /// Direct evidence of trouble outside any test case that the report
+    /// itself carries (an unreadable report, a suite-level `<error>`, a
+    /// suite that declares errors no test case holds), in words. Absent
+    /// when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub infra: Vec<String>,
 }
 
 /// One execution of one test in a report.
@@ -218,6 +224,29 @@ pub struct FoldedRecord {
     pub schema: String,
     /// Identity keys of the folded reports.
     pub keys: Vec<String>,
+    /// The runner-infrastructure notes of the folded reports (they are no
+    /// count, so they are kept as they were). Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub infra: Vec<InfraNote>,
+}
+
+/// One report's direct evidence of runner infrastructure trouble (see
+/// [`ReportRecord::infra`]), with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InfraNote {
+    /// The report's identity key (a note is counted once per report).
+    pub key: String,
+    /// The report's context, by name ([`context_name`]).
+    pub context: String,
+    /// The commit, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The run ([`Provenance::label`]).
+    pub run: String,
+    /// The report's path.
+    pub path: String,
+    /// What the report shows, in words.
+    pub what: Vec<String>,
 }
 
 /// What the history reader hands on: a raw report's observations, or a
@@ -228,6 +257,8 @@ pub enum Item<'a> {
     Report(&'a ReportRecord, &'a [Observation]),
     /// One folded (test, context, commit).
     Counts(&'a CountsRecord),
+    /// A folded report's runner-infrastructure note.
+    Infra(&'a InfraNote),
 }
 
 /// The outcome letter of an observation entry.

@@ -147,6 +147,91 @@ pub fn emit(syntax: Syntax, entries: &[Entry]) -> Emitted {
     Emitted { text, left_out }
 }
 
+/// The tests of a `go test -list . PACKAGES` output, as (package, name):
+/// each package's names come before its `ok  PACKAGE  TIME` line; a
+/// package without tests prints `?  PACKAGE  [no test files]`. Benchmarks
+/// are left out (`-run` does not select them). A `FAIL` line (a package
+/// that did not build) is an error: the list would be incomplete.
+pub fn go_list(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    let mut pending: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_end();
+        if t.is_empty() {
+            continue;
+        }
+        let mut words = t.split_whitespace();
+        let first = words.next().unwrap_or_default();
+        match first {
+            "ok" => {
+                let pkg = words.next().unwrap_or_default();
+                out.extend(
+                    pending
+                        .drain(..)
+                        .map(|n| (pkg.to_string(), n.to_string())),
+                );
+            }
+            "?" => pending.clear(),
+            "FAIL" => {
+                return Err(format!(
+                    "the list says `{t}`: a package did not build or list, so the list is incomplete; fix it and list again"
+                ))
+            }
+            name if !t.contains(char::is_whitespace) && !name.starts_with("Benchmark") => {
+                pending.push(name);
+            }
+            _ => {}
+        }
+    }
+    if !pending.is_empty() {
+        return Err(format!(
+            "{} name(s) after the last `ok PACKAGE` line: give the whole output of `go test -list . PACKAGES`",
+            pending.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// For a go without `-skip` (before Go 1.20): the complement as one
+/// `-run=^(?:…)$` over `listed` ([`go_list`]): every listed test, example
+/// and fuzz target but the quarantined ones (matched by package and name).
+/// `-run` selects by name in every package, so a quarantined name that
+/// another package also has (not quarantined there) cannot be deselected:
+/// it is kept (run) and named in `left_out`; so is a quarantined test the
+/// list does not hold. A test added after the list was made is not run:
+/// list again when the tests change.
+pub fn emit_go_run(entries: &[Entry], listed: &[(String, String)]) -> Emitted {
+    use std::collections::BTreeSet;
+    let mut left_out = Vec::new();
+    let quarantined: BTreeSet<(&str, &str)> = entries.iter().map(|e| split(&e.test)).collect();
+    for (pkg, name) in &quarantined {
+        if !listed.iter().any(|(p, n)| p == pkg && n == name) {
+            left_out.push(format!(
+                "{pkg}::{name}: not in the `go test -list` output (nothing to deselect)"
+            ));
+        }
+    }
+    let kept: BTreeSet<&str> = listed
+        .iter()
+        .filter(|(p, n)| !quarantined.contains(&(p.as_str(), n.as_str())))
+        .map(|(_, n)| n.as_str())
+        .collect();
+    for (pkg, name) in &quarantined {
+        if kept.contains(name) {
+            left_out.push(format!(
+                "{pkg}::{name}: another package has a test of that name that is not quarantined, and `-run` selects by name in every package; it runs (give that package its own `go test`)"
+            ));
+        }
+    }
+    let names: Vec<String> = kept.iter().map(|n| regex::escape(n)).collect();
+    let text = if names.is_empty() {
+        "-run=^$\n".to_string()
+    } else {
+        format!("-run=^(?:{})$\n", names.join("|"))
+    };
+    Emitted { text, left_out }
+}
+
 /// A pytest node id: the report's file when it gave one, else the
 /// classname's module path (dotted segments up to the first that starts
 /// with an upper-case letter, a class) as a `.py` file, then the classes,
@@ -260,5 +345,48 @@ mod tests {
             emit(Syntax::Yaml, &[]).text,
             "# flakelab.quarantine/1\nquarantine: []\n"
         );
+    }
+}
+
+#[cfg(test)]
+mod go_list_tests {
+    use super::*;
+
+    fn entry(test: &str) -> Entry {
+        Entry {
+            test: test.into(),
+            evidence: String::new(),
+            file: None,
+        }
+    }
+
+    #[test]
+    fn a_go_list_gives_the_complement_by_package_and_name() {
+        let list = "TestA\nTestPool\nExampleA\nBenchmarkA\nok  \texample.com/pool\t0.002s\n?   \texample.com/empty\t[no test files]\nTestPool\nTestB\nok  \texample.com/other\t0.001s\n";
+        let listed = go_list(list).unwrap();
+        assert_eq!(listed.len(), 5, "benchmarks are not -run's: {listed:?}");
+        let out = emit_go_run(&[entry("example.com/pool::TestA")], &listed);
+        assert_eq!(out.text, "-run=^(?:ExampleA|TestB|TestPool)$\n");
+        assert!(out.left_out.is_empty());
+        // TestPool is quarantined in one package only: -run cannot say so.
+        let out = emit_go_run(
+            &[
+                entry("example.com/pool::TestPool"),
+                entry("example.com/gone::TestC"),
+            ],
+            &listed,
+        );
+        assert_eq!(out.text, "-run=^(?:ExampleA|TestA|TestB|TestPool)$\n");
+        assert_eq!(out.left_out.len(), 2, "{:?}", out.left_out);
+        assert!(out.left_out[0].starts_with("example.com/gone::TestC: not in the"));
+        assert!(out.left_out[1].starts_with("example.com/pool::TestPool: another package"));
+        // Everything quarantined: nothing runs.
+        let all: Vec<Entry> = listed
+            .iter()
+            .map(|(p, n)| entry(&format!("{p}::{n}")))
+            .collect();
+        assert_eq!(emit_go_run(&all, &listed).text, "-run=^$\n");
+        assert!(go_list("TestA\nFAIL\texample.com/x [build failed]\n").is_err());
+        assert!(go_list("TestA\n").is_err());
     }
 }

@@ -28,8 +28,21 @@ enum Kind {
     Capture(Slot),
     /// A `<stackTrace>` directly inside the captured element.
     Trace(Slot),
+    /// An `<error>` directly inside a `<testsuite>`: trouble outside any
+    /// test case.
+    SuiteError,
     /// Anything else.
     Other,
+}
+
+/// What an open `<testsuite>` declared and held, for the check that its
+/// `errors` count is carried by test cases.
+#[derive(Debug, Clone, Copy, Default)]
+struct SuiteCount {
+    /// Its `errors` attribute.
+    declared_errors: u64,
+    /// Test cases in it (at any depth) that failed or errored.
+    bad_cases: u64,
 }
 
 /// Which capture of an open case an element fills.
@@ -122,6 +135,7 @@ struct Attrs {
     message: Option<String>,
     file: Option<String>,
     line: Option<u32>,
+    errors: Option<u64>,
 }
 
 pub(super) struct Doc {
@@ -136,6 +150,8 @@ pub(super) struct Doc {
     /// Local names of the open elements, back to back.
     names: Vec<u8>,
     suites: Vec<String>,
+    suite_counts: Vec<SuiteCount>,
+    infra: Vec<String>,
     open: Vec<OpenCase>,
     /// Encoding of the bytes, when not UTF-8.
     encoding: Option<&'static Encoding>,
@@ -154,6 +170,8 @@ impl Doc {
             frames: Vec::new(),
             names: Vec::new(),
             suites: Vec::new(),
+            suite_counts: Vec::new(),
+            infra: Vec::new(),
             open: Vec::new(),
             encoding: None,
             scratch: Vec::new(),
@@ -232,6 +250,7 @@ impl Doc {
             _ => match parent {
                 Some(Kind::Case) => self.outcome_kind(local),
                 Some(Kind::Capture(slot)) if local == b"stackTrace" => Kind::Trace(slot),
+                Some(Kind::Suite) if local == b"error" => Kind::SuiteError,
                 _ => Kind::Other,
             },
         };
@@ -242,7 +261,22 @@ impl Doc {
             self.root = Some(String::from_utf8_lossy(local).into_owned());
         }
         match kind {
-            Kind::Suite => self.suites.push(attrs.name.unwrap_or_default()),
+            Kind::Suite => {
+                self.suites.push(attrs.name.unwrap_or_default());
+                self.suite_counts.push(SuiteCount {
+                    declared_errors: attrs.errors.unwrap_or(0),
+                    bad_cases: 0,
+                });
+            }
+            Kind::SuiteError => {
+                let suite = self.suites.last().cloned().unwrap_or_default();
+                self.infra.push(match attrs.message {
+                    Some(m) if !m.trim().is_empty() => {
+                        format!("an <error> outside any test case in testsuite `{suite}`: {m}")
+                    }
+                    _ => format!("an <error> outside any test case in testsuite `{suite}`"),
+                });
+            }
             Kind::Case => {
                 self.open.push(OpenCase {
                     index: self.cases.len(),
@@ -380,7 +414,10 @@ impl Doc {
                 (Kind::Case, b"line") => {
                     attrs.line = self.attr_string(value)?.trim().parse().ok();
                 }
-                (Kind::Capture(_), b"message") => {
+                (Kind::Suite, b"errors") => {
+                    attrs.errors = self.attr_string(value)?.trim().parse().ok();
+                }
+                (Kind::Capture(_) | Kind::SuiteError, b"message") => {
                     let mut message = self.attr_string(value)?;
                     message.truncate(floor_char_boundary(&message, MAX_MESSAGE));
                     attrs.message = Some(message);
@@ -512,14 +549,24 @@ impl Doc {
         self.names.truncate(frame.name_at);
         match frame.kind {
             Kind::Suite => {
-                self.suites.pop();
+                let name = self.suites.pop().unwrap_or_default();
+                let count = self.suite_counts.pop().unwrap_or_default();
+                if count.declared_errors > 0 && count.bad_cases == 0 {
+                    self.infra.push(format!(
+                        "testsuite `{name}` declares {} error(s) but none of its test cases failed or errored",
+                        count.declared_errors
+                    ));
+                }
+                if let Some(outer) = self.suite_counts.last_mut() {
+                    outer.bad_cases += count.bad_cases;
+                }
             }
             Kind::Case => {
                 if let Some(open) = self.open.pop() {
                     self.close_case(open);
                 }
             }
-            Kind::Capture(_) | Kind::Outcome | Kind::Trace(_) | Kind::Other => {}
+            Kind::Capture(_) | Kind::Outcome | Kind::Trace(_) | Kind::SuiteError | Kind::Other => {}
         }
         if self.frames.is_empty() {
             self.root_closed = true;
@@ -545,6 +592,11 @@ impl Doc {
             (CaseOutcome::Failed | CaseOutcome::Errored, _) => (outcome, open.primary),
             _ => (outcome, None),
         };
+        if matches!(outcome, CaseOutcome::Failed | CaseOutcome::Errored) {
+            if let Some(suite) = self.suite_counts.last_mut() {
+                suite.bad_cases += 1;
+            }
+        }
         case.outcome = outcome;
         case.first_attempt = first_attempt;
         case.reruns = open.reruns;
@@ -580,6 +632,7 @@ impl Doc {
         Ok(Parsed {
             cases: self.cases,
             root,
+            infra: self.infra,
         })
     }
 }
@@ -851,6 +904,32 @@ mod tests {
         ] {
             assert!(parse(xml.as_bytes()).is_ok(), "{xml:?}: {:?}", parse(xml.as_bytes()));
         }
+    }
+
+    #[test]
+    fn trouble_outside_any_test_case_is_named() {
+        let p = ok("<testsuites><testsuite name='s' errors='1'>\
+                    <error message='ImportError: no module x'>trace</error>\
+                    <testcase name='a'/></testsuite>\
+                    <testsuite name='t' errors='2'><testcase name='b'/></testsuite>\
+                    <testsuite name='u' errors='1'><testcase name='c'><error/></testcase></testsuite>\
+                    <testsuite name='v' errors='0'><testcase name='d'><failure/></testcase></testsuite>\
+                    </testsuites>");
+        assert_eq!(
+            p.infra,
+            [
+                "an <error> outside any test case in testsuite `s`: ImportError: no module x",
+                "testsuite `s` declares 1 error(s) but none of its test cases failed or errored",
+                "testsuite `t` declares 2 error(s) but none of its test cases failed or errored",
+            ]
+        );
+        assert_eq!(p.cases.len(), 4);
+        // An <error> inside a test case is the case's, not the suite's.
+        assert!(
+            ok("<testsuite errors='1'><testcase name='a'><error/></testcase></testsuite>")
+                .infra
+                .is_empty()
+        );
     }
 
     #[test]

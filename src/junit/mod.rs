@@ -187,6 +187,10 @@ pub struct Parsed {
     pub cases: Vec<Case>,
     /// Local name of the root element.
     pub root: String,
+    /// Trouble outside any test case, in words: an `<error>` directly in a
+    /// `<testsuite>`, or a suite whose `errors` count no failing or
+    /// erroring test case in it carries.
+    pub infra: Vec<String>,
 }
 
 /// Why a report could not be read.

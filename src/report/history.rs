@@ -97,7 +97,34 @@ pub fn table(a: &Analysis) -> String {
             let _ = writeln!(s, "  {line}");
         }
     }
+    for line in infra_lines(a) {
+        let _ = writeln!(s, "\nrunner infrastructure: {line}");
+    }
+    for w in &a.warnings {
+        let _ = writeln!(s, "\nwarning: {w}");
+    }
     s
+}
+
+/// One line per report that carries direct evidence of runner
+/// infrastructure trouble: where it ran, and what it shows.
+pub fn infra_lines(a: &Analysis) -> Vec<String> {
+    a.infrastructure
+        .iter()
+        .map(|n| {
+            format!(
+                "{} ({}{}, {}): {}",
+                n.path,
+                n.run,
+                n.commit
+                    .as_deref()
+                    .map(|c| format!(", commit {c}"))
+                    .unwrap_or_default(),
+                n.context,
+                n.what.join("; ")
+            )
+        })
+        .collect()
 }
 
 /// The Markdown document.
@@ -131,6 +158,17 @@ pub fn markdown(a: &Analysis) -> String {
         if t.associations.iter().any(|a| a.significant) {
             s.push('\n');
         }
+    }
+    let infra = infra_lines(a);
+    if !infra.is_empty() {
+        s.push_str("### Runner infrastructure\n\n");
+        for line in infra {
+            let _ = writeln!(s, "- {line}");
+        }
+        s.push('\n');
+    }
+    for w in &a.warnings {
+        let _ = writeln!(s, "> **Warning:** {w}\n");
     }
     s
 }

@@ -173,5 +173,8 @@ pub fn render(report: &Report) -> String {
             );
         }
     }
+    if let Some(h) = &report.ci_history {
+        out.push_str(&super::beside::markdown(h));
+    }
     out
 }

@@ -5,6 +5,7 @@
 //! holds one run at a time.
 //! Pure: no I/O here except in the renderers' callers.
 
+pub mod beside;
 pub mod catalog;
 pub mod color;
 pub mod fold;
@@ -314,6 +315,11 @@ pub struct Report {
     /// control's status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scan_prove: Option<crate::scan::prove::ProveRecord>,
+    /// `report` and `evidence` of a store that also holds CI history
+    /// (`flakelab ingest`): what history says of the session's tests, lab
+    /// and CI side by side. Absent when the store holds no history.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci_history: Option<beside::CiHistory>,
 }
 
 /// One failing run's conditions replayed K times (`--confirm K`).
@@ -661,6 +667,7 @@ fn finish_report(
         design_chosen: session.design_chosen.clone(),
         shards,
         scan_prove: None,
+        ci_history: None,
     }
 }
 

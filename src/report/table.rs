@@ -175,6 +175,9 @@ pub fn render_colored(report: &Report, color: bool) -> String {
             );
         }
     }
+    if let Some(h) = &report.ci_history {
+        out.push_str(&super::beside::table(h));
+    }
     out
 }
 

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{append_bytes, Store, HINT_READ, HINT_WRITE};
 use crate::error::{Error, Result};
+use crate::history::identity::Head;
 use crate::history::{
     outcome_code, outcome_of, CountsRecord, FoldedRecord, Item, Observation, ReportRecord,
     COUNTS_SCHEMA, FOLDED_SCHEMA, OBSERVATION_SCHEMA, REPORT_SCHEMA,
@@ -62,6 +63,173 @@ struct ObsLine {
     o: Vec<Vec<serde_json::Value>>,
 }
 
+/// What [`Store::history_index`] found.
+#[derive(Debug, Default, Clone)]
+pub struct HistoryIndex {
+    /// Identity keys of the complete and the folded reports.
+    pub keys: HashSet<String>,
+    /// The complete reports' heads, first seen first (folded reports keep
+    /// none).
+    pub heads: Vec<Head>,
+}
+
+/// What [`Store::history_keys`] reads of an observation line.
+#[derive(Deserialize)]
+struct ObsCount<'a> {
+    #[serde(borrow)]
+    r: std::borrow::Cow<'a, str>,
+    o: EntryCount,
+}
+
+/// The entries of an observation line, counted and checked as
+/// [`decode_entry`] would accept them, none kept.
+#[derive(Default)]
+struct EntryCount {
+    entries: u64,
+    broken: bool,
+}
+
+impl<'de> Deserialize<'de> for EntryCount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> serde::de::Visitor<'de> for Entries {
+            type Value = EntryCount;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of observation entries")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<EntryCount, A::Error> {
+                let mut c = EntryCount::default();
+                while let Some(ok) = seq.next_element::<EntryOk>()? {
+                    c.entries += 1;
+                    c.broken |= !ok.0;
+                }
+                Ok(c)
+            }
+        }
+        d.deserialize_seq(Entries)
+    }
+}
+
+/// Whether one entry is one [`decode_entry`] accepts: a test id string, an
+/// outcome letter, then optionally a repetition index (u32) and the rest.
+struct EntryOk(bool);
+
+impl<'de> Deserialize<'de> for EntryOk {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::IgnoredAny;
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = EntryOk;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an observation entry")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<EntryOk, A::Error> {
+                let test = seq.next_element::<Value<'de>>()?;
+                let outcome = seq.next_element::<Value<'de>>()?;
+                let rep = seq.next_element::<Value<'de>>()?;
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                let ok = matches!(test, Some(Value::Str(_)))
+                    && matches!(outcome, Some(Value::Str(ref o)) if outcome_of(o).is_some())
+                    && match rep {
+                        None => true,
+                        Some(Value::Uint(r)) => u32::try_from(r).is_ok(),
+                        Some(_) => false,
+                    };
+                Ok(EntryOk(ok))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<EntryOk, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(EntryOk(false))
+            }
+            fn visit_str<E>(self, _: &str) -> std::result::Result<EntryOk, E> {
+                Ok(EntryOk(false))
+            }
+            fn visit_u64<E>(self, _: u64) -> std::result::Result<EntryOk, E> {
+                Ok(EntryOk(false))
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<EntryOk, E> {
+                Ok(EntryOk(false))
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<EntryOk, E> {
+                Ok(EntryOk(false))
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<EntryOk, E> {
+                Ok(EntryOk(false))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<EntryOk, E> {
+                Ok(EntryOk(false))
+            }
+        }
+        d.deserialize_any(Entry)
+    }
+}
+
+/// One scalar of an entry, as much as the check needs (a string borrowed
+/// when it has no escapes).
+enum Value<'a> {
+    Str(std::borrow::Cow<'a, str>),
+    Uint(u64),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Value<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::IgnoredAny;
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Value<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> std::result::Result<Value<'de>, E> {
+                Ok(Value::Str(std::borrow::Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> std::result::Result<Value<'de>, E> {
+                Ok(Value::Str(std::borrow::Cow::Owned(s.to_string())))
+            }
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<Value<'de>, E> {
+                Ok(Value::Uint(v))
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<Value<'de>, E> {
+                Ok(Value::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<Value<'de>, E> {
+                Ok(Value::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<Value<'de>, E> {
+                Ok(Value::Other)
+            }
+            fn visit_unit<E>(self) -> std::result::Result<Value<'de>, E> {
+                Ok(Value::Other)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Value<'de>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Value::Other)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Value<'de>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Value::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 fn prefix(schema: &str) -> String {
     format!("{{\"schema\":\"{schema}\"")
 }
@@ -75,16 +243,60 @@ impl Store {
     /// The identity keys the history holds: every complete report's and
     /// every folded one's. `ingest` loads them once and skips a report
     /// whose key is among them (dedup on write).
+    ///
+    /// Reads only what a key needs: a report line's `key` and `n`, and of
+    /// each observation line its report and how many well-formed entries
+    /// it holds (checked in place, nothing kept), so memory is the keys
+    /// and one line, whatever the size of the history. A report is
+    /// complete by the same rule [`Store::each_history`] reads it with.
     pub fn history_keys(&self) -> Result<HashSet<String>> {
+        Ok(self.history_index()?.keys)
+    }
+
+    /// The keys ([`Store::history_keys`]) and the heads of the complete
+    /// reports (for [`crate::history::identity::indistinct_legs`]), in one
+    /// read of report lines and entry counts.
+    pub fn history_index(&self) -> Result<HistoryIndex> {
         let mut keys = HashSet::new();
-        let folded = self.folded_keys()?;
-        self.each_history(&folded, |item| {
-            if let Item::Report(r, _) = item {
-                keys.insert(r.key.clone());
+        let mut heads = Vec::new();
+        let report_p = prefix(REPORT_SCHEMA);
+        let obs_p = prefix(OBSERVATION_SCHEMA);
+        let folded_p = prefix(FOLDED_SCHEMA);
+        // The open report, entries seen, broken.
+        let mut open: Option<(ReportRecord, u64, bool)> = None;
+        let mut close = |open: &mut Option<(ReportRecord, u64, bool)>,
+                         keys: &mut HashSet<String>| {
+            if let Some((r, seen, broken)) = open.take() {
+                if !broken && seen == r.n && keys.insert(r.key.clone()) {
+                    heads.push(Head::of(&r));
+                }
+            }
+        };
+        self.each_line(|line| {
+            if line.starts_with(obs_p.as_bytes()) {
+                match (&mut open, serde_json::from_slice::<ObsCount>(line)) {
+                    (Some((r, seen, broken)), Ok(o)) if o.r == r.key => {
+                        *seen += o.o.entries;
+                        *broken |= o.o.broken;
+                    }
+                    (Some((_, _, broken)), Err(_)) => *broken = true,
+                    _ => {}
+                }
+                return;
+            }
+            close(&mut open, &mut keys);
+            if line.starts_with(report_p.as_bytes()) {
+                if let Ok(r) = serde_json::from_slice::<ReportRecord>(line) {
+                    open = Some((r, 0, false));
+                }
+            } else if line.starts_with(folded_p.as_bytes()) {
+                if let Ok(f) = serde_json::from_slice::<FoldedRecord>(line) {
+                    keys.extend(f.keys);
+                }
             }
         })?;
-        keys.extend(folded);
-        Ok(keys)
+        close(&mut open, &mut keys);
+        Ok(HistoryIndex { keys, heads })
     }
 
     /// Appends one report and its observations, in one locked write.
@@ -187,7 +399,13 @@ impl Store {
                     Ok(c) => f(Item::Counts(&c)),
                     Err(_) => stats.skipped_lines += 1,
                 }
-            } else if !line.starts_with(folded_p.as_bytes()) {
+            } else if line.starts_with(folded_p.as_bytes()) {
+                if let Ok(rec) = serde_json::from_slice::<FoldedRecord>(line) {
+                    for note in &rec.infra {
+                        f(Item::Infra(note));
+                    }
+                }
+            } else {
                 stats.skipped_lines += 1;
             }
         })?;
@@ -299,6 +517,7 @@ mod tests {
             path: "junit.xml".into(),
             digest: "sha256:00".into(),
             n,
+            infra: Vec::new(),
         }
     }
 
@@ -387,5 +606,42 @@ mod tests {
         );
         let keys = store.history_keys().unwrap();
         assert!(keys.contains("k1") && !keys.contains("k2"), "{keys:?}");
+    }
+
+    #[test]
+    fn keys_are_the_complete_reports_a_read_counts_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let two = [
+            obs("a\\\"b", CaseOutcome::Passed, 0),
+            obs("b", CaseOutcome::Failed, 3),
+        ];
+        store.append_report(&report("k1", 2), &two).unwrap();
+        let mut text = fs::read(store.history_path()).unwrap();
+        // k2: well-formed JSON whose entry has an outcome no reader knows.
+        text.extend_from_slice(serde_json::to_string(&report("k2", 1)).unwrap().as_bytes());
+        text.extend_from_slice(
+            b"\n{\"schema\":\"flakelab.observation/1\",\"r\":\"k2\",\"o\":[[\"a\",\"x\"]]}\n",
+        );
+        // k3: a repetition index that is no integer.
+        text.extend_from_slice(serde_json::to_string(&report("k3", 1)).unwrap().as_bytes());
+        text.extend_from_slice(
+            b"\n{\"schema\":\"flakelab.observation/1\",\"r\":\"k3\",\"o\":[[\"a\",\"p\",-1]]}\n",
+        );
+        // k4: complete, its entries spread over two lines, with escapes.
+        text.extend_from_slice(serde_json::to_string(&report("k4", 2)).unwrap().as_bytes());
+        text.extend_from_slice(b"\n{\"schema\":\"flakelab.observation/1\",\"r\":\"k4\",\"o\":[[\"a\\u00e9\",\"s\"]]}\n");
+        text.extend_from_slice(b"{\"schema\":\"flakelab.observation/1\",\"r\":\"k4\",\"o\":[[\"b\",\"e\",0,\"f.py\",3]]}\n");
+        // k5: an entry of the wrong report in between.
+        text.extend_from_slice(serde_json::to_string(&report("k5", 1)).unwrap().as_bytes());
+        text.extend_from_slice(
+            b"\n{\"schema\":\"flakelab.observation/1\",\"r\":\"k1\",\"o\":[[\"a\",\"p\"]]}\n",
+        );
+        fs::write(store.history_path(), &text).unwrap();
+        let (read, stats) = read(&store);
+        let counted: HashSet<String> = read.into_iter().map(|(k, _)| k).collect();
+        assert_eq!(stats.reports, 2);
+        assert_eq!(store.history_keys().unwrap(), counted);
+        assert_eq!(counted, HashSet::from(["k1".to_string(), "k4".to_string()]));
     }
 }

@@ -82,6 +82,7 @@ pub fn parse(format: Format, bytes: &[u8], base: &Path) -> Result<Parsed, Report
     Ok(Parsed {
         cases,
         root: format.name().to_string(),
+        infra: Vec::new(),
     })
 }
 

@@ -392,7 +392,7 @@ fn a_clean_subject_claims_nothing_and_its_coverage_names_every_class() {
     let e = evidence(&lab, &[]);
     assert!(claimed_classes(&e).is_empty(), "{:#}", e["classification"]);
     let coverage = e["coverage"].as_array().unwrap();
-    assert_eq!(coverage.len(), 9, "{coverage:#?}");
+    assert_eq!(coverage.len(), 11, "{coverage:#?}");
     let status = |class: &str| {
         coverage
             .iter()
@@ -406,6 +406,9 @@ fn a_clean_subject_claims_nothing_and_its_coverage_names_every_class() {
     assert_eq!(status("unseeded_randomness")["status"], "checked");
     assert_eq!(status("order_dependence")["status"], "not_tested");
     assert_eq!(status("host_resource_collision")["status"], "not_tested");
+    // Without CI history in the store, the history's classes are not tested.
+    assert_eq!(status("platform_or_entry_path")["status"], "not_tested");
+    assert_eq!(status("runner_infrastructure")["status"], "not_tested");
     against(&e, "locale", "locale=C.UTF-8");
     let md = markdown(&lab, &[]);
     assert!(md.contains("No class is claimed"), "{md}");

@@ -525,46 +525,426 @@ fn quarantine_lists_deselect_exactly_the_proven_tests_in_real_pytest_and_go() {
         );
     }
 
-    // `go test -skip` exists since Go 1.20; an older go cannot take the list.
-    let skip_known = sh_ok("go version | grep -Eq 'go1\\.(2[0-9]|[3-9][0-9])'");
-    if go_available() && !skip_known {
-        eprintln!(
-            "skipped: the go round trip needs Go >= 1.20 (`go test -skip`); this go is older"
-        );
-    }
-    if go_available() && skip_known {
+    if go_available() {
         let go = lab.path().join("go");
         let home = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(&go).unwrap();
-        std::fs::write(go.join("go.mod"), "module example.com/pool\n\ngo 1.21\n").unwrap();
+        std::fs::write(go.join("go.mod"), "module example.com/pool\n\ngo 1.19\n").unwrap();
         std::fs::write(
             go.join("pool_test.go"),
             "package pool\n\nimport \"testing\"\n\nfunc TestPool(t *testing.T) {}\nfunc TestPoolSize(t *testing.T) {}\nfunc TestOther(t *testing.T) {}\n",
         )
         .unwrap();
-        let args = quarantine(&lab, &store, "go");
-        assert_eq!(args, "-skip=^(?:TestPool|test_flaky)$\n");
-        let out = Command::new("go")
-            .args(["test", "-v", "-count=1"])
-            .args(args.lines())
-            .arg("./...")
-            .current_dir(&go)
-            .env("GOCACHE", home.path().join("cache"))
-            .env("GOPATH", home.path().join("path"))
-            .env("GOFLAGS", "-mod=mod")
-            .env("GOPROXY", "off")
-            .env("GOENV", "off")
-            .env("GOTOOLCHAIN", "local")
-            .env("GOWORK", "off")
+        let go_cmd = |args: &[&str]| {
+            let out = Command::new("go")
+                .args(args)
+                .current_dir(&go)
+                .env("GOCACHE", home.path().join("cache"))
+                .env("GOPATH", home.path().join("path"))
+                .env("GOFLAGS", "-mod=mod")
+                .env("GOPROXY", "off")
+                .env("GOENV", "off")
+                .env("GOTOOLCHAIN", "local")
+                .env("GOWORK", "off")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            text
+        };
+        let ran = |text: &str| {
+            let mut ran: Vec<String> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("=== RUN   "))
+                .map(str::to_string)
+                .collect();
+            ran.sort();
+            ran
+        };
+        // Any go: the complement of the package's own list, as `-run`.
+        let list = go_cmd(&["test", "-list", ".", "./..."]);
+        std::fs::write(lab.path().join("go-tests.txt"), &list).unwrap();
+        let out = cmd(&lab)
+            .args(["quarantine", "--format", "go", "--go-list"])
+            .arg(lab.path().join("go-tests.txt"))
+            .arg("--store")
+            .arg(&store)
             .output()
             .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "{text}");
-        let mut ran: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("=== RUN   "))
-            .collect();
-        ran.sort();
-        assert_eq!(ran, ["TestOther", "TestPoolSize"]);
+        assert_eq!(out.status.code(), Some(0));
+        let args = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(args, "-run=^(?:TestOther|TestPoolSize)$\n");
+        // test_flaky is no go test: named, left out.
+        assert!(
+            String::from_utf8_lossy(&out.stderr)
+                .contains("tests.test_app::test_flaky: not in the `go test -list` output"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut a = vec!["test", "-v", "-count=1"];
+        a.extend(args.lines());
+        a.push("./...");
+        assert_eq!(ran(&go_cmd(&a)), ["TestOther", "TestPoolSize"]);
+
+        // `go test -skip` exists since Go 1.20.
+        let args = quarantine(&lab, &store, "go");
+        assert_eq!(args, "-skip=^(?:TestPool|test_flaky)$\n");
+        if sh_ok("go version | grep -Eq 'go1\\.(2[0-9]|[3-9][0-9])'") {
+            let mut a = vec!["test", "-v", "-count=1"];
+            a.extend(args.lines());
+            a.push("./...");
+            assert_eq!(ran(&go_cmd(&a)), ["TestOther", "TestPoolSize"]);
+        } else {
+            eprintln!("skipped: the `-skip` round trip needs Go >= 1.20; this go is older (the `-run` complement was round-tripped)");
+        }
     }
+}
+
+/// The subject of the side-by-side test: `tests.test_app::test_arm` fails
+/// when the zone is UTC+14, `test_stable` never; a JUnit report like
+/// pytest's.
+const ZONE_SUBJECT: &str = r#"if [ "$(date +%z)" = "+1400" ]; then r='<failure message="wrong day">boom</failure>'; else r=''; fi
+printf '<testsuite name="pytest"><testcase classname="tests.test_app" name="test_arm">%s</testcase><testcase classname="tests.test_app" name="test_stable"/></testsuite>\n' "$r" > "$1"
+[ -z "$r" ]"#;
+
+#[test]
+fn lab_and_ci_side_by_side_in_report_and_evidence_with_the_history_classes() {
+    let lab = Lab::new();
+    let store = lab.store();
+    ingest_main(&lab, &store);
+    // A report with an error outside any test case (a collection error).
+    let broken = lab.path().join("infra");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(
+        broken.join("junit.xml"),
+        "<testsuite name='pytest' errors='1' tests='1'><error message='ImportError: no module named app'/><testcase classname='tests.test_app' name='test_stable'/></testsuite>",
+    )
+    .unwrap();
+    let out = cmd(&lab)
+        .args([
+            "ingest",
+            "--no-detect",
+            "--commit",
+            "c4",
+            "--branch",
+            "main",
+            "--run-id",
+            "106",
+            "--store",
+        ])
+        .arg(&store)
+        .arg(&broken)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let out = lab.run(&[
+        "run",
+        "-n",
+        "5",
+        "-p",
+        "tz=Pacific/Kiritimati",
+        "--",
+        "sh",
+        "-c",
+        ZONE_SUBJECT,
+        "sh",
+        "{junit}",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let row_text = "CI: failed 3 of 14 on feature/x, main, only where arch=arm64 (3 of 4 there, 0 of 10 elsewhere; Fisher p=0.011, Holm p=0.132: not significant across every test and dimension; inseparable from image); on commit c2 failed in every run of 1 context(s) and passed in every run of 2; lab: 5 of 5 under tz=Pacific/Kiritimati, 0 of 5 baseline (Holm p=0.032)";
+    let report = cmd(&lab)
+        .args(["report", "--format", "json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let h = &report["ci_history"];
+    assert_eq!(
+        (h["reports"].as_u64(), h["tests"].as_u64()),
+        (Some(16), Some(6))
+    );
+    let rows = h["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{h}");
+    let r = &rows[0];
+    assert_eq!(r["test"], "tests.test_app::test_arm");
+    assert_eq!(r["matched_by"], "id");
+    assert_eq!(r["finding"], "context-split");
+    assert_eq!(
+        (r["ci_k"].as_u64(), r["ci_n"].as_u64()),
+        (Some(3), Some(14))
+    );
+    assert_eq!(r["concentrated"]["dimension"], "arch");
+    assert_eq!(r["concentrated"]["value"], "arm64");
+    assert_eq!(r["cell"], "tz=Pacific/Kiritimati");
+    assert_eq!(
+        (r["lab_k"].as_u64(), r["lab_n"].as_u64()),
+        (Some(5), Some(5))
+    );
+    assert_eq!(
+        (r["baseline_k"].as_u64(), r["baseline_n"].as_u64()),
+        (Some(0), Some(5))
+    );
+    // Fisher 5 of 5 against 0 of 5: 2/252.
+    assert!(
+        (r["lab_p"].as_f64().unwrap() - 8.0 / 252.0).abs() < 1e-9,
+        "{r}"
+    );
+    assert_eq!(r["text"], row_text);
+    let m = &h["mismatches"][0];
+    assert_eq!(m["commit"], "c2");
+    assert_eq!(
+        m["failing"],
+        serde_json::json!([["arch=arm64,image=ubuntu-24.04-arm,runtime_version=3.12", 1]])
+    );
+    assert_eq!(m["commits"], 3);
+    assert_eq!(h["infrastructure"].as_array().unwrap().len(), 1);
+    assert!(
+        h["infrastructure"][0]
+            .as_str()
+            .unwrap()
+            .contains("an <error> outside any test case in testsuite `pytest`: ImportError: no module named app"),
+        "{h}"
+    );
+
+    // Compaction changes nothing the block says (the infrastructure notes
+    // are kept beside the counts).
+    let out = cmd(&lab)
+        .args(["compact", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let again = cmd(&lab)
+        .args(["report", "--format", "json"])
+        .output()
+        .unwrap();
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(again["ci_history"], report["ci_history"]);
+
+    let table = cmd(&lab).arg("report").output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains(&format!("  tests.test_app::test_arm\n    {row_text}\n")),
+        "{table}"
+    );
+
+    let e = cmd(&lab)
+        .args(["evidence", "--format", "json"])
+        .output()
+        .unwrap();
+    let e: serde_json::Value = serde_json::from_slice(&e.stdout).unwrap();
+    assert_eq!(e["ci_history"]["rows"][0]["text"], row_text);
+    let claimed: Vec<&str> = e["classification"]["claimed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        claimed,
+        [
+            "clock_and_zone",
+            "platform_or_entry_path",
+            "runner_infrastructure"
+        ]
+    );
+    let platform = &e["classification"]["claimed"][1]["row"];
+    assert_eq!(platform["count"], serde_json::json!({"k": 1, "n": 1}));
+    assert_eq!(platform["baseline"], serde_json::json!({"k": 0, "n": 2}));
+    let infra = &e["classification"]["claimed"][2]["row"];
+    assert_eq!(infra["count"], serde_json::json!({"k": 1, "n": 16}));
+    let coverage: Vec<(&str, &str)> = e["coverage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["class"].as_str().unwrap(), c["status"].as_str().unwrap()))
+        .collect();
+    assert!(
+        coverage.contains(&("platform_or_entry_path", "checked")),
+        "{coverage:?}"
+    );
+    assert!(
+        coverage.contains(&("runner_infrastructure", "checked")),
+        "{coverage:?}"
+    );
+    let md = cmd(&lab).arg("evidence").output().unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md.contains(&format!("| `tests.test_app::test_arm` | {row_text} |")),
+        "{md}"
+    );
+    assert!(
+        md.contains("| runner infrastructure | checked (CI history (16 report(s)); N = 16) |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn matrix_legs_that_recorded_one_context_are_named_at_ingest_and_in_history() {
+    let lab = Lab::new();
+    let store = lab.path().join("s");
+    let f = fixture();
+    let leg = |dir: &str| {
+        cmd(&lab)
+            .args([
+                "ingest",
+                "--no-detect",
+                "--provider",
+                "github",
+                "--run-id",
+                "7",
+                "--job",
+                "test",
+                "--attempt",
+                "1",
+                "--commit",
+                "c1",
+                "--os",
+                "linux",
+                "--arch",
+                "x64",
+                "--store",
+            ])
+            .arg(&store)
+            .arg(f.join(dir))
+            .output()
+            .unwrap()
+    };
+    let first = leg("run-104/l1");
+    assert_eq!(first.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&first.stderr).is_empty(),
+        "one leg is no ambiguity"
+    );
+    let second = leg("run-104/l3");
+    assert_eq!(second.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        err.contains("warning: 2 reports of github run 7 job `test` attempt 1 at junit.xml recorded one context (arch=x64,os=linux) but differ")
+            && err.contains("(GitHub gives every leg the same job name)")
+            && err.contains("--matrix '${{ toJSON(matrix) }}'"),
+        "{err}"
+    );
+    let out = cmd(&lab)
+        .args(["history", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: 2 reports of github run 7"));
+    // Told apart by --matrix: no warning.
+    let other = lab.path().join("t");
+    for (dir, m) in [("run-104/l1", "py=3.11"), ("run-104/l3", "py=3.12")] {
+        let out = cmd(&lab)
+            .args([
+                "ingest",
+                "--no-detect",
+                "--provider",
+                "github",
+                "--run-id",
+                "7",
+                "--job",
+                "test",
+                "--attempt",
+                "1",
+                "--matrix",
+                m,
+                "--store",
+            ])
+            .arg(&other)
+            .arg(f.join(dir))
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&out.stderr).is_empty());
+    }
+}
+
+fn nextest_available() -> bool {
+    capable("cargo-nextest", sh_ok("cargo nextest --version"))
+}
+
+#[test]
+fn quarantine_filter_deselects_exactly_the_proven_test_in_real_nextest() {
+    if !nextest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let store = lab.path().join("s");
+    // Two attempts of one run on one commit, as nextest's JUnit profile
+    // writes them: `tests::flaky` failed once and passed once.
+    let report = |failed: bool| {
+        format!(
+            "<testsuites><testsuite name='tiny'><testcase classname='tiny' name='tests::flaky'>{}</testcase><testcase classname='tiny' name='tests::flaky_two'/><testcase classname='tiny' name='tests::stable'/></testsuite></testsuites>",
+            if failed { "<failure message='boom'/>" } else { "" }
+        )
+    };
+    for (attempt, failed) in [("1", true), ("2", false)] {
+        let dir = lab.path().join(format!("a{attempt}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("junit.xml"), report(failed)).unwrap();
+        let out = cmd(&lab)
+            .args([
+                "ingest",
+                "--no-detect",
+                "--commit",
+                "c1",
+                "--run-id",
+                "1",
+                "--attempt",
+                attempt,
+                "--store",
+            ])
+            .arg(&store)
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let filter = quarantine(&lab, &store, "cargo-nextest");
+    assert_eq!(filter, "not (test(=tests::flaky))\n");
+    let krate = lab.path().join("tiny");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        krate.join("src/lib.rs"),
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn flaky() {}\n    #[test]\n    fn flaky_two() {}\n    #[test]\n    fn stable() {}\n}\n",
+    )
+    .unwrap();
+    let out = Command::new("cargo")
+        .args([
+            "nextest",
+            "list",
+            "--offline",
+            "--message-format",
+            "oneline",
+            "-E",
+        ])
+        .arg(filter.trim_end())
+        .current_dir(&krate)
+        .env("CARGO_TARGET_DIR", krate.join("target"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut listed: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    listed.sort();
+    assert_eq!(listed, ["tiny tests::flaky_two", "tiny tests::stable"]);
 }

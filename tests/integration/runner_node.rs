@@ -545,3 +545,138 @@ fn node_test_with_file_arguments_gets_its_options_before_the_files() {
         .unwrap();
     assert!(reporter < file, "{words:?}");
 }
+
+/// `flakelab quarantine --format jest|vitest` round trip (#14): a history
+/// where `suite b flaky` passed and failed on one commit, and the emitted
+/// name pattern given to the real runner, which must skip exactly that test
+/// (not `suite b flaky two`, whose name it starts). `runner` is the
+/// runner's argv (after `node`) writing a jest-style JSON to `out.json`.
+fn quarantine_round_trip(project: &str, format: &str, runner: &[&str], package: &str) {
+    if !node_available() {
+        return;
+    }
+    let deps = npm_deps(project);
+    if !capable(&format!("{format} (npm install)"), deps.is_some()) {
+        return;
+    }
+    let deps = deps.unwrap();
+    let lab = Lab::new();
+    let store = lab.path().join("s");
+    for (attempt, body) in [("1", "<failure message='boom'/>"), ("2", "")] {
+        let dir = lab.path().join(format!("a{attempt}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("junit.xml"),
+            format!("<testsuite name='js'><testcase classname='q.test.js' name='suite a'/><testcase classname='q.test.js' name='suite b flaky'>{body}</testcase><testcase classname='q.test.js' name='suite b flaky two'/></testsuite>"),
+        )
+        .unwrap();
+        let out = lab
+            .cmd()
+            .args([
+                "ingest",
+                "--no-detect",
+                "--commit",
+                "c1",
+                "--run-id",
+                "1",
+                "--attempt",
+                attempt,
+                "--store",
+            ])
+            .arg(&store)
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let out = lab
+        .cmd()
+        .args(["quarantine", "--format", format, "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let pattern = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(pattern, "--testNamePattern=^(?!(?:suite b flaky)$)\n");
+    let dir = lab.path().join("p");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("package.json"), package).unwrap();
+    std::fs::write(
+        dir.join("q.test.js"),
+        format!(
+            "{}describe('suite', () => {{\n  test('a', () => {{}});\n  test('b flaky', () => {{}});\n  test('b flaky two', () => {{}});\n}});\n",
+            if format == "vitest" {
+                "import { describe, test } from 'vitest';\n"
+            } else {
+                ""
+            }
+        ),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(deps.join("node_modules"), dir.join("node_modules")).unwrap();
+    let out = std::process::Command::new("node")
+        .args(runner)
+        .arg(pattern.trim_end())
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("out.json")).unwrap()).unwrap();
+    let mut by_status: Vec<(String, bool)> = results["testResults"][0]["assertionResults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["fullName"].as_str().unwrap().to_string(),
+                a["status"] == "passed",
+            )
+        })
+        .collect();
+    by_status.sort();
+    assert_eq!(
+        by_status,
+        [
+            ("suite a".to_string(), true),
+            ("suite b flaky".to_string(), false),
+            ("suite b flaky two".to_string(), true),
+        ],
+        "{results}"
+    );
+}
+
+#[test]
+fn quarantine_name_pattern_deselects_exactly_the_proven_test_in_real_jest() {
+    quarantine_round_trip(
+        "jest-project",
+        "jest",
+        &[
+            "node_modules/jest/bin/jest.js",
+            "--ci",
+            "--json",
+            "--outputFile=out.json",
+        ],
+        "{\"name\":\"q\",\"private\":true}\n",
+    );
+}
+
+#[test]
+fn quarantine_name_pattern_deselects_exactly_the_proven_test_in_real_vitest() {
+    quarantine_round_trip(
+        "vitest-project",
+        "vitest",
+        &[
+            "node_modules/vitest/vitest.mjs",
+            "run",
+            "--reporter=json",
+            "--outputFile=out.json",
+        ],
+        "{\"name\":\"q\",\"private\":true,\"type\":\"module\"}\n",
+    );
+}
