@@ -684,6 +684,7 @@ impl Reader {
         Line::Other
     }
 
+    #[inline]
     fn run<'r>(&'r mut self, line: RunLine<'r>, session: Option<&str>) -> Line<'r> {
         let at = match self.writers.get(self.last) {
             Some((name, _)) if *name == line.w => self.last,

@@ -40,9 +40,7 @@ pub(super) fn enabled() -> bool {
 /// the writer's shape; None to leave it to serde_json.
 pub(super) fn run_line(bytes: &[u8]) -> Option<RunLine<'_>> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut c = Cursor { text, at: 0 };
-    let line = c.run()?;
-    (c.at == bytes.len()).then_some(line)
+    Cursor { text, at: 0 }.run()
 }
 
 /// A position in the line being read.
@@ -51,74 +49,14 @@ struct Cursor<'a> {
     at: usize,
 }
 
-/// The fields of a run line, in the writer's order (which `Ord` follows).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Field {
-    Schema,
-    W,
-    I,
-    Id,
-    C,
-    R,
-    S,
-    At,
-    D,
-    O,
-    X,
-    End,
-    Codes,
-    Sm,
-    Why,
-    Ob,
-    Od,
-    Busy,
-    Cpu,
-    Strag,
-    Warn,
-    Tm,
-    Fs,
-    Topo,
-    Procs,
-    N,
-    Ab,
-    T,
-}
-
-impl Field {
-    fn of(key: &str) -> Option<Field> {
-        Some(match key {
-            "schema" => Field::Schema,
-            "w" => Field::W,
-            "i" => Field::I,
-            "id" => Field::Id,
-            "c" => Field::C,
-            "r" => Field::R,
-            "s" => Field::S,
-            "at" => Field::At,
-            "d" => Field::D,
-            "o" => Field::O,
-            "x" => Field::X,
-            "end" => Field::End,
-            "codes" => Field::Codes,
-            "sm" => Field::Sm,
-            "why" => Field::Why,
-            "ob" => Field::Ob,
-            "od" => Field::Od,
-            "busy" => Field::Busy,
-            "cpu" => Field::Cpu,
-            "strag" => Field::Strag,
-            "warn" => Field::Warn,
-            "tm" => Field::Tm,
-            "fs" => Field::Fs,
-            "topo" => Field::Topo,
-            "procs" => Field::Procs,
-            "n" => Field::N,
-            "ab" => Field::Ab,
-            "t" => Field::T,
-            _ => return None,
-        })
-    }
-}
+/// The fields of a run line, in the writer's order.
+const RUN_FIELDS: [&str; 28] = [
+    "schema", "w", "i", "id", "c", "r", "s", "at", "d", "o", "x", "end", "codes", "sm", "why",
+    "ob", "od", "busy", "cpu", "strag", "warn", "tm", "fs", "topo", "procs", "n", "ab", "t",
+];
+const TEST_FIELDS: [&str; 7] = ["k", "o", "rr", "re", "sig", "msg", "sm"];
+const CPU_FIELDS: [&str; 3] = ["window_s", "subject_s", "stress"];
+const STRESS_FIELDS: [&str; 4] = ["threads", "cpus", "cpu_s", "error"];
 
 impl<'a> Cursor<'a> {
     fn bytes(&self) -> &'a [u8] {
@@ -351,22 +289,22 @@ impl<'a> Cursor<'a> {
         serde_json::from_str(self.raw()?).ok()
     }
 
-    /// The members of an object in the order of `rank`: each key's rank
-    /// above the last one's (so no key twice), each read by `member`.
-    fn object<K: Ord + Copy>(
+    /// The members of an object whose keys are `fields` in order, some
+    /// left out: each member read by `member` with its key's place in
+    /// `fields`. A key is looked for after the last one only, so a key out
+    /// of order, twice or unknown declines the line.
+    fn object(
         &mut self,
-        rank: impl Fn(&str) -> Option<K>,
-        mut member: impl FnMut(&mut Self, K) -> Option<()>,
+        fields: &[&str],
+        mut member: impl FnMut(&mut Self, usize) -> Option<()>,
     ) -> Option<()> {
         self.eat(b'{')?;
-        let mut last: Option<K> = None;
+        let mut next = 0;
         loop {
-            let k = rank(self.key()?)?;
-            if last.is_some_and(|l| k <= l) {
-                return None;
-            }
-            last = Some(k);
-            member(self, k)?;
+            let key = self.key()?;
+            let at = next + fields.get(next..)?.iter().position(|f| *f == key)?;
+            next = at + 1;
+            member(self, at)?;
             if !self.more(b'}')? {
                 return Some(());
             }
@@ -384,12 +322,7 @@ impl<'a> Cursor<'a> {
             msg: None,
             sm: None,
         };
-        let rank = |key: &str| {
-            ["k", "o", "rr", "re", "sig", "msg", "sm"]
-                .iter()
-                .position(|f| *f == key)
-        };
-        self.object(rank, |c, at| {
+        self.object(&TEST_FIELDS, |c, at| {
             match at {
                 0 => k = Some(c.u32()?),
                 1 => o = Some(c.test_outcome()?),
@@ -408,12 +341,7 @@ impl<'a> Cursor<'a> {
 
     fn stress(&mut self) -> Option<StressCpu> {
         let (mut threads, mut cpus, mut cpu_s, mut error) = (None, None, None, None);
-        let rank = |key: &str| {
-            ["threads", "cpus", "cpu_s", "error"]
-                .iter()
-                .position(|f| *f == key)
-        };
-        self.object(rank, |c, at| {
+        self.object(&STRESS_FIELDS, |c, at| {
             match at {
                 0 => threads = Some(c.usize()?),
                 1 => cpus = Some(c.usize()?),
@@ -432,12 +360,7 @@ impl<'a> Cursor<'a> {
 
     fn cpu(&mut self) -> Option<RunCpu> {
         let (mut window_s, mut subject_s, mut stress) = (None, None, None);
-        let rank = |key: &str| {
-            ["window_s", "subject_s", "stress"]
-                .iter()
-                .position(|f| *f == key)
-        };
-        self.object(rank, |c, at| {
+        self.object(&CPU_FIELDS, |c, at| {
             match at {
                 0 => window_s = Some(c.f64()?),
                 1 => subject_s = Some(c.f64()?),
@@ -452,96 +375,80 @@ impl<'a> Cursor<'a> {
         })
     }
 
+    /// The whole line: a run object and nothing after it.
     fn run(&mut self) -> Option<RunLine<'a>> {
-        let mut line = RunLine {
-            schema: Cow::Borrowed(""),
-            w: Cow::Borrowed(""),
-            i: 0,
-            id: None,
-            c: 0,
-            r: 0,
-            s: 0,
-            at: Cow::Borrowed(""),
-            d: 0.0,
-            o: Outcome::Pass,
-            x: None,
-            end: None,
-            codes: None,
-            sm: None,
-            why: None,
-            ob: 0,
-            od: 0,
-            busy: None,
-            cpu: None,
-            strag: 0,
-            warn: Vec::new(),
-            tm: None,
-            fs: None,
-            topo: None,
-            procs: None,
-            n: 0,
-            ab: Vec::new(),
-            t: Vec::new(),
-        };
-        // The fields serde_json requires.
-        let mut required = 0u8;
-        self.object(Field::of, |c, f| {
+        let (mut schema, mut w, mut i, mut id, mut c_) = (None, None, None, None, None);
+        let (mut r, mut s, mut at, mut d, mut o) = (0, None, None, None, None);
+        let (mut x, mut end, mut codes, mut sm, mut why) = (None, None, None, None, None);
+        let (mut ob, mut od, mut busy, mut cpu, mut strag) = (0, 0, None, None, 0);
+        let (mut warn, mut tm, mut fs, mut topo, mut procs) = (Vec::new(), None, None, None, None);
+        let (mut n, mut ab, mut t) = (0, Vec::new(), Vec::new());
+        self.object(&RUN_FIELDS, |c, f| {
             match f {
-                Field::Schema => {
-                    line.schema = Cow::Borrowed(c.str()?);
-                    required |= 1;
-                }
-                Field::W => {
-                    line.w = Cow::Borrowed(c.str()?);
-                    required |= 2;
-                }
-                Field::I => {
-                    line.i = c.usize()?;
-                    required |= 4;
-                }
-                Field::Id => line.id = Some(Cow::Borrowed(c.str()?)),
-                Field::C => {
-                    line.c = c.u32()?;
-                    required |= 8;
-                }
-                Field::R => line.r = c.u32()?,
-                Field::S => {
-                    line.s = c.uint()?;
-                    required |= 16;
-                }
-                Field::At => {
-                    line.at = Cow::Borrowed(c.str()?);
-                    required |= 32;
-                }
-                Field::D => {
-                    line.d = c.f64()?;
-                    required |= 64;
-                }
-                Field::O => {
-                    line.o = c.outcome()?;
-                    required |= 128;
-                }
-                Field::X => line.x = Some(c.i32()?),
-                Field::End => line.end = Some(c.serde()?),
-                Field::Codes => line.codes = Some(c.serde()?),
-                Field::Sm => line.sm = Some(c.bool()?),
-                Field::Why => line.why = Some(c.str()?.to_string()),
-                Field::Ob => line.ob = c.uint()?,
-                Field::Od => line.od = c.uint()?,
-                Field::Busy => line.busy = Some(c.f64()?),
-                Field::Cpu => line.cpu = Some(Box::new(c.cpu()?)),
-                Field::Strag => line.strag = c.u32()?,
-                Field::Warn => line.warn = c.array(|c| c.str().map(str::to_string))?,
-                Field::Tm => line.tm = Some(c.str()?.to_string()),
-                Field::Fs => line.fs = Some(c.str()?.to_string()),
-                Field::Topo => line.topo = Some(Box::new(c.serde()?)),
-                Field::Procs => line.procs = Some(Box::new(c.serde()?)),
-                Field::N => line.n = c.u32()?,
-                Field::Ab => line.ab = c.array(Cursor::u32)?,
-                Field::T => line.t = c.array(Cursor::test_line)?,
+                0 => schema = Some(c.str()?),
+                1 => w = Some(c.str()?),
+                2 => i = Some(c.usize()?),
+                3 => id = Some(c.str()?),
+                4 => c_ = Some(c.u32()?),
+                5 => r = c.u32()?,
+                6 => s = Some(c.uint()?),
+                7 => at = Some(c.str()?),
+                8 => d = Some(c.f64()?),
+                9 => o = Some(c.outcome()?),
+                10 => x = Some(c.i32()?),
+                11 => end = Some(c.serde()?),
+                12 => codes = Some(c.serde()?),
+                13 => sm = Some(c.bool()?),
+                14 => why = Some(c.str()?.to_string()),
+                15 => ob = c.uint()?,
+                16 => od = c.uint()?,
+                17 => busy = Some(c.f64()?),
+                18 => cpu = Some(Box::new(c.cpu()?)),
+                19 => strag = c.u32()?,
+                20 => warn = c.array(|c| c.str().map(str::to_string))?,
+                21 => tm = Some(c.str()?.to_string()),
+                22 => fs = Some(c.str()?.to_string()),
+                23 => topo = Some(Box::new(c.serde()?)),
+                24 => procs = Some(Box::new(c.serde()?)),
+                25 => n = c.u32()?,
+                26 => ab = c.array(Cursor::u32)?,
+                _ => t = c.array(Cursor::test_line)?,
             }
             Some(())
         })?;
-        (required == u8::MAX).then_some(line)
+        if self.at != self.text.len() {
+            return None;
+        }
+        // The fields serde_json requires are there.
+        Some(RunLine {
+            schema: Cow::Borrowed(schema?),
+            w: Cow::Borrowed(w?),
+            i: i?,
+            id: id.map(Cow::Borrowed),
+            c: c_?,
+            r,
+            s: s?,
+            at: Cow::Borrowed(at?),
+            d: d?,
+            o: o?,
+            x,
+            end,
+            codes,
+            sm,
+            why,
+            ob,
+            od,
+            busy,
+            cpu,
+            strag,
+            warn,
+            tm,
+            fs,
+            topo,
+            procs,
+            n,
+            ab,
+            t,
+        })
     }
 }
