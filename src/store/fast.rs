@@ -49,14 +49,75 @@ struct Cursor<'a> {
     at: usize,
 }
 
-/// The fields of a run line, in the writer's order.
-const RUN_FIELDS: [&str; 28] = [
-    "schema", "w", "i", "id", "c", "r", "s", "at", "d", "o", "x", "end", "codes", "sm", "why",
-    "ob", "od", "busy", "cpu", "strag", "warn", "tm", "fs", "topo", "procs", "n", "ab", "t",
-];
-const TEST_FIELDS: [&str; 7] = ["k", "o", "rr", "re", "sig", "msg", "sm"];
-const CPU_FIELDS: [&str; 3] = ["window_s", "subject_s", "stress"];
-const STRESS_FIELDS: [&str; 4] = ["threads", "cpus", "cpu_s", "error"];
+/// The start every run line the writer writes has: schema and writer key.
+const PREFIX: &str = "{\"schema\":\"flakelab.run/2\",\"w\":";
+
+/// A run line's key's place in the writer's order.
+fn run_field(key: &str) -> Option<usize> {
+    Some(match key {
+        "schema" => 0,
+        "w" => 1,
+        "i" => 2,
+        "id" => 3,
+        "c" => 4,
+        "r" => 5,
+        "s" => 6,
+        "at" => 7,
+        "d" => 8,
+        "o" => 9,
+        "x" => 10,
+        "end" => 11,
+        "codes" => 12,
+        "sm" => 13,
+        "why" => 14,
+        "ob" => 15,
+        "od" => 16,
+        "busy" => 17,
+        "cpu" => 18,
+        "strag" => 19,
+        "warn" => 20,
+        "tm" => 21,
+        "fs" => 22,
+        "topo" => 23,
+        "procs" => 24,
+        "n" => 25,
+        "ab" => 26,
+        "t" => 27,
+        _ => return None,
+    })
+}
+
+fn test_field(key: &str) -> Option<usize> {
+    Some(match key {
+        "k" => 0,
+        "o" => 1,
+        "rr" => 2,
+        "re" => 3,
+        "sig" => 4,
+        "msg" => 5,
+        "sm" => 6,
+        _ => return None,
+    })
+}
+
+fn cpu_field(key: &str) -> Option<usize> {
+    Some(match key {
+        "window_s" => 0,
+        "subject_s" => 1,
+        "stress" => 2,
+        _ => return None,
+    })
+}
+
+fn stress_field(key: &str) -> Option<usize> {
+    Some(match key {
+        "threads" => 0,
+        "cpus" => 1,
+        "cpu_s" => 2,
+        "error" => 3,
+        _ => return None,
+    })
+}
 
 impl<'a> Cursor<'a> {
     fn bytes(&self) -> &'a [u8] {
@@ -289,22 +350,33 @@ impl<'a> Cursor<'a> {
         serde_json::from_str(self.raw()?).ok()
     }
 
-    /// The members of an object whose keys are `fields` in order, some
-    /// left out: each member read by `member` with its key's place in
-    /// `fields`. A key is looked for after the last one only, so a key out
-    /// of order, twice or unknown declines the line.
+    /// The members of an object in the order `rank` gives its keys, some
+    /// left out: each read by `member` with its key's rank. A key must rank
+    /// above the last one, so a key out of order, twice or unknown declines
+    /// the line.
     fn object(
         &mut self,
-        fields: &[&str],
-        mut member: impl FnMut(&mut Self, usize) -> Option<()>,
+        rank: impl Fn(&str) -> Option<usize>,
+        member: impl FnMut(&mut Self, usize) -> Option<()>,
     ) -> Option<()> {
         self.eat(b'{')?;
-        let mut next = 0;
+        self.members(None, rank, member)
+    }
+
+    /// The members after one of rank `last` (and its comma), to the `}`.
+    fn members(
+        &mut self,
+        mut last: Option<usize>,
+        rank: impl Fn(&str) -> Option<usize>,
+        mut member: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
         loop {
-            let key = self.key()?;
-            let at = next + fields.get(next..)?.iter().position(|f| *f == key)?;
-            next = at + 1;
-            member(self, at)?;
+            let k = rank(self.key()?)?;
+            if last.is_some_and(|l| k <= l) {
+                return None;
+            }
+            last = Some(k);
+            member(self, k)?;
             if !self.more(b'}')? {
                 return Some(());
             }
@@ -322,7 +394,7 @@ impl<'a> Cursor<'a> {
             msg: None,
             sm: None,
         };
-        self.object(&TEST_FIELDS, |c, at| {
+        self.object(test_field, |c, at| {
             match at {
                 0 => k = Some(c.u32()?),
                 1 => o = Some(c.test_outcome()?),
@@ -341,7 +413,7 @@ impl<'a> Cursor<'a> {
 
     fn stress(&mut self) -> Option<StressCpu> {
         let (mut threads, mut cpus, mut cpu_s, mut error) = (None, None, None, None);
-        self.object(&STRESS_FIELDS, |c, at| {
+        self.object(stress_field, |c, at| {
             match at {
                 0 => threads = Some(c.usize()?),
                 1 => cpus = Some(c.usize()?),
@@ -360,7 +432,7 @@ impl<'a> Cursor<'a> {
 
     fn cpu(&mut self) -> Option<RunCpu> {
         let (mut window_s, mut subject_s, mut stress) = (None, None, None);
-        self.object(&CPU_FIELDS, |c, at| {
+        self.object(cpu_field, |c, at| {
             match at {
                 0 => window_s = Some(c.f64()?),
                 1 => subject_s = Some(c.f64()?),
@@ -383,7 +455,11 @@ impl<'a> Cursor<'a> {
         let (mut ob, mut od, mut busy, mut cpu, mut strag) = (0, 0, None, None, 0);
         let (mut warn, mut tm, mut fs, mut topo, mut procs) = (Vec::new(), None, None, None, None);
         let (mut n, mut ab, mut t) = (0, Vec::new(), Vec::new());
-        self.object(&RUN_FIELDS, |c, f| {
+        // The writer's start, checked at once (the reader has checked it).
+        let known = self.text.starts_with(PREFIX);
+        let text = self.text;
+        let schema_known = known.then(|| &text[11..25]);
+        let mut member = |c: &mut Self, f| {
             match f {
                 0 => schema = Some(c.str()?),
                 1 => w = Some(c.str()?),
@@ -415,13 +491,22 @@ impl<'a> Cursor<'a> {
                 _ => t = c.array(Cursor::test_line)?,
             }
             Some(())
-        })?;
+        };
+        if known {
+            self.at = PREFIX.len();
+            member(self, 1)?;
+            if self.more(b'}')? {
+                self.members(Some(1), run_field, &mut member)?;
+            }
+        } else {
+            self.object(run_field, &mut member)?;
+        }
         if self.at != self.text.len() {
             return None;
         }
         // The fields serde_json requires are there.
         Some(RunLine {
-            schema: Cow::Borrowed(schema?),
+            schema: Cow::Borrowed(schema.or(schema_known)?),
             w: Cow::Borrowed(w?),
             i: i?,
             id: id.map(Cow::Borrowed),
