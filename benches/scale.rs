@@ -218,7 +218,11 @@ fn report_bench(flakelab: &str, runs: u32) {
         fold.cpu,
         if fold.cpu < 1.0 { "met" } else { "missed" },
         fold.rss_kb as f64 / 1024.0,
-        if fold.rss_kb < 256 * 1024 { "met" } else { "missed" }
+        if fold.rss_kb < 256 * 1024 {
+            "met"
+        } else {
+            "missed"
+        }
     );
 }
 

@@ -123,13 +123,16 @@ fn arb_test_line() -> impl Strategy<Value = TestLine> {
 fn arb_rare() -> impl Strategy<Value = (Option<RunTopology>, Option<ProcessCheck>)> {
     (
         proptest::option::of(
-            (any::<usize>(), any::<u32>(), proptest::option::of(arb_str())).prop_map(
-                |(group, copy, wc)| RunTopology {
+            (
+                any::<usize>(),
+                any::<u32>(),
+                proptest::option::of(arb_str()),
+            )
+                .prop_map(|(group, copy, wc)| RunTopology {
                     group,
                     copy,
                     working_copy: wc.map(PathBuf::from),
-                },
-            ),
+                }),
         ),
         proptest::option::of(
             (
@@ -158,7 +161,17 @@ fn arb_rare() -> impl Strategy<Value = (Option<RunTopology>, Option<ProcessCheck
     )
 }
 
-type Head = (String, usize, Option<String>, u32, u32, u64, String, f64, Outcome);
+type Head = (
+    String,
+    usize,
+    Option<String>,
+    u32,
+    u32,
+    u64,
+    String,
+    f64,
+    Outcome,
+);
 
 /// Any run line, serialized as the writer serializes it (the writer
 /// itself always sets either `x` or `end` with `codes`; the reading does
@@ -366,7 +379,10 @@ fn lines_serde_reads_but_the_writer_does_not_write_are_declined() {
         PLAIN.replace(r#""ob":6,"#, r#""ob":6,"why":null,"#),
         // Numbers in forms the writer does not use for the field.
         PLAIN.replace(r#""d":0.042251748"#, r#""d":4.2251748e-0002"#),
-        PLAIN.replace(r#""d":0.042251748"#, r#""d":0.0422517480000000000000000000000000"#),
+        PLAIN.replace(
+            r#""d":0.042251748"#,
+            r#""d":0.0422517480000000000000000000000000"#,
+        ),
     ];
     for line in &cases {
         assert_ne!(line, PLAIN);
