@@ -396,6 +396,8 @@ fn lines_serde_refuses_are_declined() {
     let cases = [
         PLAIN.replace(r#""i":1,"c":1,"#, r#""i":1,"i":2,"c":1,"#),
         PLAIN.replace(r#""o":"fail""#, r#""o":"failed""#),
+        // A control character JSON wants escaped.
+        PLAIN.replace("18:39:34", "18:39\u{1}34"),
         PLAIN.replace(r#""c":1,"#, r#""c":-1,"#),
         PLAIN.replace(r#""x":1"#, r#""x":-0"#),
         PLAIN.replace(r#""i":1,"#, r#""i":1.0,"#),
