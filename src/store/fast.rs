@@ -13,7 +13,9 @@
 //! (`end`, `codes`, `topo`, `procs`) are delimited here and handed to
 //! serde_json on their own. `fast_tests` checks the agreement by property.
 //!
-//! Pure: bytes in, a borrowed line out.
+//! Pure: bytes in, a borrowed line out; the one state is
+//! [`read_with_serde_only`], a process-wide switch the scale bench uses to
+//! measure the reader before this one in the same run.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
