@@ -3,12 +3,16 @@
 //! (a) A store of RUNS small runs (one million by default) in one session,
 //! written through `Store::append_run` from the records of a real
 //! `flakelab run` (so they follow the current format). Then
-//! `flakelab report --format json` on it — the fold, one run at a time —
-//! against today's former path measured in the same run: every run read
-//! into a `Vec` (`Store::runs_of`) and `report::reference::build`, in a
-//! child process of this bench. Wall time and maximum resident set size of
-//! each (`/usr/bin/time -v`), and their ratios; the two JSON documents must
-//! be identical.
+//! `flakelab report --format json` on it — the fold, one run at a time,
+//! each run line read by the hand-written reader (`store/fast.rs`) —
+//! against two references measured in the same run, each in a child
+//! process of this bench: the same `flakelab report` with every run line
+//! read by serde_json (the reader before the fast path), and the former
+//! path, every run read into a `Vec` (`Store::runs_of`) and
+//! `report::reference::build`. CPU time (user + system: the host is shared,
+//! wall time says little), wall time and maximum resident set size of each
+//! (`/usr/bin/time -v`), and their ratios; the three JSON documents must be
+//! identical.
 //!
 //! (b) `flakelab run -n PLANNED -p env=X=1 -- true` (one million planned
 //! runs by default) through the fake executor (every run passes at once,
@@ -25,6 +29,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use flakelab::record::{RunRecord, SessionRecord};
 use flakelab::store::Store;
 
@@ -85,6 +90,22 @@ fn reference(store: &Path, session: &str) {
     std::io::stdout()
         .write_all(text.as_bytes())
         .expect("stdout");
+}
+
+/// `flakelab report --format json` as the binary runs it, with every run
+/// line read by serde_json (the reader before the fast path).
+fn serde_lines(args: &[String]) -> i32 {
+    flakelab::store::read_with_serde_only();
+    let mut argv = vec!["flakelab".to_string(), "report".into(), "--format".into()];
+    argv.push("json".into());
+    argv.extend(args.iter().cloned());
+    match flakelab::app::run(flakelab::cli::Cli::parse_from(argv)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
 }
 
 /// The records of a real two-cell session of two runs, to copy from.
@@ -148,10 +169,24 @@ fn report_bench(flakelab: &str, runs: u32) {
         .arg(dir.path())
         .arg(&session.id);
     let fold = measured(&mut fold);
-    let mut old = Command::new(std::env::current_exe().expect("own path"));
+    let me = std::env::current_exe().expect("own path");
+    let mut serde = Command::new(&me);
+    serde
+        .args(["--serde-lines", "--store"])
+        .arg(&root)
+        .arg("-C")
+        .arg(dir.path())
+        .arg(&session.id);
+    let serde = measured(&mut serde);
+    let mut old = Command::new(&me);
     old.arg("--reference").arg(&root).arg(&session.id);
     let old = measured(&mut old);
     assert!(!fold.out.is_empty(), "flakelab report printed nothing");
+    assert_eq!(
+        String::from_utf8_lossy(&fold.out),
+        String::from_utf8_lossy(&serde.out),
+        "the fast and the serde_json run-line readers disagree"
+    );
     assert_eq!(
         String::from_utf8_lossy(&fold.out),
         String::from_utf8_lossy(&old.out),
@@ -165,13 +200,29 @@ fn report_bench(flakelab: &str, runs: u32) {
             m.rss_kb as f64 / 1024.0
         );
     };
-    line("flakelab report (fold):", &fold);
+    line("flakelab report (fast lines):", &fold);
+    line("flakelab report (serde lines):", &serde);
     line("every run held (reference):", &old);
+    let ratio = |name: &str, a: &Measure, b: &Measure| {
+        println!(
+            "    ratio {name:<24} {:6.2} wall, {:6.2} CPU, {:6.3} memory",
+            a.wall / b.wall,
+            a.cpu / b.cpu,
+            a.rss_kb as f64 / b.rss_kb as f64
+        );
+    };
+    ratio("fast / serde lines:", &fold, &serde);
+    ratio("fast / reference:", &fold, &old);
     println!(
-        "    ratio fold / reference:        {:6.2} wall, {:6.2} CPU, {:6.3} memory (targets: < 1 s, < 256 MB)",
-        fold.wall / old.wall,
-        fold.cpu / old.cpu,
-        fold.rss_kb as f64 / old.rss_kb as f64
+        "    targets: < 1 s (CPU {:.2} s: {}), < 256 MB ({:.1} MB: {})",
+        fold.cpu,
+        if fold.cpu < 1.0 { "met" } else { "missed" },
+        fold.rss_kb as f64 / 1024.0,
+        if fold.rss_kb < 256 * 1024 {
+            "met"
+        } else {
+            "missed"
+        }
     );
 }
 
@@ -273,6 +324,9 @@ fn main() {
     if raw.first().map(String::as_str) == Some("--reference") {
         reference(Path::new(&raw[1]), &raw[2]);
         return;
+    }
+    if raw.first().map(String::as_str) == Some("--serde-lines") {
+        std::process::exit(serde_lines(&raw[1..]));
     }
     let args: Vec<&String> = raw.iter().filter(|a| !a.starts_with('-')).collect();
     let runs: u32 = args

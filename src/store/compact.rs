@@ -208,7 +208,7 @@ pub(super) struct TestLine {
 ///
 /// Its schema and writer id are borrowed from the line being read: a run
 /// line decodes with no allocation of its own for them.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 pub(super) struct RunLine<'a> {
     #[serde(borrow)]
     pub(super) schema: Cow<'a, str>,
@@ -576,6 +576,14 @@ impl Reader {
     pub fn line<'r>(&'r mut self, bytes: &'r [u8], session: Option<&str>) -> Line<'r> {
         const RUN_PREFIX: &[u8] = b"{\"schema\":\"flakelab.run/2\",\"w\":";
         if bytes.starts_with(RUN_PREFIX) {
+            // The writer's own shape is read by hand; anything else, as
+            // every other line, by serde_json.
+            if let Some(line) = super::fast::enabled()
+                .then(|| super::fast::run_line(bytes))
+                .flatten()
+            {
+                return self.run(line, session);
+            }
             return match serde_json::from_slice::<RunLine>(bytes) {
                 Ok(line) => self.run(line, session),
                 Err(_) => Line::Unreadable,
@@ -676,6 +684,7 @@ impl Reader {
         Line::Other
     }
 
+    #[inline]
     fn run<'r>(&'r mut self, line: RunLine<'r>, session: Option<&str>) -> Line<'r> {
         let at = match self.writers.get(self.last) {
             Some((name, _)) if *name == line.w => self.last,

@@ -53,7 +53,7 @@ fn suite(n: usize) -> Vec<TestRecord> {
 
 /// A run as the engine records it: paths, argv and env carry its id, seed
 /// and index.
-fn run(index: usize, cell: &str, tests: Vec<TestRecord>) -> RunRecord {
+pub(super) fn run(index: usize, cell: &str, tests: Vec<TestRecord>) -> RunRecord {
     let id = format!("{SESSION}.{index:05}");
     let seed = 1_000_000 + index as u64 * 7919;
     let junit = format!("/tmp/p/.flakelab/junit/{SESSION}/{index:05}.xml");
@@ -425,7 +425,7 @@ fn arb_test() -> impl Strategy<Value = TestRecord> {
         })
 }
 
-fn arb_run() -> impl Strategy<Value = RunRecord> {
+pub(super) fn arb_run() -> impl Strategy<Value = RunRecord> {
     (
         0usize..40,
         proptest::collection::vec(arb_test(), 0..10),

@@ -14,12 +14,17 @@ mod bisect;
 pub mod compact;
 #[cfg(test)]
 mod compact_tests;
+mod fast;
+#[cfg(test)]
+mod fast_tests;
 pub mod history;
 mod runs;
 mod template;
 mod view;
 
 pub use bisect::{BISECTS_FILE, BISECT_DIR};
+#[doc(hidden)]
+pub use fast::read_with_serde_only;
 pub use runs::RunIter;
 pub use view::{RunView, TestView, Tests};
 

@@ -70,6 +70,7 @@ impl<'a> CompactRun<'a> {
     /// The run of `line`, when the line is consistent with its table:
     /// None for a line that cannot be decoded (an exception for an absent
     /// or unknown entry, ranges out of order, ends that contradict).
+    #[inline]
     pub(super) fn new(
         session: &'a str,
         table: &'a [Entry],
