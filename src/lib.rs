@@ -41,7 +41,6 @@ pub mod report;
 pub mod repro;
 pub mod scan;
 pub mod screen;
-pub mod screen_shard;
 pub mod session;
 pub mod shard;
 pub mod signature;

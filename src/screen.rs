@@ -13,6 +13,8 @@
 
 use std::path::Path;
 
+pub mod shard;
+
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::recipe::IdFrom;
@@ -321,7 +323,7 @@ pub struct ScreenRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chosen: Option<String>,
     /// The screen ran alone (`--screen-only`): its confirmations are to
-    /// come from the shards' parts (`crate::screen_shard`).
+    /// come from the shards' parts (`crate::screen::shard`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pending: bool,
     /// A pending record's candidates, in order: what every shard confirms
@@ -330,10 +332,10 @@ pub struct ScreenRecord {
     pub candidates: Vec<Candidate>,
     /// One shard's part of a sharded confirmation stage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub part: Option<crate::screen_shard::ScreenPart>,
+    pub part: Option<crate::screen::shard::ScreenPart>,
     /// A joined record's shards (never written: made on read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shards: Option<crate::screen_shard::ScreenShards>,
+    pub shards: Option<crate::screen::shard::ScreenShards>,
 }
 
 impl ScreenRecord {
@@ -405,7 +407,7 @@ pub struct DesignSummary {
     pub pending: bool,
     /// A sharded confirmation stage's shards, present and missing.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub shards: Option<crate::screen_shard::ScreenShards>,
+    pub shards: Option<crate::screen::shard::ScreenShards>,
 }
 
 /// The smallest N at which the fixed design (every cell N full runs, Holm

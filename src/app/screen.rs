@@ -285,7 +285,7 @@ fn other_plan(spec: &SessionSpec, session: &crate::record::SessionRecord) -> Opt
 
 /// `run --design screen --shard I/N`: confirms this shard's share of the
 /// candidates of a screen run alone (`--screen-only`) and recorded in the
-/// store: the cells `crate::screen_shard::cells_of` gives it, each cell's
+/// store: the cells `crate::screen::shard::cells_of` gives it, each cell's
 /// candidates together, under the screen's rule; writes its part.
 async fn confirm_shard(
     args: &RunArgs,
@@ -339,7 +339,7 @@ async fn confirm_shard(
             "start every shard with the screen's command, cells and seed (and the same flakelab)",
         ));
     }
-    let cells = crate::screen_shard::cells_of(&pending.candidates, shard.index, shard.total);
+    let cells = crate::screen::shard::cells_of(&pending.candidates, shard.index, shard.total);
     let (positions, mine): (Vec<u32>, Vec<Candidate>) = (pending.candidates.iter().enumerate())
         .filter(|(_, c)| cells.contains(&c.cell))
         .map(|(i, c)| (i as u32, c.clone()))
@@ -376,7 +376,7 @@ async fn confirm_shard(
         chosen: None,
         pending: false,
         candidates: Vec::new(),
-        part: Some(crate::screen_shard::ScreenPart {
+        part: Some(crate::screen::shard::ScreenPart {
             index: shard.index,
             total: shard.total,
             cells,

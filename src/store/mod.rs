@@ -118,7 +118,7 @@ impl Keyed for crate::scan::prove::ProveRecord {
 }
 
 /// A screened session's record, its pending screen and each shard's part
-/// are kept apart (`crate::screen_shard::join` joins them).
+/// are kept apart (`crate::screen::shard::join` joins them).
 impl Keyed for crate::screen::ScreenRecord {
     fn key(&self) -> Cow<'_, str> {
         self.key()
@@ -323,9 +323,9 @@ impl Store {
 
     /// The screen design's confirmations of `session`, if it was screened:
     /// a sharded confirmation stage's parts joined
-    /// (`crate::screen_shard::join`).
+    /// (`crate::screen::shard::join`).
     pub fn screen_of(&self, session: &str) -> Result<Option<crate::screen::ScreenRecord>> {
-        Ok(crate::screen_shard::join(self.screen_records_of(session)?))
+        Ok(crate::screen::shard::join(self.screen_records_of(session)?))
     }
 
     /// Every record `screens.jsonl` holds for `session`, in file order, as
