@@ -42,19 +42,34 @@ fn id(i: usize) -> String {
     format!("tests.test_suite::test_{i:04}")
 }
 
+/// `flakelab ARGS` in the lab, with Python allowed to write bytecode: pytest
+/// then caches its assertion rewrite of the generated suite (up to 3,000
+/// tests) at the first run instead of redoing it at every run of a search.
+/// The cache sits in the lab's `tests/__pycache__` and changes no outcome.
+fn flakelab(lab: &Lab, args: &[&str]) -> std::process::Output {
+    lab.cmd()
+        .env_remove("PYTHONDONTWRITEBYTECODE")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// One recorded run of the suite in file order; returns its run id.
 fn failing_run(lab: &Lab) -> String {
-    let out = lab.run(&[
-        "run",
-        "-n",
-        "1",
-        "--no-sham",
-        "--",
-        "python3",
-        "-m",
-        "pytest",
-        "tests",
-    ]);
+    let out = flakelab(
+        lab,
+        &[
+            "run",
+            "-n",
+            "1",
+            "--no-sham",
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "tests",
+        ],
+    );
     let runs = lab.runs();
     let run = runs
         .last()
@@ -70,7 +85,7 @@ fn failing_run(lab: &Lab) -> String {
 fn bisect(lab: &Lab, args: &[&str]) -> (i32, serde_json::Value, String) {
     let mut all = vec!["bisect", "--format", "json"];
     all.extend_from_slice(args);
-    let out = lab.run(&all);
+    let out = flakelab(lab, &all);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -126,6 +141,7 @@ fn one_polluter_in_3000(seed: u64) {
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(repro)
+        .env_remove("PYTHONDONTWRITEBYTECODE")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

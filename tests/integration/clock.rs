@@ -57,7 +57,8 @@ fn a_python_suite_that_sleeps_and_waits_passes_under_a_shifted_clock_as_at_basel
     let lab = Lab::new();
     copy_fixture(&lab, "pytest-clock");
     let started = now();
-    let (code, report) = shifted_a_year(&lab, "3");
+    // Two runs a cell: every run must pass (no rate is asserted).
+    let (code, report) = shifted_a_year(&lab, "2");
     assert_eq!(code, 0, "{report}");
     let cells = report["cells"].as_array().unwrap();
     let names: Vec<&str> = cells.iter().map(|c| c["name"].as_str().unwrap()).collect();
@@ -70,7 +71,7 @@ fn a_python_suite_that_sleeps_and_waits_passes_under_a_shifted_clock_as_at_basel
         assert_eq!(c["applied"], true, "{c}");
         assert_eq!(
             (c["k"].as_u64(), c["n"].as_u64()),
-            (Some(0), Some(3)),
+            (Some(0), Some(2)),
             "{c}"
         );
         assert_eq!(c["notes"].as_array().map(Vec::len), Some(0), "{c}");
@@ -79,7 +80,7 @@ fn a_python_suite_that_sleeps_and_waits_passes_under_a_shifted_clock_as_at_basel
         for t in tests {
             assert_eq!(
                 (t["k"].as_u64(), t["n"].as_u64()),
-                (Some(0), Some(3)),
+                (Some(0), Some(2)),
                 "{t}"
             );
         }
