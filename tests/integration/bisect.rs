@@ -208,6 +208,20 @@ fn a_brittle_tests_state_setter_is_found() {
         r["confirmation"],
         serde_json::json!({"k": 2, "with": 2, "alone": 2})
     );
+    // Every question's session records the runner's version (probed by the
+    // first, reused by the rest).
+    let sessions = std::fs::read_to_string(lab.store().join("sessions.jsonl")).unwrap();
+    let versions: Vec<serde_json::Value> = sessions
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["runner_version"].clone())
+        .collect();
+    assert!(versions.len() > 2, "{sessions}");
+    assert!(
+        versions
+            .iter()
+            .all(|v| v.as_str().is_some_and(|v| v.starts_with("pytest "))),
+        "{versions:?}"
+    );
     // The evidence of the run's session carries the stored result.
     let out = lab.run(&["evidence", "--format", "markdown"]);
     let md = String::from_utf8_lossy(&out.stdout);
