@@ -75,6 +75,14 @@ impl Steps<'_> {
             return Ok(None);
         };
         self.sessions.push(done.session.id.clone());
+        // Every question runs the same runner: its version line, probed by
+        // the first question's session, is recorded by the rest unasked.
+        if self.spec.known.is_none() {
+            self.spec.known = Some(session::Known {
+                cells: Default::default(),
+                runner_version: done.session.runner_version.clone(),
+            });
+        }
         let (runs, _) = done.runs(&spec.store)?;
         self.runs += runs.len() as u32;
         if done.interrupted || *self.stop.borrow() != Stop::Run {

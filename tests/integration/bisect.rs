@@ -42,19 +42,34 @@ fn id(i: usize) -> String {
     format!("tests.test_suite::test_{i:04}")
 }
 
+/// `flakelab ARGS` in the lab, with Python allowed to write bytecode: pytest
+/// then caches its assertion rewrite of the generated suite (up to 3,000
+/// tests) at the first run instead of redoing it at every run of a search.
+/// The cache sits in the lab's `tests/__pycache__` and changes no outcome.
+fn flakelab(lab: &Lab, args: &[&str]) -> std::process::Output {
+    lab.cmd()
+        .env_remove("PYTHONDONTWRITEBYTECODE")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// One recorded run of the suite in file order; returns its run id.
 fn failing_run(lab: &Lab) -> String {
-    let out = lab.run(&[
-        "run",
-        "-n",
-        "1",
-        "--no-sham",
-        "--",
-        "python3",
-        "-m",
-        "pytest",
-        "tests",
-    ]);
+    let out = flakelab(
+        lab,
+        &[
+            "run",
+            "-n",
+            "1",
+            "--no-sham",
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "tests",
+        ],
+    );
     let runs = lab.runs();
     let run = runs
         .last()
@@ -70,7 +85,7 @@ fn failing_run(lab: &Lab) -> String {
 fn bisect(lab: &Lab, args: &[&str]) -> (i32, serde_json::Value, String) {
     let mut all = vec!["bisect", "--format", "json"];
     all.extend_from_slice(args);
-    let out = lab.run(&all);
+    let out = flakelab(lab, &all);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -126,6 +141,7 @@ fn one_polluter_in_3000(seed: u64) {
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(repro)
+        .env_remove("PYTHONDONTWRITEBYTECODE")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -153,8 +169,11 @@ fn bisect_finds_two_polluters_that_only_fail_the_victim_together() {
         return;
     }
     let lab = Lab::new();
-    let (a, b, victim) = (37, 211, 380);
-    write_suite(&lab, 400, |i| {
+    // The polluters sit in different halves of the victim's 60
+    // predecessors, so no half alone fails it: ddmin must go on to finer
+    // chunks and complements (40 bisection runs here; 60 among 380).
+    let (a, b, victim) = (7, 41, 60);
+    write_suite(&lab, 64, |i| {
         (i == a || i == b)
             .then(|| "    STATE['dirty'] += 1".to_string())
             .or_else(|| (i == victim).then(|| "    assert STATE['dirty'] < 2".into()))
@@ -163,7 +182,7 @@ fn bisect_finds_two_polluters_that_only_fail_the_victim_together() {
     let (code, r, stderr) = bisect(&lab, &[&run, "--no-cleaners", "--confirm", "1"]);
     assert_eq!(code, 1, "{r} {stderr}");
     assert_eq!(strings(&r["polluters"]), [id(a), id(b)]);
-    eprintln!("two polluters among 380: {} runs", r["search_runs"]);
+    eprintln!("two polluters among {victim}: {} runs", r["search_runs"]);
 }
 
 #[test]
@@ -188,6 +207,20 @@ fn a_brittle_tests_state_setter_is_found() {
     assert_eq!(
         r["confirmation"],
         serde_json::json!({"k": 2, "with": 2, "alone": 2})
+    );
+    // Every question's session records the runner's version (probed by the
+    // first, reused by the rest).
+    let sessions = std::fs::read_to_string(lab.store().join("sessions.jsonl")).unwrap();
+    let versions: Vec<serde_json::Value> = sessions
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["runner_version"].clone())
+        .collect();
+    assert!(versions.len() > 2, "{sessions}");
+    assert!(
+        versions
+            .iter()
+            .all(|v| v.as_str().is_some_and(|v| v.starts_with("pytest "))),
+        "{versions:?}"
     );
     // The evidence of the run's session carries the stored result.
     let out = lab.run(&["evidence", "--format", "markdown"]);

@@ -57,7 +57,8 @@ fn a_python_suite_that_sleeps_and_waits_passes_under_a_shifted_clock_as_at_basel
     let lab = Lab::new();
     copy_fixture(&lab, "pytest-clock");
     let started = now();
-    let (code, report) = shifted_a_year(&lab, "3");
+    // Two runs a cell: every run must pass (no rate is asserted).
+    let (code, report) = shifted_a_year(&lab, "2");
     assert_eq!(code, 0, "{report}");
     let cells = report["cells"].as_array().unwrap();
     let names: Vec<&str> = cells.iter().map(|c| c["name"].as_str().unwrap()).collect();
@@ -70,7 +71,7 @@ fn a_python_suite_that_sleeps_and_waits_passes_under_a_shifted_clock_as_at_basel
         assert_eq!(c["applied"], true, "{c}");
         assert_eq!(
             (c["k"].as_u64(), c["n"].as_u64()),
-            (Some(0), Some(3)),
+            (Some(0), Some(2)),
             "{c}"
         );
         assert_eq!(c["notes"].as_array().map(Vec::len), Some(0), "{c}");
@@ -79,7 +80,7 @@ fn a_python_suite_that_sleeps_and_waits_passes_under_a_shifted_clock_as_at_basel
         for t in tests {
             assert_eq!(
                 (t["k"].as_u64(), t["n"].as_u64()),
-                (Some(0), Some(3)),
+                (Some(0), Some(2)),
                 "{t}"
             );
         }
@@ -127,12 +128,14 @@ fn the_libfaketime_options_flakelab_used_to_set_make_time_sleep_fail_and_the_cel
         ),
     )
     .unwrap();
-    let (code, report) = shifted_a_year(&lab, "6");
+    // 5 runs a cell: 5 of 5 against 0 of 5 is p = 0.0079, below 0.05 after
+    // Holm across the shifted cell and its sham.
+    let (code, report) = shifted_a_year(&lab, "5");
     assert_eq!(code, 1, "{report}");
     let c = cell(&report, "faketime=+365d");
     assert_eq!(
         (c["k"].as_u64(), c["n"].as_u64()),
-        (Some(6), Some(6)),
+        (Some(5), Some(5)),
         "{c}"
     );
     assert_eq!(c["vs_baseline"]["differs"], true, "{c}");
@@ -147,10 +150,10 @@ fn the_libfaketime_options_flakelab_used_to_set_make_time_sleep_fail_and_the_cel
     let tests = c["tests"].as_array().unwrap();
     for t in tests {
         let sleeps = t["id"] == "test_waits::test_time_sleep_returns_and_monotonic_time_advances";
-        let k = if sleeps { 6 } else { 0 };
+        let k = if sleeps { 5 } else { 0 };
         assert_eq!(
             (t["k"].as_u64(), t["n"].as_u64()),
-            (Some(k), Some(6)),
+            (Some(k), Some(5)),
             "{t}"
         );
         if sleeps {
@@ -167,7 +170,7 @@ fn the_libfaketime_options_flakelab_used_to_set_make_time_sleep_fail_and_the_cel
     let sham = cell(&report, "faketime=+0");
     assert_eq!(
         (sham["k"].as_u64(), sham["n"].as_u64()),
-        (Some(6), Some(6)),
+        (Some(5), Some(5)),
         "{sham}"
     );
     for run in lab.runs().iter().filter(|r| r["cell"] != "baseline") {

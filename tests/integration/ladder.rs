@@ -62,16 +62,26 @@ fn rung(json: &serde_json::Value, n: u64) -> &serde_json::Value {
         .unwrap()
 }
 
-fn table(lab: &Lab, env: &[(&str, &Path)], args: &[&str]) -> String {
+/// `flakelab ladder ARGS` (the table), and the ladder it stored: the same
+/// record `--format json` prints (one climb, both views, instead of
+/// climbing the ladder twice).
+fn table_and_record(lab: &Lab, args: &[&str]) -> (Output, String, serde_json::Value) {
     let mut all = vec!["ladder"];
     all.extend_from_slice(args);
-    let out = lab
-        .cmd()
-        .envs(env.iter().copied())
-        .args(&all)
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap()
+    let out = lab.cmd().args(&all).output().unwrap();
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    let (ladders, _) = flakelab::store::Store::at(&lab.store())
+        .load_ladders()
+        .expect("the store reads");
+    let [ladder] = &ladders[..] else {
+        panic!("one ladder stored, not {}: {text}", ladders.len())
+    };
+    let json = serde_json::to_value(ladder).unwrap();
+    assert!(
+        text.contains(ladder.id.as_str()),
+        "the table is the stored ladder's: {text}"
+    );
+    (out, text, json)
 }
 
 #[test]
@@ -96,7 +106,7 @@ fn a_zone_dependent_test_reproduces_alone_at_rung_1() {
         "pytest",
         "tests/test_zone.py",
     ];
-    let (out, json) = ladder(&lab, &[], &args);
+    let (out, text, json) = table_and_record(&lab, &args);
     assert_eq!(out.status.code(), Some(1), "{json}");
     assert_eq!(json["schema"], "flakelab.ladder/1");
     assert_eq!(json["reproduced_at"], 1);
@@ -120,7 +130,6 @@ fn a_zone_dependent_test_reproduces_alone_at_rung_1() {
     );
     assert!(!argv.contains(&"tests/test_zone.py"), "{argv:?}");
     assert!(shape(&json)[1..].iter().all(|r| r.1 == "not_run"), "{json}");
-    let text = table(&lab, &[], &args);
     assert!(
         text.contains("Reproduced at rung 1 (alone): the failure needs no concurrency"),
         "{text}"
@@ -147,7 +156,7 @@ fn an_order_dependent_pair_reproduces_with_its_neighbours_not_alone() {
         "pytest",
         "tests/test_order.py",
     ];
-    let (out, json) = ladder(&lab, &[], &args);
+    let (out, text, json) = table_and_record(&lab, &args);
     assert_eq!(out.status.code(), Some(1), "{json}");
     assert_eq!(json["reproduced_at"], 2);
     let s = shape(&json);
@@ -161,7 +170,6 @@ fn an_order_dependent_pair_reproduces_with_its_neighbours_not_alone() {
         "{json}"
     );
     assert_eq!(c["verdict"], "deterministic");
-    let text = table(&lab, &[], &args);
     assert!(
         text.contains("Reproduced at rung 2 (neighbours): tests interfere when scheduled together"),
         "{text}"
