@@ -3,8 +3,12 @@
 //! and made it fail. This module names that command on each such row,
 //! from the row's first failing run (whose report holds the order the
 //! runner used); renderers show it, the JSON carries it as `bisect`.
+//! A ladder hands over the same way ([`ladder_bisect`]) when the rung that
+//! reproduced shows order: its cell shuffles, or the test failed beside
+//! its neighbours in one process after passing alone.
 
 use super::Report;
+use crate::record::{LadderRecord, RungStatus};
 
 /// Whether a cell's perturbations shuffle the test order.
 fn shuffles(perturbations: &[String]) -> bool {
@@ -22,6 +26,31 @@ pub fn bisect_command(run: &str, test: &str) -> String {
         "--test".to_string(),
         test.to_string(),
     ])
+}
+
+/// `flakelab bisect RUN [--test ID]` for a ladder whose reproduction shows
+/// order, from its first reproducing run; `None` otherwise. Order is shown
+/// when the ladder's cell shuffles, or when the rung that reproduced ran
+/// one process with the test's neighbours (`neighbours`) and the test ran
+/// alone at a lower rung without reproducing. A rung of several processes
+/// points at a shared host resource, not at what ran before the test.
+pub fn ladder_bisect(ladder: &LadderRecord) -> Option<String> {
+    let at = ladder.reproduced_at?;
+    let rung = ladder.rungs.iter().find(|r| r.rung == at)?;
+    let (run, _) = rung.first_reproduction.as_ref()?;
+    if rung.processes > 1 {
+        return None;
+    }
+    let shuffled = ladder.cell.split('+').any(|p| shuffles(&[p.to_string()]));
+    let clean_alone = (ladder.rungs.iter())
+        .any(|r| r.rung < at && r.name == "alone" && r.status == RungStatus::Clean);
+    if !shuffled && !(rung.name == "neighbours" && clean_alone) {
+        return None;
+    }
+    Some(match &ladder.test {
+        Some(test) => bisect_command(run, test),
+        None => crate::repro::join(&["flakelab".into(), "bisect".into(), run.to_string()]),
+    })
 }
 
 /// Sets `bisect` on every row of a shuffle cell that differs from the

@@ -126,6 +126,12 @@ pub fn render_table(ladder: &LadderRecord) -> String {
                 if let Some(note) = crate::ladder::reproduction_note(ladder, r) {
                     let _ = writeln!(out, "  note: {note}");
                 }
+                if let Some(bisect) = super::handover::ladder_bisect(ladder) {
+                    let _ = writeln!(
+                        out,
+                        "order-dependent: find what ran before it and made it fail:\n  {bisect}"
+                    );
+                }
             }
             if let Some(c) = &r.confirmation {
                 let what = match c.verdict.as_str() {
@@ -211,9 +217,17 @@ pub fn render_table(ladder: &LadderRecord) -> String {
     out
 }
 
-/// Renders the ladder as one JSON document (schema `flakelab.ladder/1`).
+/// Renders the ladder as one JSON document (schema `flakelab.ladder/1`),
+/// with `bisect` (the command that continues an order finding, or null).
 pub fn render_json(ladder: &LadderRecord) -> String {
-    let mut text = serde_json::to_string_pretty(ladder).unwrap_or_else(|e| {
+    let rendered = serde_json::to_value(ladder).and_then(|mut value| {
+        if let Some(object) = value.as_object_mut() {
+            let bisect = super::handover::ladder_bisect(ladder);
+            object.insert("bisect".into(), serde_json::json!(bisect));
+        }
+        serde_json::to_string_pretty(&value)
+    });
+    let mut text = rendered.unwrap_or_else(|e| {
         format!("{{\"schema\":\"flakelab.ladder/1\",\"error\":\"cannot render: {e}\"}}")
     });
     text.push('\n');
@@ -333,5 +347,53 @@ mod tests {
         assert_eq!(json["rungs"][0]["status"], "clean");
         assert_eq!(json["rungs"][0]["n"], 5);
         assert!(json["reproduced_at"].is_null());
+    }
+
+    #[test]
+    fn an_order_finding_hands_over_to_bisect_and_a_host_collision_does_not() {
+        let named = |n: u8, name: &str, status: RungStatus, k: u64| RungResult {
+            name: name.into(),
+            ..rung(n, status, k)
+        };
+        let want = "flakelab bisect s.00001 --test 't.py::test_x[a b]'";
+        // Fails beside its neighbours in one process, passed alone.
+        let mut l = ladder(
+            vec![
+                named(1, "alone", RungStatus::Clean, 0),
+                named(2, "neighbours", RungStatus::Reproduced, 3),
+            ],
+            Some(2),
+        );
+        l.test = Some("t.py::test_x[a b]".into());
+        let text = render_table(&l);
+        assert!(
+            text.contains(&format!(
+                "order-dependent: find what ran before it and made it fail:\n  {want}"
+            )),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render_json(&l)).unwrap();
+        assert_eq!(json["bisect"], want);
+        // Climbed from rung 2: nothing says it passes alone, so no claim of order.
+        l.rungs.remove(0);
+        assert_eq!(crate::report::handover::ladder_bisect(&l), None);
+        // ...unless the cell shuffles; without --test, bisect finds the victim.
+        l.cell = "tz=UTC+shuffle".into();
+        l.test = None;
+        assert_eq!(
+            crate::report::handover::ladder_bisect(&l).as_deref(),
+            Some("flakelab bisect s.00001")
+        );
+        // Several processes at once: a host resource, not order.
+        let mut parallel = named(3, "processes", RungStatus::Reproduced, 2);
+        parallel.processes = 4;
+        let l = ladder(
+            vec![named(1, "alone", RungStatus::Clean, 0), parallel],
+            Some(3),
+        );
+        assert_eq!(crate::report::handover::ladder_bisect(&l), None);
+        let json: serde_json::Value = serde_json::from_str(&render_json(&l)).unwrap();
+        assert!(json["bisect"].is_null(), "{json}");
+        assert!(!render_table(&l).contains("flakelab bisect"));
     }
 }

@@ -175,6 +175,39 @@ fn an_order_dependent_pair_reproduces_with_its_neighbours_not_alone() {
         "{text}"
     );
     assert!(text.contains("0 of 3 — rate < 0.632"), "{text}");
+    // It hands over to bisect from its first reproducing run, and the
+    // command it prints finds the polluter.
+    let first = rung(&json, 2)["first_reproduction"][0].as_str().unwrap();
+    let bisect =
+        format!("flakelab bisect {first} --test tests/test_order.py::test_default_currency");
+    assert!(
+        text.contains(&format!(
+            "order-dependent: find what ran before it and made it fail:\n  {bisect}"
+        )),
+        "{text}"
+    );
+    let out = (lab.cmd())
+        .args([
+            "bisect",
+            first,
+            "--test",
+            "tests/test_order.py::test_default_currency",
+        ])
+        .args(["--confirm", "1", "--no-cleaners"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    // Bisect names tests as the runner's report does; its repro line as
+    // the runner selects them.
+    assert!(
+        said.lines()
+            .any(|l| l == "polluter: tests.test_order::test_switch_currency")
+            && said.contains(
+                "-p no:randomly tests/test_order.py::test_switch_currency tests/test_order.py::test_default_currency"
+            ),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
