@@ -44,7 +44,8 @@ pub fn ladder_bisect(ladder: &LadderRecord) -> Option<String> {
     let shuffled = ladder.cell.split('+').any(|p| shuffles(&[p.to_string()]));
     let clean_alone = (ladder.rungs.iter())
         .any(|r| r.rung < at && r.name == "alone" && r.status == RungStatus::Clean);
-    if !shuffled && !(rung.name == "neighbours" && clean_alone) {
+    let beside_neighbours = rung.name == "neighbours" && clean_alone;
+    if !(shuffled || beside_neighbours) {
         return None;
     }
     Some(match &ladder.test {
