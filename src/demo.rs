@@ -10,7 +10,7 @@
 //! | `clock::licence_not_expired` | the clock reads past the fixture's expiry date (set 180 days ahead when the demo is created) |
 //! | `net::exchange_rates_route` | no route to a public address (needs the network) |
 //! | `net::loopback_echo` | never: a loopback round trip (a control for the network cell) |
-//! | `load::worker_meets_deadline` | the worker's wall time exceeds 1.5 times its CPU time (a deadline sized for an idle machine) |
+//! | `load::worker_meets_deadline` | busy threads run beside it in its harness for its whole run (a deadline that assumes a CPU to itself; run by hand, its wall time exceeds 1.5 times its CPU time) |
 //! | `shared::exclusive_cache_lock` | another run holds the project's cache lock (two runs at once in one directory) |
 //! | `state::invoice_in_dollars` | it runs after `state::sets_euro_default`, which leaves a process-wide currency set (order dependence) |
 //! | `export::writes_daily_report` | `export::writes_weekly_report` runs beside it on another worker: both write the project's `report.csv` |
@@ -45,7 +45,7 @@ flakelab demo: what each cell flips in the bundled suite
   tz-*             zone::report_header_is_utc   (assumes the host runs in UTC)
   clock-next-year  clock::licence_not_expired   (a fixture that expires in 180 days)
   no-network       net::exchange_rates_route    (needs a route out; net::loopback_echo keeps passing)
-  cpu-stress-2x    load::worker_meets_deadline  (a deadline sized for an idle machine)
+  cpu-stress-2x    load::worker_meets_deadline  (a deadline that assumes a CPU to itself)
   shuffled-order   state::invoice_in_dollars    (in the runs whose seed puts state::sets_euro_default first: 9 of the default seed's first 10)
   workers-2x       export::writes_daily_report  (export::writes_weekly_report overwrites report.csv from the other worker)
   locale-posix     nothing: no planted locale bug, so it reads 0 of N with its bound
@@ -419,8 +419,75 @@ fn loopback_echo(_: &Ctx) -> Result<(), String> {
 }
 
 fn worker_meets_deadline(_: &Ctx) -> Result<(), String> {
-    // The deadline is 1.5 times the CPU time the work needs: ample on an
-    // idle machine, missed when busy threads take more than a third of the CPU.
+    // The deadline assumes the worker has a CPU to itself. Timing itself
+    // would make any busy host miss it at baseline too, so under a harness
+    // the test looks instead for what takes the CPU from it: threads of its
+    // harness (the nearest `flakelab` process above it) that stay runnable
+    // in every one of 20 looks 10 ms apart. `cpu-stress` runs exactly such
+    // threads inside the harness for the whole run; at baseline the harness
+    // only waits for its child. Without a harness above it (the suite run
+    // by hand) it times a worker: wall time over 1.5 times its CPU time.
+    match harness_pid() {
+        Some(harness) => {
+            let mut busy = runnable_threads(harness);
+            for _ in 0..19 {
+                std::thread::sleep(Duration::from_millis(10));
+                let now = runnable_threads(harness);
+                busy.retain(|tid| now.contains(tid));
+            }
+            if busy.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "deadline missed: {} busy thread(s) of the harness ran beside the worker",
+                    busy.len()
+                ))
+            }
+        }
+        None => timed_worker(),
+    }
+}
+
+/// The fields of `/proc/PID/stat` (or a task's) after the command name.
+fn stat_fields(path: &str) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let (_, rest) = text.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// The nearest ancestor whose command is `flakelab`, if any.
+fn harness_pid() -> Option<u32> {
+    let mut pid = std::os::unix::process::parent_id();
+    while pid > 1 {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        if comm.trim() == "flakelab" {
+            return Some(pid);
+        }
+        pid = stat_fields(&format!("/proc/{pid}/stat"))?
+            .get(1)?
+            .parse()
+            .ok()?;
+    }
+    None
+}
+
+/// The thread ids of `pid` that are runnable (state `R`) right now.
+fn runnable_threads(pid: u32) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .map(|t| t.file_name().to_string_lossy().into_owned())
+        .filter(|tid| {
+            stat_fields(&format!("/proc/{pid}/task/{tid}/stat"))
+                .is_some_and(|f| f.first().is_some_and(|s| s == "R"))
+        })
+        .collect()
+}
+
+/// 50 ms of one thread's CPU time against a deadline of 1.5 times that.
+fn timed_worker() -> Result<(), String> {
     // The work is 50 ms of this thread's CPU time (whatever the build or the
     // machine), long enough for the scheduler to share the CPU out fairly.
     let worker = std::thread::spawn(|| {

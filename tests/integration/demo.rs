@@ -1,6 +1,7 @@
 //! `flakelab demo` end to end: every cell of the standard matrix runs on the
 //! bundled suite, and each flips its planted test, read per test from the
-//! suite's JUnit report (so the load-sensitive plant cannot blur the others).
+//! suite's JUnit report. The load plant looks for busy threads beside it
+//! rather than timing itself, so the host's load cannot fail the baseline.
 
 use super::{cell, Lab};
 
@@ -40,6 +41,7 @@ fn demo_runs_every_cell_and_each_flips_its_planted_test() {
         ("no-network", "net::exchange_rates_route", 2),
         ("shuffled-order", "state::invoice_in_dollars", 1),
         ("workers-2x", "export::writes_daily_report", 2),
+        ("cpu-stress-2x", "load::worker_meets_deadline", 2),
     ];
     for (cell_name, id, k) in planted {
         assert_eq!(test_k(&report, cell_name, id), (k, 2), "{cell_name} {id}");
@@ -52,6 +54,7 @@ fn demo_runs_every_cell_and_each_flips_its_planted_test() {
         ("workers-2x", "export::writes_weekly_report"),
         ("shuffled-order", "state::sets_euro_default"),
         ("workers-2x", "state::invoice_in_dollars"),
+        ("cpu-stress=0", "load::worker_meets_deadline"),
     ] {
         assert_eq!(test_k(&report, cell_name, id), (0, 2), "{cell_name} {id}");
     }
