@@ -6,8 +6,8 @@
 //! zone-dependent test. CTest runs every test in its own process and its
 //! `--schedule-random` has no seed: that cell is refused.
 
-use super::runner_kit::{self, KIRITIMATI};
-use super::{capable, cell, sh_ok, Lab};
+use super::runner_kit;
+use super::{capable, sh_ok, Lab};
 
 const ZONE: &str = "invoice_day_is_the_utc_day::invoice_day_is_the_utc_day";
 const COMMAND: &[&str] = &["ctest", "--test-dir", "build"];
@@ -42,39 +42,17 @@ fn ctest_workers_collide_and_the_zone_test_differs_alone() {
     let Some(lab) = ctest_lab() else {
         return;
     };
-    let mut args = vec!["-n", "2", "-p", "workers=2x", "-p", KIRITIMATI, "--"];
-    args.extend_from_slice(COMMAND);
-    let (_, report) = lab.run_json(&args);
-    assert_eq!(report["runner"], "ctest", "{report}");
-    runner_kit::only_the_zone_test_differs(&report, 2, ZONE, 5, true);
-    let workers = cell(&report, "workers=2x");
-    assert_eq!(
-        (workers["n"].as_u64(), workers["k"].as_u64()),
-        (Some(2), Some(2)),
-        "{workers}"
+    runner_kit::workers_collide_and_the_zone_test_differs(
+        &lab,
+        &runner_kit::Collision {
+            runner: "ctest",
+            command: COMMAND,
+            zone: (ZONE, 5),
+            workers_argv: &["--parallel", "2"],
+            pair: ["db_orders::db_orders", "db_stock::db_stock"],
+            replay_exit: 8,
+        },
     );
-    let runs = lab.runs();
-    for r in runner_kit::runs_of(&runs, "workers=2x") {
-        assert_eq!(r["workers"].as_u64(), Some(2), "{r}");
-        let argv = super::run_argv(r);
-        assert!(
-            argv.ends_with(&["--parallel".into(), "2".into()]),
-            "{argv:?}"
-        );
-        let failed = runner_kit::failed_in(r);
-        assert!(
-            failed == ["db_orders::db_orders"] || failed == ["db_stock::db_stock"],
-            "{r}"
-        );
-        assert!(
-            r["tests"]
-                .to_string()
-                .contains("locked by another test process"),
-            "{r}"
-        );
-    }
-    let failing = runner_kit::runs_of(&runs, "workers=2x")[0];
-    assert_eq!(runner_kit::replay(failing), Some(8), "{}", failing["repro"]);
 }
 
 /// `-R '^name$'` runs one test; `--schedule-random` is refused: it takes no

@@ -2,7 +2,8 @@
 //! (`runner_php`, `runner_ctest`, `runner_mocha`, `runner_playwright`): the
 //! per-test rows of a combined session (one session per runner keeps them
 //! cheap), the zone-dependent test that exactly differs, one test selected
-//! alone, and a runner's usage error or empty run recorded as an error.
+//! alone, a workers cell that collides a pair, and a runner's usage error
+//! or empty run recorded as an error.
 
 use super::{cell, Lab};
 
@@ -181,4 +182,55 @@ pub fn refused(lab: &Lab, perturbation: &str, command: &[&str], reason: &str) {
     detect.extend_from_slice(command);
     let text = String::from_utf8(lab.run(&detect).stdout).unwrap();
     assert!(text.contains(reason), "{text}");
+}
+
+/// What one runner's workers-and-zone session must show.
+pub struct Collision<'a> {
+    /// The recipe's name, as the report gives it.
+    pub runner: &'a str,
+    /// The test command.
+    pub command: &'a [&'a str],
+    /// The zone-dependent test's report id, and how many tests the suite has.
+    pub zone: (&'a str, usize),
+    /// How the workers cell's argv ends (the recipe's workers option).
+    pub workers_argv: &'a [&'a str],
+    /// The two tests that share one resource: exactly one fails per run.
+    pub pair: [&'a str; 2],
+    /// The failing run's repro line exits with this.
+    pub replay_exit: i32,
+}
+
+/// One session of two runs a cell: `workers=2x` collides the pair in every
+/// run (exactly one of them fails, proof that two tests ran at once, with
+/// the fixture's `locked by another test process`), and Kiritimati flips
+/// exactly the zone test; a failing run's repro line fails the same way.
+pub fn workers_collide_and_the_zone_test_differs(lab: &Lab, c: &Collision) {
+    let mut args = vec!["-n", "2", "-p", "workers=2x", "-p", KIRITIMATI, "--"];
+    args.extend_from_slice(c.command);
+    let (_, report) = lab.run_json(&args);
+    assert_eq!(report["runner"], c.runner, "{report}");
+    only_the_zone_test_differs(&report, 2, c.zone.0, c.zone.1, true);
+    let workers = cell(&report, "workers=2x");
+    assert_eq!(
+        (workers["n"].as_u64(), workers["k"].as_u64()),
+        (Some(2), Some(2)),
+        "{workers}"
+    );
+    let runs = lab.runs();
+    let tail: Vec<String> = c.workers_argv.iter().map(|a| a.to_string()).collect();
+    for r in runs_of(&runs, "workers=2x") {
+        assert_eq!(r["workers"].as_u64(), Some(2), "{r}");
+        let argv = super::run_argv(r);
+        assert!(argv.ends_with(&tail), "{argv:?}");
+        let failed = failed_in(r);
+        assert!(failed == [c.pair[0]] || failed == [c.pair[1]], "{r}");
+        assert!(
+            r["tests"]
+                .to_string()
+                .contains("locked by another test process"),
+            "{r}"
+        );
+    }
+    let failing = runs_of(&runs, "workers=2x")[0];
+    assert_eq!(replay(failing), Some(c.replay_exit), "{}", failing["repro"]);
 }

@@ -7,8 +7,8 @@
 //! mocha's built-in xunit reporter. Mocha has no random order: the shuffle
 //! cell is refused with the recipe's reason.
 
-use super::runner_kit::{self, KIRITIMATI};
-use super::{cell, Lab};
+use super::runner_kit;
+use super::Lab;
 
 const ZONE: &str = "invoice::is dated on the UTC day";
 const COMMAND: &[&str] = &["npx", "mocha"];
@@ -25,40 +25,18 @@ fn mocha_workers_collide_and_the_zone_test_differs_alone() {
     let Some(lab) = mocha_lab() else {
         return;
     };
-    let mut args = vec!["-n", "2", "-p", "workers=2x", "-p", KIRITIMATI, "--"];
-    args.extend_from_slice(COMMAND);
-    let (_, report) = lab.run_json(&args);
-    assert_eq!(report["runner"], "mocha", "{report}");
-    runner_kit::only_the_zone_test_differs(&report, 2, ZONE, 5, true);
-    let workers = cell(&report, "workers=2x");
-    assert_eq!(
-        (workers["n"].as_u64(), workers["k"].as_u64()),
-        (Some(2), Some(2)),
-        "{workers}"
-    );
-    let runs = lab.runs();
-    for r in runner_kit::runs_of(&runs, "workers=2x") {
-        assert_eq!(r["workers"].as_u64(), Some(2), "{r}");
-        let argv = super::run_argv(r);
-        assert!(
-            argv.ends_with(&["--parallel".into(), "--jobs=2".into()]),
-            "{argv:?}"
-        );
-        let failed = runner_kit::failed_in(r);
-        assert!(
-            failed == ["orders::totals an order"] || failed == ["stock::counts the stock"],
-            "{r}"
-        );
-        assert!(
-            r["tests"]
-                .to_string()
-                .contains("locked by another test process"),
-            "{r}"
-        );
-    }
     // Mocha's exit code is its number of failures: 1 here.
-    let failing = runner_kit::runs_of(&runs, "workers=2x")[0];
-    assert_eq!(runner_kit::replay(failing), Some(1), "{}", failing["repro"]);
+    runner_kit::workers_collide_and_the_zone_test_differs(
+        &lab,
+        &runner_kit::Collision {
+            runner: "mocha",
+            command: COMMAND,
+            zone: (ZONE, 5),
+            workers_argv: &["--parallel", "--jobs=2"],
+            pair: ["orders::totals an order", "stock::counts the stock"],
+            replay_exit: 1,
+        },
+    );
 }
 
 /// `--grep` on the full title runs one test; mocha has no random order.
