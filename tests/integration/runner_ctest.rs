@@ -76,6 +76,65 @@ fn ctest_selects_one_test_and_refuses_shuffle() {
     );
 }
 
+/// A test whose name holds regex metacharacters selects itself, not the
+/// test its name matches as a pattern: `-R` gets the name escaped.
+#[test]
+fn ctest_selects_a_test_named_like_a_pattern_exactly() {
+    let Some(lab) = ctest_lab() else {
+        return;
+    };
+    std::fs::create_dir_all(lab.path().join("pattern")).unwrap();
+    std::fs::write(
+        lab.path().join("pattern/CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.21)\nproject(pattern NONE)\nenable_testing()\n\
+         add_test(NAME \"tot(EUR)[x].y\" COMMAND false)\nadd_test(NAME totEURxzy COMMAND false)\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new("cmake")
+        .args(["-S", "pattern", "-B", "pattern/build"])
+        .current_dir(lab.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = lab.run(&[
+        "ladder",
+        "--format",
+        "json",
+        "--to",
+        "1",
+        "-n",
+        "1",
+        "--test",
+        "tot(EUR)[x].y",
+        "--",
+        "ctest",
+        "--test-dir",
+        "pattern/build",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no ladder JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(json["reproduced_at"], 1, "{json}");
+    for run in lab.runs() {
+        let ran: Vec<&str> = run["tests"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{run}"))
+            .iter()
+            .map(|t| t["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ran, ["tot(EUR)[x].y::tot(EUR)[x].y"], "{run}");
+        let argv = super::run_argv(&run);
+        assert!(
+            argv.windows(2)
+                .any(|w| w == ["-R", r"^tot\(EUR\)\[x\]\.y$"]),
+            "{argv:?}"
+        );
+    }
+}
+
 /// CTest ignores unknown options (they run the tests, exit 0): its usage
 /// error is a test directory that does not exist (exit 1). No tests is
 /// exit 0, or 8 (the failed code) with `--no-tests=error`.

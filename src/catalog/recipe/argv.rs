@@ -137,6 +137,27 @@ pub fn expand_junit(command: &[String], path: &str) -> Vec<String> {
     command.iter().map(|w| w.replace("{junit}", path)).collect()
 }
 
+/// The placeholders of a `[select]`: `{id}` as given, `{id_re}` with every
+/// regex metacharacter escaped, for runners whose selection is a pattern
+/// (go's `-run`, jest's `-t`, mocha's `--grep`, ctest's `-R`, …): a test
+/// named `totals (EUR)` must not select `totals EUR` instead.
+fn select_vars(id: &str) -> BTreeMap<&'static str, String> {
+    BTreeMap::from([("id", id.to_string()), ("id_re", regex_escape(id))])
+}
+
+/// `text` with a backslash before each of `\ . + * ? ( ) | [ ] { } ^ $`: a
+/// literal in RE2, ECMAScript, PCRE and CMake regular expressions alike.
+pub fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The command with the recipe's `[select]` for one test (or module, or
 /// file): the command's own paths dropped where the recipe says so.
 pub fn select(
@@ -157,7 +178,7 @@ pub fn select(
     } else {
         command.to_vec()
     };
-    let vars = BTreeMap::from([("id", id.to_string())]);
+    let vars = select_vars(id);
     let (argv, env) = select
         .apply_at(&argv, &vars, end.min(argv.len()))
         .map_err(|e| format!("the {} recipe's [select] failed: {e}", recipe.name))?;
@@ -197,7 +218,7 @@ pub fn select_many(
         // after the runner's words, as the first's did.
         let select = recipe.select.as_ref().expect("checked above");
         let end = runner_words_end(recipe, &argv).min(argv.len());
-        let vars = BTreeMap::from([("id", id.to_string())]);
+        let vars = select_vars(id);
         let (next, _) = select
             .apply_at(&argv, &vars, end)
             .map_err(|e| format!("the {} recipe's [select] failed: {e}", recipe.name))?;
@@ -226,6 +247,20 @@ pub fn with_workers(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pattern_selection_escapes_the_id_and_matches_only_it() {
+        let id = r"totals (EUR) [x].y{2}|^$+*?\";
+        let escaped = regex_escape(id);
+        assert_eq!(escaped, r"totals \(EUR\) \[x\]\.y\{2\}\|\^\$\+\*\?\\");
+        let re = regex::Regex::new(&format!("^{escaped}$")).unwrap();
+        assert!(re.is_match(id));
+        assert!(!re.is_match(r"totals EUR x.y{2}|^$+*?\"));
+        // Unescaped, the id is a pattern that selects another test.
+        let raw = regex::Regex::new(r"^tot(EUR)[x].y$").unwrap();
+        assert!(raw.is_match("totEURxzy"));
+        assert_eq!(regex_escape("plain_name::x"), "plain_name::x");
+    }
 
     fn recipe(name: &str) -> Recipe {
         super::super::load(None)

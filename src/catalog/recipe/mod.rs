@@ -117,7 +117,7 @@ pub struct Detect {
 }
 
 /// Arguments and variables added to the command, with placeholders
-/// (`{junit}`, `{seed}`, `{workers}`, `{id}`) replaced in one pass.
+/// (`{junit}`, `{seed}`, `{workers}`, `{id}`, `{id_re}`) replaced in one pass.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Inject {
@@ -394,7 +394,9 @@ pub fn load(override_dir: Option<&std::path::Path>) -> crate::error::Result<Vec<
 }
 
 /// The placeholders a recipe may use.
-pub const PLACEHOLDERS: &[&str] = &["junit", "seed", "workers", "id", "report", "cpu", "target"];
+pub const PLACEHOLDERS: &[&str] = &[
+    "junit", "seed", "workers", "id", "id_re", "report", "cpu", "target",
+];
 
 /// Words that run the rest of the command line as the real command.
 const WRAPPERS: &[&[&str]] = &[
@@ -731,10 +733,13 @@ impl Recipe {
             let mut used = false;
             for t in inject.templates() {
                 fill(t, &vars).map_err(|e| format!("[{what}]: {e}"))?;
-                used |= t.contains(&format!("{{{needs}}}"));
+                // `{id_re}` is the same id, escaped for a pattern.
+                used |=
+                    t.contains(&format!("{{{needs}}}")) || (needs == "id" && t.contains("{id_re}"));
             }
             if !used && !needs.is_empty() {
-                return Err(format!("[{what}] never uses {{{needs}}}"));
+                let or = if needs == "id" { " or {id_re}" } else { "" };
+                return Err(format!("[{what}] never uses {{{needs}}}{or}"));
             }
             Ok(())
         };
