@@ -356,15 +356,24 @@ pub fn prepare(
                         })
                     }
                     None => {
-                        out.missing = Some(Missing {
-                            message: format!(
-                                "cannot set workers: {}",
-                                recipe.map_or("no recipe recognises this command".to_string(), |r| format!(
-                                    "the {} recipe knows no workers flag for this runner",
-                                    r.name
-                                ))
-                            ),
-                            hint: "name the runner with --runner NAME (`flakelab recipes` lists them)".into(),
+                        // A recipe that says why its runner has no workers
+                        // is the runner's limit, not flakelab's ignorance:
+                        // naming another runner would not help.
+                        out.missing = Some(match recipe.and_then(|r| r.unsupported.get("workers").map(|why| (r, why))) {
+                            Some((r, why)) => Missing {
+                                message: format!("cannot set workers: {why}"),
+                                hint: format!("leave the workers cell out for this runner (`flakelab recipes show {}`)", r.name),
+                            },
+                            None => Missing {
+                                message: format!(
+                                    "cannot set workers: {}",
+                                    recipe.map_or("no recipe recognises this command".to_string(), |r| format!(
+                                        "the {} recipe knows no workers flag for this runner",
+                                        r.name
+                                    ))
+                                ),
+                                hint: "name the runner with --runner NAME (`flakelab recipes` lists them)".into(),
+                            },
                         })
                     }
                 }

@@ -170,8 +170,8 @@ pub fn replay(run: &serde_json::Value) -> Option<i32> {
 }
 
 /// A cell the recipe cannot drive is refused before anything runs (exit 2),
-/// and `recipes detect` gives the recipe's reason.
-pub fn refused(lab: &Lab, perturbation: &str, command: &[&str], reason: &str) {
+/// and `recipes detect` gives the recipe's reason. Returns what `run` said.
+pub fn refused(lab: &Lab, perturbation: &str, command: &[&str], reason: &str) -> String {
     let mut args = vec!["run", "-n", "1", "-p", perturbation, "--"];
     args.extend_from_slice(command);
     let before = lab.runs().len();
@@ -182,6 +182,7 @@ pub fn refused(lab: &Lab, perturbation: &str, command: &[&str], reason: &str) {
     detect.extend_from_slice(command);
     let text = String::from_utf8(lab.run(&detect).stdout).unwrap();
     assert!(text.contains(reason), "{text}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// What one runner's workers-and-zone session must show.

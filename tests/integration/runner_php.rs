@@ -86,11 +86,18 @@ fn phpunit_selects_one_test_and_refuses_workers() {
         argv.starts_with(&["phpunit".into(), "--filter".into(), format!("{ZONE}$")]),
         "{argv:?}"
     );
-    runner_kit::refused(
+    let said = runner_kit::refused(
         &lab,
         "workers=2x",
         &["phpunit"],
         "workers: PHPUnit has no parallel workers",
+    );
+    // The runner's limit, in the recipe's words: no `--runner` hint.
+    assert!(
+        said.contains("cannot set workers: PHPUnit has no parallel workers")
+            && said.contains("leave the workers cell out for this runner")
+            && !said.contains("--runner"),
+        "{said}"
     );
 }
 
