@@ -591,7 +591,8 @@ mod tests {
         ];
         let vitest = std::path::Path::new("/p/node_modules/.bin/vitest");
         let (groups, now) = plan(&findings, 0.95, &js_command("vitest", Some(vitest)));
-        let got: Vec<(&str, Lang, String, Vec<usize>, Vec<&str>)> = groups
+        type Row<'a> = (&'a str, Lang, String, Vec<usize>, Vec<&'a str>);
+        let got: Vec<Row> = groups
             .iter()
             .map(|g| {
                 (
