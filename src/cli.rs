@@ -653,7 +653,8 @@ Every finding is `unconfirmed` until a run shows it: its `command` is the
 
 --prove runs them: one recorded session per (runner, cell), the baseline,
 the cell and its sham interleaved on the reached tests only, selected
-through the recipe (pytest and go test findings). Each finding becomes
+through the recipe (pytest, go test, the project's own vitest or jest or
+node --test, and cargo test findings). Each finding becomes
 `proven` (its cell fails a reached test more than the baseline: k of N
 with Fisher's p, Holm over the findings measured), `not shown` (with the
 bound on the rise at its N) or `unconfirmed` (no perturbation settles it,

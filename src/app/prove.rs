@@ -9,7 +9,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::catalog::recipe::argv;
 use crate::cli::ScanArgs;
 use crate::config::{RunFlags, DEFAULT_CONFIDENCE};
 use crate::error::Result;
@@ -46,7 +45,14 @@ pub(super) async fn prove(
     args: &ScanArgs,
     scan: &mut ScanReport,
 ) -> Result<bool> {
-    let (groups, now) = prove::plan(&scan.findings, DEFAULT_CONFIDENCE);
+    let js_runner = crate::scan::js_runner(root);
+    // Absolute (the runs start in the project), its links kept: the recipe
+    // knows the runner by the file name.
+    let local = std::path::absolute(root.join("node_modules/.bin").join(js_runner))
+        .ok()
+        .filter(|p| p.is_file());
+    let js = prove::js_command(js_runner, local.as_deref());
+    let (groups, now) = prove::plan(&scan.findings, DEFAULT_CONFIDENCE, &js);
     for (i, proof) in now {
         scan.findings[i].proof = Some(proof);
     }
@@ -63,7 +69,7 @@ pub(super) async fn prove(
     for group in &groups {
         let controls: Vec<String> = if args.controls {
             (scan.tests.iter())
-                .filter(|(l, t)| *l == group.lang && !reached.contains(t))
+                .filter(|(l, t)| prove::runner_lang(*l) == group.lang && !reached.contains(t))
                 .map(|(_, t)| t.clone())
                 .collect()
         } else {
@@ -209,7 +215,7 @@ async fn run_group(
     stop: &tokio::sync::watch::Receiver<Stop>,
     confidence: &mut f64,
 ) -> Result<Ran> {
-    let command = prove::runner_command(group.lang).expect("plan groups runnable languages only");
+    let command = group.command.clone();
     let intent = Intent {
         command: command.clone(),
         dir: Some(root.to_path_buf()),
@@ -259,8 +265,7 @@ async fn run_group(
     }
     let mut ids = group.tests.clone();
     ids.extend(controls.iter().cloned());
-    let argv = prove::selection(&ids, select.repeats, &select.args)
-        .and_then(|sel| argv::select_many(&recipe, &spec.command, &sel, &spec.dir));
+    let argv = prove::select_argv(&recipe, &spec.command, &ids, &spec.dir);
     let argv = match argv {
         Ok(a) => a,
         Err(why) => {

@@ -352,7 +352,7 @@ fn scanned_line(counts: &[(Lang, usize)], class: Class) -> String {
 }
 
 /// The JS runner a project's package.json names.
-fn js_runner(root: &Path) -> &'static str {
+pub fn js_runner(root: &Path) -> &'static str {
     let pkg = std::fs::read_to_string(root.join("package.json")).unwrap_or_default();
     if pkg.contains("\"vitest\"") {
         "vitest"

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::syntax::Lang;
 use super::{Class, Finding};
+use crate::catalog::recipe::{argv, Recipe};
 use crate::stats;
 
 /// Schema tag of a [`ProveRecord`].
@@ -193,23 +194,63 @@ pub struct ProveRecord {
 pub struct Group {
     /// The cell.
     pub cell: String,
-    /// The language (its runner).
+    /// The runner's language ([`runner_lang`]: TypeScript runs as JavaScript).
     pub lang: Lang,
+    /// The command the runner's tests run with, before the selection.
+    pub command: Vec<String>,
     /// The findings (indexes into the scan's).
     pub findings: Vec<usize>,
     /// Their reached tests, each once, in order.
     pub tests: Vec<String>,
 }
 
+/// The language whose runner runs a file's tests: JavaScript and
+/// TypeScript test files run under one JS runner, in one session.
+pub fn runner_lang(lang: Lang) -> Lang {
+    if lang.is_js() {
+        Lang::JavaScript
+    } else {
+        lang
+    }
+}
+
 /// The command `--prove` runs a language's tests with, before the recipe
-/// selects the reached tests (None: not proven by running here).
-pub fn runner_command(lang: Lang) -> Option<Vec<String>> {
-    let words: &[&str] = match lang {
+/// selects the reached tests; `js` is the JS tests' ([`js_command`]), or
+/// why they cannot run here.
+pub fn runner_command(lang: Lang, js: &Result<Vec<String>, String>) -> Result<Vec<String>, String> {
+    let words: &[&str] = match runner_lang(lang) {
         Lang::Python => &["python3", "-m", "pytest", "-p", "no:cacheprovider"],
         Lang::Go => &["go", "test", "./..."],
-        _ => return None,
+        // Every test binary runs even when one fails (cargo stops at the
+        // first failing binary otherwise, and the later binaries' reached
+        // tests would be in no run's report). `--tests`: the reached tests
+        // are `#[test]` functions, never doc-tests, and rustdoc hung under
+        // libfaketime here (cargo 1.95, libfaketime 0.9.10).
+        Lang::Rust => &["cargo", "test", "--no-fail-fast", "--tests"],
+        _ => return js.clone(),
     };
-    Some(words.iter().map(|w| w.to_string()).collect())
+    Ok(words.iter().map(|w| w.to_string()).collect())
+}
+
+/// The command a project's JS tests run with: the runner its package.json
+/// names (`vitest`, `jest`, else `node --test`), started from `local`, the
+/// project's own installed binary (what `npx` would resolve to, without
+/// npx's own start on every run). Without one, why not: npx would fetch
+/// the runner from the registry.
+pub fn js_command(runner: &str, local: Option<&std::path::Path>) -> Result<Vec<String>, String> {
+    if runner != "vitest" && runner != "jest" {
+        return Ok(vec!["node".to_string(), "--test".to_string()]);
+    }
+    let Some(bin) = local else {
+        return Err(format!(
+            "the project's package.json names {runner}, and it is not installed here (no node_modules/.bin/{runner}): install the project's dependencies, then scan --prove again"
+        ));
+    };
+    let mut argv = vec![bin.display().to_string()];
+    if runner == "vitest" {
+        argv.push("run".to_string());
+    }
+    Ok(argv)
 }
 
 /// The cells `--prove` does not run on the reached tests alone, with why.
@@ -219,9 +260,14 @@ fn not_on_reached_tests(cell: &str) -> Option<&'static str> {
     )
 }
 
-/// Groups the findings into prove sessions, one per (runner, cell); the
-/// rest are unconfirmed now, each with why and the command to run.
-pub fn plan(findings: &[Finding], confidence: f64) -> (Vec<Group>, Vec<(usize, Proof)>) {
+/// Groups the findings into prove sessions, one per (runner, cell), `js`
+/// the project's JS test command ([`js_command`]); the rest are
+/// unconfirmed now, each with why and the command to run.
+pub fn plan(
+    findings: &[Finding],
+    confidence: f64,
+    js: &Result<Vec<String>, String>,
+) -> (Vec<Group>, Vec<(usize, Proof)>) {
     let mut groups: Vec<Group> = Vec::new();
     let mut now = Vec::new();
     for (i, f) in findings.iter().enumerate() {
@@ -233,19 +279,13 @@ pub fn plan(findings: &[Finding], confidence: f64) -> (Vec<Group>, Vec<(usize, P
             now.push((i, Proof::unconfirmed(why, f.command.clone(), confidence)));
             continue;
         };
-        let Some(command) = runner_command(f.lang) else {
-            now.push((
-                i,
-                Proof::unconfirmed(
-                    format!(
-                        "scan --prove runs pytest and go test findings; a {} finding is proven by hand",
-                        f.lang.name()
-                    ),
-                    f.command.clone(),
-                    confidence,
-                ),
-            ));
-            continue;
+        let lang = runner_lang(f.lang);
+        let command = match runner_command(lang, js) {
+            Ok(c) => c,
+            Err(why) => {
+                now.push((i, Proof::unconfirmed(why, f.command.clone(), confidence)));
+                continue;
+            }
         };
         if let Some(why) = not_on_reached_tests(cell) {
             let whole = format!(
@@ -258,7 +298,7 @@ pub fn plan(findings: &[Finding], confidence: f64) -> (Vec<Group>, Vec<(usize, P
         }
         match groups
             .iter_mut()
-            .find(|g| &g.cell == cell && g.lang == f.lang)
+            .find(|g| &g.cell == cell && g.lang == lang)
         {
             Some(g) => {
                 g.findings.push(i);
@@ -270,7 +310,8 @@ pub fn plan(findings: &[Finding], confidence: f64) -> (Vec<Group>, Vec<(usize, P
             }
             None => groups.push(Group {
                 cell: cell.clone(),
-                lang: f.lang,
+                lang,
+                command,
                 findings: vec![i],
                 tests: f.tests.clone(),
             }),
@@ -297,6 +338,29 @@ pub fn selection(
         return Ok(vec![format!("({})", alternation.join("|"))]);
     }
     Err("the recipe selects one test per run, and these findings reach several".into())
+}
+
+/// The command selecting `ids` through the recipe's `[select]`
+/// ([`selection`]). libtest (the `cargo-test` recipe) takes every free
+/// word after `--` as a filter, `--exact` once applying to them all (given
+/// twice, libtest refuses it): its several tests are the recipe's
+/// selection of the first, the others appended.
+pub fn select_argv(
+    recipe: &Recipe,
+    command: &[String],
+    ids: &[String],
+    dir: &std::path::Path,
+) -> Result<Vec<String>, String> {
+    let Some(select) = &recipe.select else {
+        return Err(format!("the {} recipe has no [select]", recipe.name));
+    };
+    if recipe.name == "cargo-test" && ids.len() > 1 {
+        let mut argv = argv::select(recipe, command, &ids[0], dir)?;
+        argv.extend(ids[1..].iter().cloned());
+        return Ok(argv);
+    }
+    let sel = selection(ids, select.repeats, &select.args)?;
+    argv::select_many(recipe, command, &sel, dir)
 }
 
 /// The two-sided Fisher p of `cell` against `baseline`, when the cell
@@ -522,30 +586,58 @@ mod tests {
             finding(Lang::Python, None, &["a.py::t4"]),
             finding(Lang::Python, Some("shuffle"), &["a.py::t5"]),
             finding(Lang::JavaScript, tz, &["labels today"]),
+            finding(Lang::TypeScript, tz, &["frozen today"]),
+            finding(Lang::Rust, Some("netns"), &["remote"]),
         ];
-        let (groups, now) = plan(&findings, 0.95);
-        let got: Vec<(&str, Lang, Vec<usize>, Vec<&str>)> = groups
+        let vitest = std::path::Path::new("/p/node_modules/.bin/vitest");
+        let (groups, now) = plan(&findings, 0.95, &js_command("vitest", Some(vitest)));
+        type Row<'a> = (&'a str, Lang, String, Vec<usize>, Vec<&'a str>);
+        let got: Vec<Row> = groups
             .iter()
             .map(|g| {
                 (
                     g.cell.as_str(),
                     g.lang,
+                    g.command.join(" "),
                     g.findings.clone(),
                     g.tests.iter().map(String::as_str).collect(),
                 )
             })
             .collect();
+        let pytest = "python3 -m pytest -p no:cacheprovider".to_string();
         assert_eq!(
             got,
             [
                 (
                     "tz=Pacific/Kiritimati",
                     Lang::Python,
+                    pytest.clone(),
                     vec![0, 2],
                     vec!["a.py::t1", "b.py::t3"]
                 ),
-                ("netns", Lang::Python, vec![1], vec!["a.py::t2"]),
-                ("tz=Pacific/Kiritimati", Lang::Go, vec![3], vec!["TestA"]),
+                ("netns", Lang::Python, pytest, vec![1], vec!["a.py::t2"]),
+                (
+                    "tz=Pacific/Kiritimati",
+                    Lang::Go,
+                    "go test ./...".into(),
+                    vec![3],
+                    vec!["TestA"]
+                ),
+                // JavaScript and TypeScript tests share the JS runner's session.
+                (
+                    "tz=Pacific/Kiritimati",
+                    Lang::JavaScript,
+                    "/p/node_modules/.bin/vitest run".into(),
+                    vec![6, 7],
+                    vec!["labels today", "frozen today"]
+                ),
+                (
+                    "netns",
+                    Lang::Rust,
+                    "cargo test --no-fail-fast --tests".into(),
+                    vec![8],
+                    vec!["remote"]
+                ),
             ]
         );
         let why: Vec<(usize, &str)> = now
@@ -554,12 +646,48 @@ mod tests {
             .collect();
         assert_eq!(why[0], (4, "no perturbation settles this: why"));
         assert!(why[1].1.starts_with("a shuffle cell needs the tests"));
-        assert!(why[2].1.contains("a javascript finding is proven by hand"));
+        assert_eq!(why.len(), 2);
         assert_eq!(
             now[1].1.command.as_deref(),
             Some("flakelab run -n 20 -p shuffle -- python3 -m pytest -p no:cacheprovider")
         );
         assert!(now.iter().all(|(_, p)| p.status == Status::Unconfirmed));
+        // The project's runner not installed: npx would fetch it.
+        let (groups, now) = plan(&findings[6..7], 0.95, &js_command("vitest", None));
+        assert!(groups.is_empty());
+        let why = now[0].1.reason.as_deref().unwrap();
+        assert!(why.contains("no node_modules/.bin/vitest"), "{why}");
+    }
+
+    #[test]
+    fn several_rust_tests_are_libtest_filters_after_one_exact_and_js_runs_its_own_binary() {
+        let recipes = crate::catalog::recipe::load(None).unwrap();
+        let recipe = |name: &str| recipes.iter().find(|r| r.name == name).unwrap();
+        let ids: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+        let dir = std::path::Path::new("/");
+        let cargo = runner_command(Lang::Rust, &Ok(Vec::new())).unwrap();
+        assert_eq!(
+            select_argv(recipe("cargo-test"), &cargo, &ids, dir)
+                .unwrap()
+                .join(" "),
+            // `--exact` twice: libtest refuses it.
+            "cargo test --no-fail-fast --tests -- --exact a b"
+        );
+        let local = std::path::Path::new("/p/node_modules/.bin/vitest");
+        let vitest = js_command("vitest", Some(local)).unwrap();
+        assert_eq!(vitest.join(" "), "/p/node_modules/.bin/vitest run");
+        assert_eq!(
+            select_argv(recipe("vitest"), &vitest, &ids, dir)
+                .unwrap()
+                .join(" "),
+            "/p/node_modules/.bin/vitest run -t ^(a|b)$"
+        );
+        let jest = js_command(
+            "jest",
+            Some(std::path::Path::new("/p/node_modules/.bin/jest")),
+        );
+        assert_eq!(jest.unwrap().join(" "), "/p/node_modules/.bin/jest");
+        assert_eq!(js_command("node", None).unwrap().join(" "), "node --test");
     }
 
     #[test]

@@ -201,49 +201,49 @@ fn js_fixture_reports_exactly_the_planted_set() {
         set(&fixture("scan-js")),
         vec![
             row(
-                &format!("{f}:7"),
+                &format!("{f}:6"),
                 "labels today",
                 "clock",
                 "calendar-read",
                 "tz=Pacific/Kiritimati"
             ),
             row(
-                &format!("{f}:12"),
+                &format!("{f}:11"),
                 "licence still valid",
                 "clock",
                 "time-bomb",
                 "faketime=@2029-07-01 12:00:00"
             ),
             row(
-                &format!("{f}:17"),
+                &format!("{f}:16"),
                 "random pick",
                 "random",
                 "unseeded-draw",
                 "-"
             ),
             row(
-                &format!("{f}:23"),
+                &format!("{f}:22"),
                 "nothing fires",
                 "sleep",
                 "sleep-then-assert",
                 "cpu-stress"
             ),
             row(
-                &format!("{f}:28"),
+                &format!("{f}:27"),
                 "calls out",
                 "network",
                 "remote-address",
                 "netns"
             ),
             row(
-                &format!("{f}:33"),
+                &format!("{f}:32"),
                 "sets env",
                 "global-state",
                 "env-write",
                 "shuffle"
             ),
             row(
-                &format!("{f}:38"),
+                &format!("{f}:37"),
                 "listens",
                 "host-resource",
                 "fixed-port",
@@ -267,55 +267,55 @@ fn rust_fixture_reports_exactly_the_planted_set() {
         set(&fixture("scan-rust")),
         vec![
             row(
-                &format!("{f}:11"),
+                &format!("{f}:13"),
                 "clock_today",
                 "clock",
                 "calendar-read",
                 "tz=Pacific/Kiritimati"
             ),
             row(
-                &format!("{f}:17"),
+                &format!("{f}:19"),
                 "licence_valid",
                 "clock",
                 "time-bomb",
                 "faketime=@2029-07-01 12:00:00"
             ),
             row(
-                &format!("{f}:23"),
+                &format!("{f}:25"),
                 "random_pick",
                 "random",
                 "unseeded-draw",
                 "-"
             ),
             row(
-                &format!("{f}:29"),
+                &format!("{f}:31"),
                 "sleep_then_assert",
                 "sleep",
                 "sleep-then-assert",
                 "cpu-stress"
             ),
             row(
-                &format!("{f}:35"),
+                &format!("{f}:37"),
                 "remote",
                 "network",
                 "remote-address",
                 "netns"
             ),
             row(
-                &format!("{f}:41"),
+                &format!("{f}:43"),
                 "env_leak",
                 "global-state",
                 "env-write",
                 "shuffle"
             ),
             row(
-                &format!("{f}:47"),
+                &format!("{f}:49"),
                 "fixed_port",
                 "host-resource",
                 "fixed-port",
                 "workers=2x"
             ),
-            row(&format!("{f}:54"), "hash_order", "order", "hash-order", "-"),
+            row(&format!("{f}:56"), "hash_order", "order", "hash-order", "-"),
         ]
     );
 }

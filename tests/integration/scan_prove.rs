@@ -1,9 +1,10 @@
 //! `flakelab scan --prove` end to end with the real runners on the planted
 //! scan fixtures (`tests/fixtures/scan-python` with pytest,
-//! `tests/fixtures/scan-go` with go test): every provable planted finding
-//! proven, every other one not shown or unconfirmed with its reason, every
-//! near-miss selected, run and not shown (`--controls`), each cell a
-//! recorded session that `report` shows again.
+//! `tests/fixtures/scan-go` with go test, `tests/fixtures/scan-js` with
+//! vitest, `tests/fixtures/scan-rust` with cargo test): every provable
+//! planted finding proven, every other one not shown or unconfirmed with
+//! its reason, every near-miss selected, run and not shown (`--controls`),
+//! each cell a recorded session that `report` shows again.
 //!
 //! The subjects run offline: flakelab runs inside a user and network
 //! namespace with loopback up (the planted remote call fails at baseline
@@ -94,6 +95,15 @@ fn controls(scan: &serde_json::Value) -> (Vec<String>, Vec<String>) {
     tests.sort();
     cells.sort();
     (tests, cells)
+}
+
+/// Every run record of the lab's store, as text.
+fn runs(lab: &Lab) -> String {
+    let mut text = String::new();
+    for e in std::fs::read_dir(lab.store().join("runs")).unwrap() {
+        text.push_str(&std::fs::read_to_string(e.unwrap().path()).unwrap());
+    }
+    text
 }
 
 fn assert_proven(proof: &serde_json::Value, cell: &str) {
@@ -266,8 +276,131 @@ fn prove_on_the_go_fixture_proves_the_zone_finding_and_says_why_the_clock_shift_
 }
 
 #[test]
-fn prove_leaves_findings_no_runner_here_proves_unconfirmed_with_the_command() {
+fn prove_on_the_js_fixture_proves_both_clock_findings_through_the_projects_vitest() {
+    if !offline_available() || !faketime_available() {
+        return;
+    }
+    // The runner tests' pinned vitest install (the same version as
+    // scan-js/package.json), linked into this lab.
+    let Some(vitest) = super::runner_node::npm_lab("vitest-project", "vitest 4.1.12 (npm install)")
+    else {
+        return;
+    };
+    let deps = std::fs::read_link(vitest.path().join("node_modules")).unwrap();
     let lab = Lab::new();
+    copy_fixture(&lab, "scan-js");
+    std::os::unix::fs::symlink(deps, lab.path().join("node_modules")).unwrap();
+    let scan = prove(&lab, &[]);
+    let s = statuses(&scan);
+    let f = |line: u32| &s[&format!("tests/planted.test.js:{line}")];
+    assert_proven(&f(6).1, "tz=Pacific/Kiritimati");
+    assert_eq!(f(6).1["sham"], "tz=UTC");
+    assert_eq!(f(6).1["counts"]["sham"], serde_json::json!([0, 5]));
+    // libfaketime reaches node's clock (a dynamically linked libc).
+    assert_proven(&f(11).1, "faketime=@2029-07-01 12:00:00");
+    assert!(reason(&f(16).1).starts_with("no perturbation settles this"));
+    // A timing race, no network here, no partner on port 3000, and ICU's
+    // POSIX locale formats 1,234.5 as the baseline does: not shown.
+    for line in [22, 27, 37, 43] {
+        assert_not_shown(&f(line).1);
+    }
+    assert_eq!(f(27).1["counts"]["baseline"], serde_json::json!([5, 5]));
+    assert!(reason(&f(32).1).starts_with("a shuffle cell"));
+    assert_eq!(s.len(), 8);
+    // The near-misses of near.test.ts (TypeScript) ran beside the
+    // JavaScript findings' tests, in one vitest session per cell.
+    let (tests, cells) = controls(&scan);
+    assert_eq!(
+        tests,
+        [
+            "bounded poll",
+            "env restored",
+            "explicit locale",
+            "frozen today",
+            "loopback",
+            "opaque id",
+            "port zero"
+        ]
+    );
+    assert_eq!(
+        cells,
+        [
+            "cpu-stress",
+            "faketime=@2029-07-01 12:00:00",
+            "locale=POSIX",
+            "netns",
+            "tz=Pacific/Kiritimati",
+            "workers=2x"
+        ]
+    );
+    assert!(
+        runs(&lab).contains("node_modules/.bin/vitest\",\"run\",\"-t\",\"^(labels today|"),
+        "the project's own vitest, not npx, on the reached tests"
+    );
+}
+
+#[test]
+fn prove_on_the_rust_fixture_proves_both_clock_findings_offline() {
+    if !capable("cargo", sh_ok("cargo --version")) || !offline_available() || !faketime_available()
+    {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "scan-rust");
+    // std only (its chrono and rand are src/lib.rs's stand-ins): it builds
+    // offline, in the first run, into a target of its own.
+    let target = tempfile::tempdir().unwrap();
+    let scan = prove(&lab, &[("CARGO_TARGET_DIR", target.path())]);
+    let s = statuses(&scan);
+    let f = |line: u32| &s[&format!("tests/planted.rs:{line}")];
+    assert_proven(&f(13).1, "tz=Pacific/Kiritimati");
+    assert_eq!(f(13).1["counts"]["sham"], serde_json::json!([0, 5]));
+    assert_proven(&f(19).1, "faketime=@2029-07-01 12:00:00");
+    for line in [31, 37, 49] {
+        assert_not_shown(&f(line).1);
+    }
+    assert_eq!(f(37).1["counts"]["baseline"], serde_json::json!([5, 5]));
+    for line in [25, 56] {
+        assert!(reason(&f(line).1).starts_with("no perturbation settles this"));
+    }
+    assert!(reason(&f(43).1).starts_with("a shuffle cell"));
+    assert_eq!(s.len(), 8);
+    let (tests, cells) = controls(&scan);
+    assert_eq!(
+        tests,
+        [
+            "bounded_poll",
+            "duration",
+            "env_restored",
+            "loopback",
+            "past_expiry",
+            "port_zero",
+            "sorted_keys"
+        ]
+    );
+    assert_eq!(
+        cells,
+        [
+            "cpu-stress",
+            "faketime=@2029-07-01 12:00:00",
+            "netns",
+            "tz=Pacific/Kiritimati",
+            "workers=2x"
+        ]
+    );
+    // Several tests, one `--exact`: libtest refuses it twice.
+    assert!(
+        runs(&lab).contains("\"--tests\",\"--\",\"--exact\",\"clock_today\",\"duration\","),
+        "{}",
+        runs(&lab).lines().next().unwrap_or_default()
+    );
+}
+
+#[test]
+fn prove_leaves_findings_whose_runner_is_not_installed_unconfirmed_with_the_command() {
+    let lab = Lab::new();
+    // package.json names vitest, and the tree has no node_modules: npx
+    // would fetch it, so nothing runs.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scan-js");
     let out = lab
         .cmd()
@@ -292,10 +425,16 @@ fn prove_leaves_findings_no_runner_here_proves_unconfirmed_with_the_command() {
     let scan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let findings = scan["findings"].as_array().unwrap();
     assert!(!findings.is_empty());
+    let mut uninstalled = 0;
     for f in findings {
         assert_eq!(f["status"], "unconfirmed", "{f}");
         assert_eq!(f["proof"]["command"], f["command"], "{f}");
+        uninstalled +=
+            usize::from(f["proof"]["reason"].as_str().unwrap().contains(
+                "names vitest, and it is not installed here (no node_modules/.bin/vitest)",
+            ));
     }
+    assert_eq!(uninstalled, 7, "every finding with a cell: {findings:?}");
     assert!(
         !lab.store().join("sessions.jsonl").exists(),
         "nothing ran, nothing recorded"
