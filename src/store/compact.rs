@@ -22,9 +22,11 @@
 //! is kept in the line) is written whole instead: the run record's JSON as
 //! in `flakelab.run/1`, tagged `flakelab.run/2`.
 //!
-//! What changes on the way back: a run's `tests` come back in the table's
-//! order (first-seen order across the session), not its report's order,
-//! which differs only when the runner shuffled the tests.
+//! What changes on the way back: a passing run's `tests` come back in the
+//! table's order (first-seen order across the session), not its report's
+//! order, which differs only when the runner shuffled the tests. A run with
+//! a failed or errored test whose order is not the table's is written whole,
+//! so the order it failed in — what `flakelab bisect` replays — is kept.
 //!
 //! Pure: bytes in, records out.
 
@@ -388,6 +390,13 @@ impl Writer {
         let mut new_ids: HashMap<&str, u32> = HashMap::new();
         let mut present: Vec<bool> = vec![false; self.table.len()];
         let mut exceptions: Vec<TestLine> = Vec::new();
+        // Whether the run's tests come in table order. A compact line
+        // lists them in table order, so a run that ran them otherwise loses
+        // its own order; for a run with a failure that order is evidence
+        // (bisect replays what ran before the victim), so such a run is
+        // written whole instead.
+        let mut in_table_order = true;
+        let mut last_k: Option<u32> = None;
         for t in &r.tests {
             let k = match self.by_id.get(&t.id).or(new_ids.get(t.id.as_str())) {
                 Some(&k) => k,
@@ -415,6 +424,8 @@ impl Writer {
                 // A test twice in one run, or a family that changed.
                 return Ok(None);
             }
+            in_table_order &= last_k.is_none_or(|last| last < k);
+            last_k = Some(k);
             present[k as usize] = true;
             let plain = t.outcome == entry.usual
                 && !t.passed_on_rerun
@@ -433,6 +444,9 @@ impl Writer {
                     sm: t.signature_match,
                 });
             }
+        }
+        if !in_table_order && r.tests.iter().any(|t| t.failed()) {
+            return Ok(None);
         }
         exceptions.sort_by_key(|t| t.k);
         let n = if r.tests.is_empty() { 0 } else { present.len() };

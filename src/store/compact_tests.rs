@@ -425,6 +425,48 @@ fn arb_test() -> impl Strategy<Value = TestRecord> {
         })
 }
 
+#[test]
+fn a_failing_run_keeps_the_order_it_ran_in_and_a_passing_one_comes_back_in_table_order() {
+    let (_dir, store) = store();
+    let t = |id: &str, outcome: TestOutcome| TestRecord {
+        id: id.into(),
+        family: None,
+        outcome,
+        passed_on_rerun: false,
+        retries: 0,
+        message: None,
+        signature: None,
+        signature_match: None,
+    };
+    let ids = |r: &RunRecord| -> Vec<String> { r.tests.iter().map(|t| t.id.clone()).collect() };
+    let pass = TestOutcome::Pass;
+    // The baseline's order makes the table: victim, f, polluter.
+    store
+        .append_run(&run(
+            0,
+            "baseline",
+            vec![t("v", pass), t("f", pass), t("p", pass)],
+        ))
+        .unwrap();
+    // Shuffled: the polluter ran first and the victim failed after it.
+    let failing = vec![t("p", pass), t("v", TestOutcome::Fail), t("f", pass)];
+    store.append_run(&run(1, "shuffle", failing)).unwrap();
+    // Shuffled and passing: its order is not kept.
+    let passing = vec![t("f", pass), t("v", pass), t("p", pass)];
+    store.append_run(&run(2, "shuffle", passing)).unwrap();
+    let (back, _) = read(&store);
+    assert_eq!(ids(&back[0]), ["v", "f", "p"]);
+    assert_eq!(ids(&back[1]), ["p", "v", "f"], "the order it failed in");
+    assert_eq!(ids(&back[2]), ["v", "f", "p"], "table order");
+    // The failing run's line is the whole record; the others are compact.
+    let text = std::fs::read_to_string(store.runs_path(SESSION).unwrap()).unwrap();
+    let whole: Vec<bool> = (text.lines())
+        .filter(|l| l.contains("\"flakelab.run/2\""))
+        .map(|l| l.contains("\"tests\":"))
+        .collect();
+    assert_eq!(whole, [false, true, false], "{text}");
+}
+
 pub(super) fn arb_run() -> impl Strategy<Value = RunRecord> {
     (
         0usize..40,
@@ -465,28 +507,35 @@ pub(super) fn arb_run() -> impl Strategy<Value = RunRecord> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// Any sequence of runs comes back as written, except that each run's
-    /// tests come back in table order (first seen in the session).
+    /// Any sequence of runs comes back as written, except that a passing
+    /// run's tests come back in table order (first seen in the session).
     #[test]
     fn any_runs_come_back(runs in proptest::collection::vec(arb_run(), 1..8)) {
         let (_dir, store) = store();
         let mut order: Vec<String> = Vec::new();
         let mut expected = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        for r in runs {
+        for mut r in runs {
             if !seen.insert(r.index) {
                 continue;
             }
             store.append_run(&r).unwrap();
+            // The table as this run would extend it, and whether the run
+            // is in that order: a failing run out of it is kept whole, in
+            // its own order, and extends nothing.
+            let mut table = order.clone();
             for t in &r.tests {
-                if !order.contains(&t.id) {
-                    order.push(t.id.clone());
+                if !table.contains(&t.id) {
+                    table.push(t.id.clone());
                 }
             }
+            let at = |id: &str| table.iter().position(|o| o == id);
+            let ordered = r.tests.windows(2).all(|w| at(&w[0].id) < at(&w[1].id));
+            if ordered || !r.tests.iter().any(|t| t.failed()) {
+                r.tests.sort_by_key(|t| at(&t.id));
+                order = table;
+            }
             expected.push(r);
-        }
-        for r in &mut expected {
-            r.tests.sort_by_key(|t| order.iter().position(|o| *o == t.id));
         }
         expected.sort_by_key(|r| r.index);
         let (back, stats) = read(&store);

@@ -391,6 +391,68 @@ fn a_shuffled_failure_is_bisected_from_its_test_and_seed() {
     );
 }
 
+/// The report's handover from a session whose baseline ran the victim
+/// before the polluter: the shuffled run it names keeps the order it failed
+/// in (the store writes a failing run out of table order whole), so the
+/// command the report prints finds the polluter.
+#[test]
+fn the_bisect_a_shuffle_row_names_replays_its_runs_own_order() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    // The victim comes first in file order; every other test pollutes, so
+    // most shuffled orders fail it and its row differs.
+    let victim = 0;
+    write_suite(&lab, 6, |i| {
+        Some(if i == victim {
+            "    assert STATE['dirty'] == 0".into()
+        } else {
+            "    STATE['dirty'] += 1".to_string()
+        })
+    });
+    let (_, report) = lab.run_json(&[
+        "-n",
+        "6",
+        "--seed",
+        "1",
+        "--no-sham",
+        "-p",
+        "shuffle",
+        "--",
+        "python3",
+        "-m",
+        "pytest",
+        "tests",
+    ]);
+    let cell = crate::cell(&report, "shuffle");
+    let row = (cell["tests"].as_array().unwrap().iter())
+        .find(|t| t["id"] == id(victim))
+        .unwrap_or_else(|| panic!("the victim has no row: {report}"));
+    let command = row["bisect"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no handover: {row}"));
+    let words: Vec<&str> = command.split(' ').collect();
+    assert_eq!(words[..2], ["flakelab", "bisect"], "{command}");
+    let (code, r, stderr) = bisect(
+        &lab,
+        &[
+            words[2],
+            "--test",
+            &id(victim),
+            "--confirm",
+            "1",
+            "--no-cleaners",
+        ],
+    );
+    assert_eq!(code, 1, "{r} {stderr}");
+    // One polluter is enough: the smallest set is one of them. In table
+    // order (the baseline's) nothing runs before the victim at all.
+    let found = strings(&r["polluters"]);
+    assert!(found.len() == 1 && found[0] != id(victim), "{r} {stderr}");
+    assert_eq!(r["kind"], "polluted", "{r}");
+}
+
 #[test]
 fn the_budget_stops_the_search_and_keeps_how_far_it_got() {
     if !pytest_available() {
