@@ -726,6 +726,10 @@ fn holds(outer: &str, inner: &str) -> bool {
     inner.len() > outer.len() && inner.starts_with(outer) && inner[outer.len()..].starts_with("::")
 }
 
+/// A candidate waiting for an invocation: its index, its selection's id
+/// (`None`: the whole command), the seed its cell runs replay.
+pub type BatchEntry = (usize, Option<String>, Option<u64>);
+
 /// One invocation's worth of candidates: what runs, and who it confirms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Batch {
@@ -743,7 +747,7 @@ pub struct Batch {
 /// one invocation; different ids join one invocation only when `repeats`
 /// (the recipe selects several at once) and none holds another (a test
 /// confirmed alone never runs inside another candidate's file).
-pub fn batches(entries: &[(usize, Option<String>, Option<u64>)], repeats: bool) -> Vec<Batch> {
+pub fn batches(entries: &[BatchEntry], repeats: bool) -> Vec<Batch> {
     let mut out: Vec<Batch> = Vec::new();
     for (i, id, seed) in entries {
         let fits = |b: &Batch| -> bool {

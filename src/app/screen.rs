@@ -574,7 +574,7 @@ async fn confirm_all(
             // Selections by the runner's ids (or the whole command), ordered
             // selections of one file each, and whole-prefix ones apart:
             // only the first two kinds share an invocation.
-            let mut groups: [Vec<(usize, Option<String>, Option<u64>)>; 3] = Default::default();
+            let mut groups: [Vec<screen::BatchEntry>; 3] = Default::default();
             for (i, a) in actives.iter().enumerate() {
                 if a.done || &a.out.candidate.cell != cell {
                     continue;
