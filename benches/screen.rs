@@ -108,14 +108,15 @@ fn load() -> String {
 /// One side-by-side measurement: the screen design, then the fixed design
 /// at the N the screen reports (grown until it reaches the same verdicts).
 /// `from`: an N already known to fall short (the same seeds, another
-/// start-up), so the search starts above it. Returns the fixed design's N.
+/// start-up), so the search starts above it. Returns the fixed design's N,
+/// executions and wall-clock time.
 fn measure(
     dir: &Path,
     tag: &str,
     startup: &str,
     planted: &BTreeSet<(String, String)>,
     from: u64,
-) -> u64 {
+) -> (u64, u64, std::time::Duration) {
     let screen_store = format!(".screen{tag}");
     let start = std::time::Instant::now();
     let screen = run(dir, &screen_store, &["--design", "screen"], startup);
@@ -161,7 +162,7 @@ fn measure(
         screen_x as f64 / fixed_x as f64,
         screen_time.as_secs_f64() / fixed_time.as_secs_f64()
     );
-    n
+    (n, fixed_x, fixed_time)
 }
 
 fn main() {
@@ -174,7 +175,26 @@ fn main() {
         .iter()
         .map(|(c, t)| (c.to_string(), t.to_string()))
         .collect();
-    let n = measure(dir.path(), "", "0", &planted, 0);
+    let (n, fixed_x, fixed_time) = measure(dir.path(), "", "0", &planted, 0);
+    // The adaptive screen with one further run (not two) in the random
+    // cells, against the same fixed design.
+    let start = std::time::Instant::now();
+    let screen = run(
+        dir.path(),
+        ".screen2",
+        &["--design", "screen", "--screen", "2"],
+        "0",
+    );
+    let time = start.elapsed();
+    let (runs, x) = executions(dir.path(), ".screen2");
+    assert_eq!(&differing(&screen), &planted, "--screen 2's verdicts");
+    println!(
+        "screen then confirm, --screen 2: {x:>7} test executions, {runs:>3} runs ({:.1} s): {:.3} of the fixed design's executions, {:.3} of its wall-clock time (load {})",
+        time.as_secs_f64(),
+        x as f64 / fixed_x as f64,
+        time.as_secs_f64() / fixed_time.as_secs_f64(),
+        load()
+    );
     if std::env::args().any(|a| a == "fast") {
         return;
     }
