@@ -3,8 +3,8 @@
 //! test that flipped once by chance not confirmed, and an order-dependent
 //! test confirmed in the order that flipped it; on
 //! `tests/fixtures/context-project` a brittle test, a fixed-port pair under
-//! workers and an order victim of a large file, each against the baseline
-//! that keeps its context.
+//! workers, an order victim of a large file and one polluted from another
+//! file, each against the baseline that keeps its context.
 
 use crate::{capable, copy_fixture, sh_ok, Lab};
 
@@ -437,4 +437,40 @@ fn an_order_victim_of_a_large_file_replays_its_flipping_order() {
             .any(|n| n.starts_with("test_cleaner")),
         "{listed}"
     );
+}
+
+/// `--seed 4`: a screen run puts `test_cross_a.py` (the polluter) before
+/// the victim's file with one filler of the victim's file before it, so the
+/// ordered selection restricted to its file has something to replay.
+#[test]
+fn an_order_victim_polluted_from_another_file_climbs_from_its_file() {
+    if !pytest_available() {
+        return;
+    }
+    let (_lab, _report, row) = context_screen(
+        "shuffle",
+        "4",
+        &["tests/test_cross_b.py", "tests/test_cross_a.py"],
+    );
+    assert_eq!(row["id"], "tests.test_cross_b::test_cross_victim");
+    let verdict = row["verdict"].as_str().unwrap();
+    // Its file's tests in the flipping order never flip it: it climbs to
+    // every test that ran before it, where the polluter is.
+    assert!(
+        verdict.contains("climbed from in the order that flipped it, restricted to its file (tests/test_cross_b.py"),
+        "{verdict}"
+    );
+    assert!(
+        verdict.contains("it never failed in the cell (0 of 3) though the screen saw it fail"),
+        "{verdict}"
+    );
+    let stages: Vec<&str> = (row["looks"].as_array().unwrap().iter())
+        .map(|l| l["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(stages[..3], ["ordered file"; 3], "{stages:?}");
+    assert!(
+        stages[3..].iter().all(|s| *s == "ordered prefix"),
+        "{stages:?}"
+    );
+    assert_eq!(row["k"], row["n"]);
 }
