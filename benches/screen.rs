@@ -11,7 +11,9 @@
 //! until it does, so the comparison is against a fixed design that really
 //! reaches them.
 //!
-//! Run with `cargo bench --bench screen` (needs python3 and libfaketime).
+//! Run with `cargo bench --bench screen` (needs python3 and libfaketime);
+//! `cargo bench --bench screen -- fast` measures the suite without start-up
+//! only.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -84,27 +86,48 @@ fn differing(report: &serde_json::Value) -> BTreeSet<(String, String)> {
     out
 }
 
-/// Test executions in a store: test cases in every run's report.
-fn executions(dir: &Path, store: &str) -> u64 {
+/// Process runs and test executions (test cases in every run's report)
+/// in a store.
+fn executions(dir: &Path, store: &str) -> (u64, u64) {
     let (runs, _) = flakelab::store::Store::at(&dir.join(store))
         .load_runs()
         .unwrap();
-    runs.iter().map(|r| r.tests.len() as u64).sum()
+    (
+        runs.len() as u64,
+        runs.iter().map(|r| r.tests.len() as u64).sum(),
+    )
+}
+
+/// The load average, as `/proc/loadavg` gives it (1, 5, 15 minutes).
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// One side-by-side measurement: the screen design, then the fixed design
 /// at the N the screen reports (grown until it reaches the same verdicts).
-fn measure(dir: &Path, tag: &str, startup: &str, planted: &BTreeSet<(String, String)>) {
+/// `from`: an N already known to fall short (the same seeds, another
+/// start-up), so the search starts above it. Returns the fixed design's N,
+/// executions and wall-clock time.
+fn measure(
+    dir: &Path,
+    tag: &str,
+    startup: &str,
+    planted: &BTreeSet<(String, String)>,
+    from: u64,
+) -> (u64, u64, std::time::Duration) {
     let screen_store = format!(".screen{tag}");
     let start = std::time::Instant::now();
     let screen = run(dir, &screen_store, &["--design", "screen"], startup);
     let screen_time = start.elapsed();
-    let screen_x = executions(dir, &screen_store);
+    let (screen_runs, screen_x) = executions(dir, &screen_store);
     assert_eq!(&differing(&screen), planted, "the screen design's verdicts");
     let mut n = screen["design"]["fixed_runs_per_cell"]
         .as_u64()
-        .expect("a fixed N");
-    let (fixed_x, fixed_time) = loop {
+        .expect("a fixed N")
+        .max(from);
+    let ((fixed_runs, fixed_x), fixed_time) = loop {
         let store = format!(".fixed{tag}{n}");
         let start = std::time::Instant::now();
         let fixed = run(
@@ -123,15 +146,15 @@ fn measure(dir: &Path, tag: &str, startup: &str, planted: &BTreeSet<(String, Str
         );
         n += 1;
     };
-    println!("suite: 2,000 tests, start-up {startup} s per run, cells baseline + tz + faketime + shuffle, 7 planted pairs");
+    println!("suite: 2,000 tests, start-up {startup} s per run, cells baseline + tz + faketime + shuffle, 7 planted pairs (load {})", load());
     println!(
-        "screen then confirm: {screen_x:>7} test executions ({:.1} s), {} candidates, {} confirmation invocations",
+        "screen then confirm: {screen_x:>7} test executions, {screen_runs:>3} runs ({:.1} s), {} candidates, {} confirmation sessions",
         screen_time.as_secs_f64(),
         screen["design"]["candidates"],
         screen["design"]["confirm_sessions"]
     );
     println!(
-        "fixed, N = {n:>2}:      {fixed_x:>7} test executions ({:.1} s)",
+        "fixed, N = {n:>2}:      {fixed_x:>7} test executions, {fixed_runs:>3} runs ({:.1} s)",
         fixed_time.as_secs_f64()
     );
     println!(
@@ -139,6 +162,7 @@ fn measure(dir: &Path, tag: &str, startup: &str, planted: &BTreeSet<(String, Str
         screen_x as f64 / fixed_x as f64,
         screen_time.as_secs_f64() / fixed_time.as_secs_f64()
     );
+    (n, fixed_x, fixed_time)
 }
 
 fn main() {
@@ -151,6 +175,29 @@ fn main() {
         .iter()
         .map(|(c, t)| (c.to_string(), t.to_string()))
         .collect();
-    measure(dir.path(), "", "0", &planted);
-    measure(dir.path(), "-slow", "2", &planted);
+    let (n, fixed_x, fixed_time) = measure(dir.path(), "", "0", &planted, 0);
+    // The adaptive screen with one further run (not two) in the random
+    // cells, against the same fixed design.
+    let start = std::time::Instant::now();
+    let screen = run(
+        dir.path(),
+        ".screen2",
+        &["--design", "screen", "--screen", "2"],
+        "0",
+    );
+    let time = start.elapsed();
+    let (runs, x) = executions(dir.path(), ".screen2");
+    assert_eq!(&differing(&screen), &planted, "--screen 2's verdicts");
+    println!(
+        "screen then confirm, --screen 2: {x:>7} test executions, {runs:>3} runs ({:.1} s): {:.3} of the fixed design's executions, {:.3} of its wall-clock time (load {})",
+        time.as_secs_f64(),
+        x as f64 / fixed_x as f64,
+        time.as_secs_f64() / fixed_time.as_secs_f64(),
+        load()
+    );
+    if std::env::args().any(|a| a == "fast") {
+        return;
+    }
+    // The same seeds give the same orders: the N the fast suite needed.
+    measure(dir.path(), "-slow", "2", &planted, n);
 }

@@ -501,6 +501,12 @@ pub enum Level {
     Alone,
     /// Its file or module (what the runner selects).
     Neighbours,
+    /// The tests of its file that ran before it in the order that flipped
+    /// it, in that order, then it (a shuffle candidate).
+    OrderedFile,
+    /// Every test that ran before it in the order that flipped it, in that
+    /// order, then it (a shuffle candidate).
+    OrderedPrefix,
     /// The whole command.
     Whole,
 }
@@ -511,6 +517,8 @@ impl Level {
         match self {
             Level::Alone => "alone",
             Level::Neighbours => "neighbours",
+            Level::OrderedFile => "ordered file",
+            Level::OrderedPrefix => "ordered prefix",
             Level::Whole => "whole",
         }
     }
@@ -525,6 +533,83 @@ pub struct Selection {
     pub id: Option<String>,
     /// In words, for the report.
     pub words: String,
+    /// An ordered selection's lists (JUnit ids): what the cell arm and
+    /// what the baseline arm run, in order.
+    pub order: Option<Order>,
+}
+
+/// The two lists of an ordered selection: the same tests, in the order
+/// that flipped the candidate (the cell arm) and in the order the screen's
+/// baseline ran them (the baseline arm), so that the order is all the arms
+/// differ by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Order {
+    /// The cell arm's list.
+    pub cell: Vec<String>,
+    /// The baseline arm's list.
+    pub baseline: Vec<String>,
+}
+
+/// What a shuffle candidate's ordered selections are cut from: the order
+/// of the screen run that flipped it and the screen baseline's order (each
+/// a run's JUnit ids as its report lists them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlipOrders {
+    /// The flipping run's order.
+    pub flip: Vec<String>,
+    /// The baseline's order.
+    pub baseline: Vec<String>,
+}
+
+/// A shuffle candidate's ordered rungs: its file's tests that ran before it
+/// in the flipping order (when it has any there), then every test that did;
+/// each arm is the victim's own context cut from its own run (the cell arm
+/// from the flipping run, the baseline arm from the screen's baseline run:
+/// what ran before it there, then it), since a test that ran after it
+/// cannot have changed its outcome.
+fn ordered_rungs(from: IdFrom, junit_id: &str, dir: &Path, orders: &FlipOrders) -> Vec<Selection> {
+    let at = |order: &[String]| order.iter().position(|t| t == junit_id);
+    let (Some(flip_at), Some(base_at)) = (at(&orders.flip), at(&orders.baseline)) else {
+        return Vec::new();
+    };
+    let flip = &orders.flip[..=flip_at];
+    let base = &orders.baseline[..=base_at];
+    let mut out = Vec::new();
+    let rung = |level, cell: Vec<String>, baseline: Vec<String>, words: String| Selection {
+        level,
+        id: None,
+        words,
+        order: Some(Order { cell, baseline }),
+    };
+    if let Some(file) = neighbours_id(from, junit_id, dir) {
+        let mine = |order: &[String]| -> Vec<String> {
+            (order.iter())
+                .filter(|t| {
+                    *t == junit_id || neighbours_id(from, t, dir).as_deref() == Some(file.as_str())
+                })
+                .cloned()
+                .collect()
+        };
+        let (cell, baseline) = (mine(flip), mine(base));
+        if cell.len() > 1 && cell.len() < flip.len() {
+            let words = format!(
+                "in the order that flipped it, restricted to its file ({file}: the {} test(s) that ran before it there, then it; at baseline the {} that ran before it there)",
+                cell.len() - 1,
+                baseline.len() - 1
+            );
+            out.push(rung(Level::OrderedFile, cell, baseline, words));
+        }
+    }
+    let words = format!(
+        "in the order that flipped it (the {flip_at} test(s) that ran before it, then it; at baseline the {base_at} that ran before it)"
+    );
+    out.push(rung(
+        Level::OrderedPrefix,
+        flip.to_vec(),
+        base.to_vec(),
+        words,
+    ));
+    out
 }
 
 /// What kind of cell a candidate was found in, for where its ladder starts.
@@ -541,23 +626,30 @@ pub enum CellKind {
 /// The selections a candidate may be confirmed with, narrowest first: the
 /// test alone, its file or module, the whole command. A workers candidate
 /// starts at its neighbours (alone it has no partner to collide with); a
-/// shuffle candidate at the whole command (no recipe here runs a given
-/// order, and the flipping seed on a smaller selection is another order).
-/// `selects`: the recipe has a `[select]`.
+/// shuffle candidate replays the order that flipped it (`orders`, when the
+/// recipe runs a given order): its file's tests that ran before it, then
+/// every test that did, then the whole command under the flipping seed (the
+/// seed on a smaller selection is another order). `selects`: the recipe has
+/// a `[select]`.
 pub fn ladder(
     from: IdFrom,
     junit_id: &str,
     dir: &Path,
     selects: bool,
     kind: CellKind,
+    orders: Option<&FlipOrders>,
 ) -> Vec<Selection> {
     let mut out = Vec::new();
+    if let (CellKind::Shuffled, Some(orders)) = (kind, orders) {
+        out.extend(ordered_rungs(from, junit_id, dir, orders));
+    }
     if selects && kind == CellKind::Fixed {
         if let Some(id) = runner_id(from, junit_id, dir) {
             out.push(Selection {
                 level: Level::Alone,
                 words: format!("alone ({id})"),
                 id: Some(id),
+                order: None,
             });
         }
     }
@@ -567,6 +659,7 @@ pub fn ladder(
                 level: Level::Neighbours,
                 words: format!("with its neighbours ({id})"),
                 id: Some(id),
+                order: None,
             });
         }
     }
@@ -574,13 +667,21 @@ pub fn ladder(
         level: Level::Whole,
         id: None,
         words: "with its neighbours (the whole command)".into(),
+        order: None,
     });
     out
 }
 
-/// Why a ladder starts above the test alone, in words (None: it starts alone).
-pub fn start_reason(kind: CellKind, flip_seed: Option<u64>) -> Option<String> {
+/// Why a ladder starts above the test alone, in words (None: it starts
+/// alone). `ordered`: a shuffle candidate's ladder replays its order.
+pub fn start_reason(kind: CellKind, flip_seed: Option<u64>, ordered: bool) -> Option<String> {
     match kind {
+        CellKind::Shuffled if ordered => Some(match flip_seed {
+            Some(seed) => format!(
+                "a shuffle candidate: its cell arm replays the order of the screen run under seed {seed} that flipped it, cut after it (the seed on a smaller selection is another order), its baseline arm what ran before it in the screen's baseline run"
+            ),
+            None => "a shuffle candidate: its cell arm replays the order that flipped it, cut after it, its baseline arm what ran before it in the screen's baseline run".into(),
+        }),
         CellKind::Fixed => None,
         CellKind::Concurrent => Some(
             "found under concurrency: confirmed with the tests it ran beside, never alone (alone it has no partner)".into(),
@@ -625,6 +726,10 @@ fn holds(outer: &str, inner: &str) -> bool {
     inner.len() > outer.len() && inner.starts_with(outer) && inner[outer.len()..].starts_with("::")
 }
 
+/// A candidate waiting for an invocation: its index, its selection's id
+/// (`None`: the whole command), the seed its cell runs replay.
+pub type BatchEntry = (usize, Option<String>, Option<u64>);
+
 /// One invocation's worth of candidates: what runs, and who it confirms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Batch {
@@ -642,7 +747,7 @@ pub struct Batch {
 /// one invocation; different ids join one invocation only when `repeats`
 /// (the recipe selects several at once) and none holds another (a test
 /// confirmed alone never runs inside another candidate's file).
-pub fn batches(entries: &[(usize, Option<String>, Option<u64>)], repeats: bool) -> Vec<Batch> {
+pub fn batches(entries: &[BatchEntry], repeats: bool) -> Vec<Batch> {
     let mut out: Vec<Batch> = Vec::new();
     for (i, id, seed) in entries {
         let fits = |b: &Batch| -> bool {
@@ -836,6 +941,7 @@ mod tests {
                 dir.path(),
                 true,
                 kind,
+                None,
             )
             .into_iter()
             .map(|s| (s.level, s.id))
@@ -855,10 +961,55 @@ mod tests {
             [(Level::Neighbours, file), (Level::Whole, None)]
         );
         assert_eq!(levels(CellKind::Shuffled), [(Level::Whole, None)]);
-        assert!(start_reason(CellKind::Shuffled, Some(9))
+        assert!(start_reason(CellKind::Shuffled, Some(9), false)
             .unwrap()
             .contains("replays seed 9"));
-        assert_eq!(start_reason(CellKind::Fixed, None), None);
+        assert_eq!(start_reason(CellKind::Fixed, None, false), None);
+    }
+
+    #[test]
+    fn a_shuffle_candidate_replays_the_order_that_flipped_it_not_its_seed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = |v: &[&str]| v.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        let orders = FlipOrders {
+            flip: ids(&["m1::x", "m2::p", "m1::y", "m2::v", "m2::q"]),
+            baseline: ids(&["m1::x", "m1::y", "m2::v", "m2::p", "m2::q"]),
+        };
+        let got = ladder(
+            IdFrom::Junit,
+            "m2::v",
+            dir.path(),
+            true,
+            CellKind::Shuffled,
+            Some(&orders),
+        );
+        let levels: Vec<Level> = got.iter().map(|s| s.level).collect();
+        assert_eq!(
+            levels,
+            [Level::OrderedFile, Level::OrderedPrefix, Level::Whole]
+        );
+        // Its file's predecessors in the flipping order, then it; the
+        // baseline arm its predecessors in the baseline's run.
+        let file = got[0].order.as_ref().unwrap();
+        assert_eq!(file.cell, ids(&["m2::p", "m2::v"]));
+        assert_eq!(file.baseline, ids(&["m2::v"]));
+        let prefix = got[1].order.as_ref().unwrap();
+        assert_eq!(prefix.cell, ids(&["m1::x", "m2::p", "m1::y", "m2::v"]));
+        assert_eq!(prefix.baseline, ids(&["m1::x", "m1::y", "m2::v"]));
+        // First in its file: the file cannot hold what flipped it.
+        let first = ladder(
+            IdFrom::Junit,
+            "m1::y",
+            dir.path(),
+            true,
+            CellKind::Shuffled,
+            Some(&FlipOrders {
+                flip: ids(&["m2::p", "m1::y"]),
+                baseline: ids(&["m1::y", "m2::p"]),
+            }),
+        );
+        let levels: Vec<Level> = first.iter().map(|s| s.level).collect();
+        assert_eq!(levels, [Level::OrderedPrefix, Level::Whole]);
     }
 
     #[test]

@@ -49,6 +49,60 @@ impl ScreenRuns {
     }
 }
 
+/// What each shuffle candidate's ordered selections are cut from, when the
+/// recipe runs a given order: the screen run that flipped it (its cell, its
+/// seed, the test failing) and the screen's first baseline run with tests.
+fn flip_orders(
+    spec: &SessionSpec,
+    runs: &[RunRecord],
+    candidates: &[Candidate],
+) -> Vec<Option<screen::FlipOrders>> {
+    use crate::record::TestOutcome;
+    if ordered_of(spec).is_none() {
+        return vec![None; candidates.len()];
+    }
+    // The store keeps a run's tests in the session's first-seen order, not
+    // the run's own: the order is read back from the run's report.
+    let order_of = |r: &RunRecord| -> Option<Vec<String>> {
+        let parsed = crate::junit::parse_file(r.junit.as_deref()?).ok()?;
+        let mut seen = std::collections::HashSet::new();
+        let ids: Vec<String> = (crate::outcomes::records(&parsed, None).into_iter())
+            .map(|t| t.id)
+            .filter(|id| seen.insert(id.clone()))
+            .collect();
+        (!ids.is_empty()).then_some(ids)
+    };
+    let baseline = (runs.iter())
+        .filter(|r| r.cell == "baseline" && !r.tests.is_empty())
+        .find_map(order_of);
+    (candidates.iter())
+        .map(|c| {
+            if kind_of(spec, &c.cell).1 != CellKind::Shuffled {
+                return None;
+            }
+            let flip = runs.iter().find(|r| {
+                r.cell == c.cell
+                    && Some(r.seed) == c.flip_seed
+                    && (r.tests.iter()).any(|t| {
+                        t.id == c.test
+                            && matches!(t.outcome, TestOutcome::Fail | TestOutcome::Error)
+                    })
+            })?;
+            Some(screen::FlipOrders {
+                flip: order_of(flip)?,
+                baseline: baseline.clone()?,
+            })
+        })
+        .collect()
+}
+
+/// The recipe's way of running a given list in a given order, if it has one.
+fn ordered_of(spec: &SessionSpec) -> Option<&crate::catalog::recipe::ordered::Ordered> {
+    use crate::catalog::recipe::ordered::OrderHow;
+    (spec.recipe.as_ref()?.ordered.as_ref())
+        .filter(|o| matches!(o.how, OrderHow::PytestPlugin | OrderHow::Listed))
+}
+
 fn executions(runs: &[RunRecord]) -> u64 {
     runs.iter().map(|r| r.tests.len() as u64).sum()
 }
@@ -105,6 +159,14 @@ pub(super) async fn screen_cmd(
         true => Some(screen_id(&args)?),
         false => None,
     };
+    // A shuffle candidate replays the order that flipped it, read from its
+    // run's report: the screen keeps its reports where the recipe runs a
+    // given order.
+    let mut full = full;
+    let replays_orders = ordered_of(&full).is_some()
+        && (full.cells.iter()).any(|(c, _)| kind_of(&full, &c.name).1 == CellKind::Shuffled);
+    let user_keeps = full.keep_junit;
+    full.keep_junit |= replays_orders;
     // Round one: one full run of every cell.
     let mut settings = full.clone().with_runs(1);
     if let Some(id) = &named {
@@ -158,6 +220,7 @@ pub(super) async fn screen_cmd(
         runs.extend(extra);
     }
     let candidates = screen::candidates(&runs, &applied);
+    let orders = flip_orders(&settings, &runs, &candidates);
     drop(runs);
     let rule = Rule::new(
         candidates.len(),
@@ -202,14 +265,17 @@ pub(super) async fn screen_cmd(
         candidates.len(),
         2 * rule.looks
     );
+    // The confirmations keep their reports only when asked to.
+    let mut confirming = settings.clone();
+    confirming.keep_junit = user_keeps;
     let ctx = Context {
-        settings: &settings,
+        settings: &confirming,
         screen: &done.session,
         rule: &rule,
         stop: &stop,
         shard: None,
     };
-    let (confirmed, totals) = confirm_all(&ctx, &candidates, args.max_runs).await?;
+    let (confirmed, totals) = confirm_all(&ctx, &candidates, &orders, args.max_runs).await?;
     let interrupted = *stop.borrow() != Stop::Run;
     let mut record = ScreenRecord {
         schema: screen::SCREEN_SCHEMA.into(),
@@ -363,7 +429,9 @@ async fn confirm_shard(
         stop: &stop,
         shard: Some(shard),
     };
-    let (confirmed, totals) = confirm_all(&ctx, &mine, args.max_runs).await?;
+    // A shard has not the screen's runs at hand: its shuffle candidates
+    // replay their seed on the whole command.
+    let (confirmed, totals) = confirm_all(&ctx, &mine, &[], args.max_runs).await?;
     let interrupted = *stop.borrow() != Stop::Run;
     let mut record = ScreenRecord {
         schema: screen::SCREEN_SCHEMA.into(),
@@ -436,6 +504,7 @@ struct Active {
 async fn confirm_all(
     ctx: &Context<'_>,
     candidates: &[Candidate],
+    orders: &[Option<screen::FlipOrders>],
     mut budget: Option<u64>,
 ) -> Result<(Vec<Confirmation>, (u64, u64, u64))> {
     let settings = ctx.settings;
@@ -445,10 +514,14 @@ async fn confirm_all(
     let repeats = select.is_some_and(|s| s.repeats);
     let mut actives: Vec<Active> = candidates
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             let kind = kind_of(settings, &c.cell).1;
             let every_seed = c.flip_seed.filter(|_| kind == CellKind::Shuffled);
-            let ladder = screen::ladder(from, &c.test, &settings.dir, select.is_some(), kind);
+            let order = orders.get(i).and_then(Option::as_ref);
+            let ladder =
+                screen::ladder(from, &c.test, &settings.dir, select.is_some(), kind, order);
+            let ordered = ladder[0].order.is_some();
             Active {
                 ladder,
                 rung: 0,
@@ -469,7 +542,7 @@ async fn confirm_all(
                     note: None,
                     replayed_seed: every_seed,
                     sessions: Vec::new(),
-                    start: screen::start_reason(kind, c.flip_seed),
+                    start: screen::start_reason(kind, c.flip_seed, ordered),
                     climbs: Vec::new(),
                     replayed_every: every_seed.is_some(),
                 },
@@ -498,11 +571,31 @@ async fn confirm_all(
         }
         let cells: Vec<String> = cells.into_iter().map(String::from).collect();
         for cell in &cells {
-            let entries: Vec<(usize, Option<String>, Option<u64>)> = (actives.iter().enumerate())
-                .filter(|(_, a)| !a.done && &a.out.candidate.cell == cell)
-                .map(|(i, a)| (i, a.ladder[a.rung].id.clone(), a.every_seed))
+            // Selections by the runner's ids (or the whole command), ordered
+            // selections of one file each, and whole-prefix ones apart:
+            // only the first two kinds share an invocation.
+            let mut groups: [Vec<screen::BatchEntry>; 3] = Default::default();
+            for (i, a) in actives.iter().enumerate() {
+                if a.done || &a.out.candidate.cell != cell {
+                    continue;
+                }
+                let rung = &a.ladder[a.rung];
+                match rung.level {
+                    screen::Level::OrderedFile => {
+                        let file = neighbours_of(from, &a.out.candidate.test, &settings.dir);
+                        groups[1].push((i, Some(file), None));
+                    }
+                    screen::Level::OrderedPrefix => {
+                        groups[2].push((i, Some(a.out.candidate.test.clone()), None))
+                    }
+                    _ => groups[0].push((i, rung.id.clone(), a.every_seed)),
+                }
+            }
+            let packed: Vec<screen::Batch> = (screen::batches(&groups[0], repeats).into_iter())
+                .chain(screen::batches(&groups[1], true))
+                .chain(screen::batches(&groups[2], false))
                 .collect();
-            for batch in screen::batches(&entries, repeats) {
+            for batch in packed {
                 if *ctx.stop.borrow() != Stop::Run {
                     break 'rounds;
                 }
@@ -554,32 +647,48 @@ async fn run_batch(
         stop,
         shard,
     } = *ctx;
-    let argv = if batch.ids.is_empty() {
-        Ok(settings.command.clone())
-    } else {
-        match settings.recipe.as_ref() {
-            Some(r) => argv::select_many(r, &settings.command, &batch.ids, &settings.dir),
-            None => Err("no recipe selects tests".to_string()),
+    let first = &actives[batch.members[0]];
+    let spec = if first.ladder[first.rung].order.is_some() {
+        let (mut cell_list, mut base_list) = (Vec::new(), Vec::new());
+        for &i in &batch.members {
+            let a = &actives[i];
+            if let Some(o) = &a.ladder[a.rung].order {
+                cell_list.extend(o.cell.iter().cloned());
+                base_list.extend(o.baseline.iter().cloned());
+            }
         }
+        ordered_spec(
+            settings,
+            cell,
+            (&cell_list, &base_list),
+            (&screen_session.id, batch_no),
+        )
+    } else {
+        let argv = if batch.ids.is_empty() {
+            Ok(settings.command.clone())
+        } else {
+            match settings.recipe.as_ref() {
+                Some(r) => argv::select_many(r, &settings.command, &batch.ids, &settings.dir),
+                None => Err("no recipe selects tests".to_string()),
+            }
+        };
+        argv.map_err(|e| (e, String::new())).and_then(|argv| {
+            settings
+                .clone()
+                .only_cells(&["baseline", cell])
+                .map_err(|e| (e.message().to_string(), e.hint().to_string()))
+                .map(|s| s.with_command(argv).every_seed(batch.every_seed))
+        })
     };
-    let spec = argv.map_err(|e| (e, String::new())).and_then(|argv| {
-        settings
-            .clone()
-            .only_cells(&["baseline", cell])
-            .map_err(|e| (e.message().to_string(), e.hint().to_string()))
-            .map(|s| {
-                let s = (s.with_command(argv))
-                    .with_seed(seed)
-                    .every_seed(batch.every_seed)
-                    .part_of(&screen_session.id);
-                match shard {
-                    None => s.knowing(screen_session),
-                    Some(sh) => s.named(&format!(
-                        "{}-s{}of{}-c{batch_no}",
-                        screen_session.id, sh.index, sh.total
-                    )),
-                }
-            })
+    let spec = spec.map(|s| {
+        let s = s.with_seed(seed).part_of(&screen_session.id);
+        match shard {
+            None => s.knowing(screen_session),
+            Some(sh) => s.named(&format!(
+                "{}-s{}of{}-c{batch_no}",
+                screen_session.id, sh.index, sh.total
+            )),
+        }
     });
     let spec = match spec {
         Ok(s) => s,
@@ -704,6 +813,66 @@ async fn run_batch(
         return Ok(false);
     }
     Ok(!done.interrupted)
+}
+
+/// The file or module an ordered selection keeps, as the batches compare it.
+fn neighbours_of(
+    from: crate::catalog::recipe::IdFrom,
+    test: &str,
+    dir: &std::path::Path,
+) -> String {
+    screen::neighbours_id(from, test, dir).unwrap_or_else(|| test.to_string())
+}
+
+/// The session of an ordered invocation: the cell arm runs its members'
+/// lists in the orders that flipped them, the baseline arm the same tests
+/// in the baseline's order, each list written to a file in the store; the
+/// cell's own shuffle is off (the list is the order).
+fn ordered_spec(
+    settings: &SessionSpec,
+    cell: &str,
+    lists: (&[String], &[String]),
+    (session, batch_no): (&str, u32),
+) -> std::result::Result<SessionSpec, (String, String)> {
+    use crate::catalog::recipe::ordered::OrderHow;
+    let harness = |e: Error| (e.message().to_string(), e.hint().to_string());
+    let ordered = ordered_of(settings)
+        .ok_or_else(|| ("the recipe runs no given order".to_string(), String::new()))?;
+    let name = format!("screen-{session}");
+    let cell_file = (settings.store)
+        .write_bisect_order(&name, 2 * batch_no, lists.0)
+        .map_err(harness)?;
+    let base_file = (settings.store)
+        .write_bisect_order(&name, 2 * batch_no + 1, lists.1)
+        .map_err(harness)?;
+    let argv = |f: &std::path::Path| ordered.argv(&settings.command, &f.display().to_string());
+    let cell_argv = argv(&cell_file).map_err(|e| (e, String::new()))?;
+    let base_argv = argv(&base_file).map_err(|e| (e, String::new()))?;
+    let mut spec = (settings
+        .clone()
+        .only_cells(&["baseline", cell])
+        .map_err(harness)?)
+    .with_command(base_argv)
+    .with_cell_command(cell, cell_argv);
+    let plugin = match ordered.how {
+        OrderHow::PytestPlugin => Some(settings.store.write_bisect_plugin().map_err(harness)?),
+        _ => None,
+    };
+    let old = std::env::var("PYTHONPATH").ok();
+    for (c, prepared) in &mut spec.cells {
+        if c.name == cell {
+            prepared.shuffle = false;
+        }
+        if let Some(dir) = &plugin {
+            let prior = prepared.set.get("PYTHONPATH").cloned().or(old.clone());
+            let path = match prior.filter(|p| !p.is_empty()) {
+                Some(p) => format!("{}:{p}", dir.display()),
+                None => dir.display().to_string(),
+            };
+            prepared.set.insert("PYTHONPATH".into(), path);
+        }
+    }
+    Ok(spec)
 }
 
 /// Looks a candidate has taken (every rung).

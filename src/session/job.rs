@@ -54,13 +54,20 @@ pub(super) fn plan_process(
         workers: prepared.workers,
         race: prepared.race.as_deref(),
     };
-    let (command, extra_env) = argv::for_run(settings.recipe.as_ref(), &settings.command, ask)
-        .map_err(|e| {
-            Error::harness(
-                format!("the runner recipe could not build the command: {e}"),
-                "fix the recipe (`flakelab recipes show NAME`) or pass --runner none",
-            )
-        })?;
+    let (command, extra_env) = argv::for_run(
+        settings.recipe.as_ref(),
+        settings
+            .cell_commands
+            .get(&cell.name)
+            .unwrap_or(&settings.command),
+        ask,
+    )
+    .map_err(|e| {
+        Error::harness(
+            format!("the runner recipe could not build the command: {e}"),
+            "fix the recipe (`flakelab recipes show NAME`) or pass --runner none",
+        )
+    })?;
     let watch = prepared.watch(&command);
     let mut launch = launch_for(
         settings,

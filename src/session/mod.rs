@@ -127,6 +127,9 @@ pub struct SessionSpec {
     /// Each cell's own directory (`verify`: the before and after trees), by
     /// cell index; empty when every cell runs in `dir`.
     pub cell_dirs: Vec<PathBuf>,
+    /// The command a named cell runs instead of `command` (a screen
+    /// confirmation's arms, each running its own ordered list).
+    pub cell_commands: BTreeMap<String, Vec<String>>,
     /// The session this one is part of (a confirmation of it).
     pub part_of: Option<String>,
     /// What this session replays, if anything.
@@ -299,6 +302,12 @@ impl SessionSpec {
     /// focused test selected, say): recipe and preparation are kept.
     pub fn with_command(mut self, command: Vec<String>) -> SessionSpec {
         self.command = command;
+        self
+    }
+
+    /// The same session with cell `name` running `command` instead.
+    pub fn with_cell_command(mut self, name: &str, command: Vec<String>) -> SessionSpec {
+        self.cell_commands.insert(name.to_string(), command);
         self
     }
 

@@ -271,6 +271,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         copy_dirs: Vec::new(),
         rung: None,
         cell_dirs: Vec::new(),
+        cell_commands: std::collections::BTreeMap::new(),
         part_of: None,
         replay: Replay::default(),
         sharding: None,

@@ -15,6 +15,9 @@ pub enum OrderHow {
     /// the user's environment) that reorders the collected tests to the list
     /// in the file `{order}` and deselects the rest.
     PytestPlugin,
+    /// The runner itself reads the list in the file `{order}` and runs
+    /// exactly those tests in that order.
+    Listed,
     /// The runner runs the tests it selects in source order only: a subset
     /// keeps its relative order only when the failing run was not shuffled.
     SourceOrder,
@@ -60,6 +63,11 @@ impl Ordered {
                     return Err(format!(
                         "[ordered] args must load the plugin: -p {PYTEST_PLUGIN_MODULE}"
                     ));
+                }
+            }
+            OrderHow::Listed => {
+                if !self.args.iter().any(|a| a.contains("{order}")) {
+                    return Err("[ordered] args never use {order}".into());
                 }
             }
             OrderHow::SourceOrder | OrderHow::None => {
@@ -113,6 +121,12 @@ mod tests {
         );
         let no_list = ordered(OrderHow::PytestPlugin, &["-p", "flakelab_order"]);
         assert!(no_list.validate().unwrap_err().contains("{order}"));
+        let listed = ordered(OrderHow::Listed, &["--order", "{order}"]);
+        assert_eq!(listed.validate(), Ok(()));
+        assert!(ordered(OrderHow::Listed, &["--order"])
+            .validate()
+            .unwrap_err()
+            .contains("{order}"));
         let no_plugin = ordered(OrderHow::PytestPlugin, &["--flakelab-order={order}"]);
         assert!(no_plugin
             .validate()
