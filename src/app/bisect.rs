@@ -8,7 +8,7 @@ use crate::bisect::ddmin::{Ddmin, Next};
 use crate::bisect::{self, BisectRecord, Confirmation, Kind, BISECT_SCHEMA};
 use crate::catalog::perturbation::Kind as PerturbKind;
 use crate::catalog::recipe::argv;
-use crate::catalog::recipe::ordered::Ordered;
+use crate::catalog::recipe::ordered::{OrderHow, Ordered};
 use crate::cli::{BisectArgs, LadderFormat};
 use crate::config::RunFlags;
 use crate::error::{Error, Result};
@@ -194,15 +194,9 @@ pub(super) async fn bisect_cmd(ctx: &super::Ctx, args: BisectArgs) -> Result<i32
         .retain(|p| !matches!(PerturbKind::parse(p), Ok(Some(PerturbKind::Shuffle))));
     let mut spec = session::resolve::recorded(&recorded, &unshuffled, &root, &ctx.executor)?;
     let ordered = ordered_of(&spec)?;
-    let plugin_dir = spec.store.write_bisect_plugin()?;
-    let old = std::env::var("PYTHONPATH").ok();
-    for (_, prepared) in &mut spec.cells {
-        let prior = prepared.set.get("PYTHONPATH").cloned().or(old.clone());
-        let path = match prior.filter(|p| !p.is_empty()) {
-            Some(p) => format!("{}:{p}", plugin_dir.display()),
-            None => plugin_dir.display().to_string(),
-        };
-        prepared.set.insert("PYTHONPATH".into(), path);
+    if ordered.how == OrderHow::PytestPlugin {
+        let plugin_dir = spec.store.write_bisect_plugin()?;
+        put_on_pythonpath(&mut spec, &plugin_dir);
     }
     let id = format!("bisect-{}", new_session_id());
     eprintln!(
@@ -507,4 +501,21 @@ async fn record_seeded(
         )
     })?;
     Ok(Some((run, done.session)))
+}
+/// Puts `dir` (where the pytest ordering plugin is) first on every cell's
+/// `PYTHONPATH`, before the cell's own or the inherited one.
+pub(super) fn put_on_pythonpath(spec: &mut SessionSpec, dir: &std::path::Path) {
+    let inherited = std::env::var("PYTHONPATH").ok();
+    for (_, prepared) in &mut spec.cells {
+        let prior = prepared
+            .set
+            .get("PYTHONPATH")
+            .cloned()
+            .or(inherited.clone());
+        let path = match prior.filter(|p| !p.is_empty()) {
+            Some(p) => format!("{}:{p}", dir.display()),
+            None => dir.display().to_string(),
+        };
+        prepared.set.insert("PYTHONPATH".into(), path);
+    }
 }

@@ -854,23 +854,14 @@ fn ordered_spec(
         .map_err(harness)?)
     .with_command(base_argv)
     .with_cell_command(cell, cell_argv);
-    let plugin = match ordered.how {
-        OrderHow::PytestPlugin => Some(settings.store.write_bisect_plugin().map_err(harness)?),
-        _ => None,
-    };
-    let old = std::env::var("PYTHONPATH").ok();
     for (c, prepared) in &mut spec.cells {
         if c.name == cell {
             prepared.shuffle = false;
         }
-        if let Some(dir) = &plugin {
-            let prior = prepared.set.get("PYTHONPATH").cloned().or(old.clone());
-            let path = match prior.filter(|p| !p.is_empty()) {
-                Some(p) => format!("{}:{p}", dir.display()),
-                None => dir.display().to_string(),
-            };
-            prepared.set.insert("PYTHONPATH".into(), path);
-        }
+    }
+    if ordered.how == OrderHow::PytestPlugin {
+        let dir = settings.store.write_bisect_plugin().map_err(harness)?;
+        super::bisect::put_on_pythonpath(&mut spec, &dir);
     }
     Ok(spec)
 }

@@ -203,7 +203,7 @@ pub fn can_order(
         );
     };
     match &recipe.ordered {
-        Some(o) if o.how == OrderHow::PytestPlugin => Ok(o),
+        Some(o) if matches!(o.how, OrderHow::PytestPlugin | OrderHow::Listed) => Ok(o),
         Some(o) => Err(format!(
             "the {} runner cannot run a given order of tests: {}",
             recipe.name, o.note
@@ -342,6 +342,12 @@ mod tests {
         let rspec = can_order(named("rspec")).unwrap_err();
         assert!(rspec.contains("--bisect"), "{rspec}");
         assert!(can_order(None).unwrap_err().contains("recipe"));
+        // A runner that reads the list itself (`how = "listed"`) is bisected.
+        let mut listed = named("pytest").unwrap().clone();
+        if let Some(o) = listed.ordered.as_mut() {
+            o.how = crate::catalog::recipe::ordered::OrderHow::Listed;
+        }
+        assert!(can_order(Some(&listed)).is_ok());
         // Every recipe says what its runner allows.
         for r in &recipes {
             assert!(r.ordered.is_some(), "{} has no [ordered]", r.name);
