@@ -322,7 +322,7 @@ pub fn plan(
 
 /// The ids handed to the recipe's `[select]` for `ids`: each id when the
 /// recipe repeats its selection; one regex alternation when its template
-/// anchors `{id}` as a regex (`^{id}$`, go test's `-run`) and no id is a
+/// anchors `{id_re}` as a regex (`^{id_re}$`, go test's `-run`) and no id is a
 /// subtest path; otherwise why not.
 pub fn selection(
     ids: &[String],
@@ -332,7 +332,7 @@ pub fn selection(
     if ids.len() <= 1 || repeats {
         return Ok(ids.to_vec());
     }
-    let regex = template.iter().any(|a| a.contains("^{id}$"));
+    let regex = template.iter().any(|a| a.contains("^{id_re}$"));
     if regex && ids.iter().all(|i| !i.contains('/')) {
         let alternation: Vec<String> = ids.iter().map(|i| regex::escape(i)).collect();
         return Ok(vec![format!("({})", alternation.join("|"))]);
@@ -360,7 +360,11 @@ pub fn select_argv(
         return Ok(argv);
     }
     let sel = selection(ids, select.repeats, &select.args)?;
-    argv::select_many(recipe, command, &sel, dir)
+    match sel.as_slice() {
+        // One alternation of escaped ids: a pattern, put in as it is.
+        [pattern] if ids.len() > 1 => argv::select_pattern(recipe, command, pattern, dir),
+        _ => argv::select_many(recipe, command, &sel, dir),
+    }
 }
 
 /// The two-sided Fisher p of `cell` against `baseline`, when the cell
@@ -693,7 +697,7 @@ mod tests {
     #[test]
     fn several_go_tests_select_as_one_anchored_alternation() {
         let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let go = ids(&["-count=1", "-run", "^{id}$"]);
+        let go = ids(&["-count=1", "-run", "^{id_re}$"]);
         assert_eq!(
             selection(&ids(&["TestA", "TestB"]), false, &go).unwrap(),
             ["(TestA|TestB)"]

@@ -166,6 +166,37 @@ pub fn select(
     id: &str,
     dir: &Path,
 ) -> Result<Vec<String>, String> {
+    select_with(recipe, command, select_vars(id), dir)
+}
+
+/// The command with the recipe's `[select]` for a regular expression of
+/// the caller's (several ids as one alternation, each already escaped):
+/// `{id_re}` gets `pattern` as it is. `Err` when the recipe's selection is
+/// not a pattern (`{id_re}` unused).
+pub fn select_pattern(
+    recipe: &Recipe,
+    command: &[String],
+    pattern: &str,
+    dir: &Path,
+) -> Result<Vec<String>, String> {
+    let is_pattern =
+        (recipe.select.as_ref()).is_some_and(|s| s.args.iter().any(|a| a.contains("{id_re}")));
+    if !is_pattern {
+        return Err(format!(
+            "the {} recipe does not select by a pattern",
+            recipe.name
+        ));
+    }
+    let vars = BTreeMap::from([("id", pattern.to_string()), ("id_re", pattern.to_string())]);
+    select_with(recipe, command, vars, dir)
+}
+
+fn select_with(
+    recipe: &Recipe,
+    command: &[String],
+    vars: BTreeMap<&'static str, String>,
+    dir: &Path,
+) -> Result<Vec<String>, String> {
     let Some(select) = &recipe.select else {
         return Err(format!(
             "the {} recipe declares no [select]: it cannot run one test alone",
@@ -178,7 +209,6 @@ pub fn select(
     } else {
         command.to_vec()
     };
-    let vars = select_vars(id);
     let (argv, env) = select
         .apply_at(&argv, &vars, end.min(argv.len()))
         .map_err(|e| format!("the {} recipe's [select] failed: {e}", recipe.name))?;
