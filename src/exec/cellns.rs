@@ -156,6 +156,79 @@ fn open(pid: u32) -> Result<CellNetns, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::setup::SETUP_FAILED;
+    use std::io::{BufRead, BufReader};
+
+    /// A namespace set up by `script` in `unshare -rn`, held by a `cat`
+    /// until the returned writer is dropped; None where `unshare` or `ip`
+    /// cannot do it here.
+    fn made_by(script: &str) -> Option<(CellNetns, std::process::ChildStdin, std::process::Child)> {
+        let mut child = Command::new("unshare")
+            .args([
+                "-rn",
+                "sh",
+                "-c",
+                &format!("{script} && echo ready && exec cat"),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut line = String::new();
+        let _ = BufReader::new(child.stdout.take()?).read_line(&mut line);
+        let stdin = child.stdin.take()?;
+        if line.trim() != "ready" {
+            drop(stdin);
+            let _ = child.wait();
+            return None;
+        }
+        let ns = open(child.id()).ok()?;
+        Some((ns, stdin, child))
+    }
+
+    /// Spawns `true` entering `ns`; the setup's failure message, if any.
+    fn enter(ns: CellNetns) -> Option<String> {
+        let iso = Isolation {
+            netns: true,
+            ..Default::default()
+        };
+        let armed = Armed::new(&iso, Some(Arc::new(ns))).unwrap();
+        let mut cmd = Command::new("true");
+        armed.install(&mut cmd);
+        let status = cmd.status();
+        armed.failure(status.is_err())
+    }
+
+    #[test]
+    fn a_run_enters_its_cells_namespace_and_refuses_one_with_a_route_off() {
+        let Ok(ns) = make() else {
+            eprintln!("skipped: no network namespace here");
+            return;
+        };
+        assert_eq!(enter(ns), None);
+        // The proof catches a namespace with loopback down, and one where
+        // a documentation address is routable.
+        let Some((down, stdin, mut child)) = made_by("true") else {
+            eprintln!("skipped: no unshare -rn here");
+            return;
+        };
+        let why = enter(down).expect("loopback down is refused");
+        assert!(why.starts_with(SETUP_FAILED), "{why}");
+        assert!(why.contains("does not reach 127.0.0.1"), "{why}");
+        drop(stdin);
+        let _ = child.wait();
+        let Some((routed, stdin, mut child)) =
+            made_by("ip link set lo up && ip route add 192.0.2.0/24 dev lo")
+        else {
+            eprintln!("skipped: no ip here");
+            return;
+        };
+        let why = enter(routed).expect("a route off is refused");
+        assert!(why.contains("has an IPv4 route off the machine"), "{why}");
+        drop(stdin);
+        let _ = child.wait();
+    }
 
     #[test]
     fn the_key_is_the_session_and_the_cell() {
