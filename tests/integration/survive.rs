@@ -449,14 +449,37 @@ readlink /proc/self/ns/net > "pids/$i.tmp" && mv "pids/$i.tmp" "pids/$FLAKELAB_C
         .cmd()
         .env(&mark.0, &mark.1)
         .env("HOLD", "1")
-        .args(["run", "-n", "2", "--no-baseline", "-p", "netns", "--"])
+        .args([
+            "run",
+            "-n",
+            "2",
+            "--no-baseline",
+            "--no-sham",
+            "-p",
+            "netns",
+            "--",
+        ])
         .args(["sh", "-c", write_ns])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(lab.path().join("stderr")).unwrap())
         .spawn()
         .unwrap();
+    // Its first run announces its namespace, then sleeps in it.
     let first = lab.path().join("pids/netns.00000");
-    wait_for_file(&first);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !first.exists() {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let err = std::fs::read_to_string(lab.path().join("stderr")).unwrap_or_default();
+            let pids: Vec<_> = std::fs::read_dir(lab.path().join("pids"))
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
+            panic!("the run never announced its namespace: {pids:?}\n{err}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let ns = std::fs::read_to_string(&first).unwrap().trim().to_string();
     assert_ne!(ns, host);
     let holders = holding_namespace(&ns, &entry);
