@@ -10,6 +10,9 @@
 //! records (each run's duration covers the fork, the setup in the child
 //! between fork and exec, and the preload).
 //!
+//! Last, libfaketime's own start-up, outside flakelab: a shell loop with
+//! the preload against the same loop without it.
+//!
 //! Run with `cargo bench --bench overhead` (optionally `-- RUNS ROUNDS`).
 //! Targets (issue #15): flakelab at most 1.10x the shell loop, a netns cell
 //! at most 1.3x the baseline cell, faketime at most 1.1x.
@@ -87,6 +90,44 @@ fn main() {
     );
 
     cell_costs(flakelab, dir.path(), runs);
+    preload_cost(runs, rounds);
+}
+
+/// libfaketime's own start-up: a shell loop running `/bin/true` with the
+/// preload against the same loop without it, alternating (the reference
+/// for the faketime cells' ratio: what no harness can take away).
+fn preload_cost(runs: u32, rounds: u32) {
+    let Ok(lib) = flakelab::perturb::faketime::locate(None) else {
+        println!("libfaketime start-up: skipped (no libfaketime here)");
+        return;
+    };
+    let with = format!(
+        "i=0; while [ $i -lt {runs} ]; do LD_PRELOAD={} FAKETIME=+365d /bin/true; i=$((i+1)); done",
+        lib.display()
+    );
+    let without = format!(
+        "i=0; while [ $i -lt {runs} ]; do X={} Y=+365d /bin/true; i=$((i+1)); done",
+        lib.display()
+    );
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let mut sh = Command::new("sh");
+        sh.args(["-c", &without]);
+        a.push(time(sh));
+        let mut sh = Command::new("sh");
+        sh.args(["-c", &with]);
+        b.push(time(sh));
+    }
+    a.sort();
+    b.sort();
+    let (a, b) = (a[a.len() / 2], b[b.len() / 2]);
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(runs);
+    println!(
+        "libfaketime start-up in a shell loop: {:.1} µs per run with the preload, {:.1} without: {:.2}x",
+        per(b),
+        per(a),
+        b.as_secs_f64() / a.as_secs_f64()
+    );
 }
 
 /// Mean run duration per cell of one interleaved session, as ratios to the baseline.

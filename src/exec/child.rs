@@ -209,7 +209,14 @@ pub async fn run_child_watched(
     let armed = if launch.isolation.is_empty() {
         None
     } else {
-        match Armed::new(&launch.isolation) {
+        // A cell's runs in a session enter the cell's one namespace.
+        let cell_netns = match launch.env_set.get("FLAKELAB_CELL") {
+            Some(cell) if launch.isolation.netns => {
+                super::cellns::for_cell(&super::cellns::key(marker, cell))
+            }
+            _ => None,
+        };
+        match Armed::new(&launch.isolation, cell_netns) {
             Ok(armed) => {
                 armed.install(cmd.as_std_mut());
                 Some(armed)

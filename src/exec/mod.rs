@@ -7,6 +7,7 @@
 //! script). Nothing in this module prints; problems that do not change a run's end are
 //! returned as warnings.
 
+pub mod cellns;
 pub mod child;
 pub mod executor;
 pub mod fake;

@@ -10,9 +10,18 @@
 //! multi-threaded process must. The child is single-threaded there, so it
 //! may create a user namespace too.
 //!
+//! A `netns` cell's runs inside a session enter the cell's one namespace
+//! (`exec::cellns`, two `setns` calls) instead of each creating its own:
+//! the kernel's creation and teardown of a network namespace was most of
+//! such a run's cost.
+//!
 //! The proof is per run and comes from the run's own process: after the
 //! setup the child reads back its network namespace (`/proc/self/ns/net`
-//! must differ from the harness's), its limits and its affinity, and
+//! must differ from the harness's and, in a cell's namespace, be that
+//! namespace), that it reaches loopback and has no route off the machine
+//! (a UDP `connect`, which sends nothing, to a documentation address of
+//! IPv4 and of IPv6 must fail with "network unreachable"), its limits and
+//! its affinity, and
 //! refuses to exec the subject when one of them is not what the cell
 //! declares. exec keeps all three, so the subject runs with what was read.
 //! A failure is reported through a close-on-exec pipe as (step, index,
@@ -26,6 +35,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::MetadataExt as _;
+use std::sync::Arc;
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
@@ -97,6 +107,19 @@ pub fn refused(what: &str, e: Errno) -> String {
     format!("the kernel refused {what}: {} ({e}); {hint}", e.desc())
 }
 
+/// A network namespace made once for a cell and entered by each of its
+/// runs (`exec::cellns` makes it); the descriptors keep it alive.
+#[derive(Debug)]
+pub struct CellNetns {
+    /// The user namespace that owns it, when the harness could not create
+    /// a network namespace in its own.
+    pub user: Option<OwnedFd>,
+    /// The network namespace.
+    pub net: OwnedFd,
+    /// Its inode, as `/proc/self/ns/net` shows it to a process inside.
+    pub inode: u64,
+}
+
 /// The steps of the setup, as the child reports a failed one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
@@ -112,6 +135,10 @@ enum Step {
     ProveNet = 9,
     ProveRlimit = 10,
     ProvePin = 11,
+    EnterUser = 12,
+    EnterNet = 13,
+    ProveCell = 14,
+    ProveRoutes = 15,
 }
 
 impl Step {
@@ -129,6 +156,10 @@ impl Step {
             ProveNet,
             ProveRlimit,
             ProvePin,
+            EnterUser,
+            EnterNet,
+            ProveCell,
+            ProveRoutes,
         ]
         .into_iter()
         .find(|s| *s as u32 == n)
@@ -153,6 +184,8 @@ struct Plan {
     gid_map: Vec<u8>,
     limits: Vec<Limit>,
     cpus: Option<(CpuSet, Vec<usize>)>,
+    /// The cell's namespace to enter instead of creating one.
+    cell: Option<Arc<CellNetns>>,
 }
 
 /// An isolation made ready for one spawn: install it on the command, spawn,
@@ -167,12 +200,14 @@ pub struct Armed {
 }
 
 impl Armed {
-    /// Resolves `iso` for a spawn; an isolation that cannot be expressed
-    /// (an unknown resource, a CPU out of range) is the message of a
-    /// setup failure.
-    pub fn new(iso: &Isolation) -> Result<Armed, String> {
+    /// Resolves `iso` for a spawn, entering `cell`'s network namespace
+    /// (when given and `iso` asks for one) instead of creating one; an
+    /// isolation that cannot be expressed (an unknown resource, a CPU out
+    /// of range) is the message of a setup failure.
+    pub fn new(iso: &Isolation, cell: Option<Arc<CellNetns>>) -> Result<Armed, String> {
         let fail = |why: String| format!("{SETUP_FAILED} {why}");
-        let plan = Plan::new(iso).map_err(fail)?;
+        let mut plan = Plan::new(iso).map_err(fail)?;
+        plan.cell = cell.filter(|_| iso.netns);
         let (read, write) = pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
             .map_err(|e| fail(format!("cannot create the setup's report pipe: {e}")))?;
         Ok(Armed {
@@ -261,6 +296,7 @@ impl Plan {
             gid_map: format!("{gid} {gid} 1").into_bytes(),
             limits,
             cpus,
+            cell: None,
         })
     }
 
@@ -294,6 +330,26 @@ impl Plan {
             ),
             Step::ProvePin => {
                 format!("the run's process is not pinned to CPUs {cpus} after the setup")
+            }
+            Step::EnterUser => format!(
+                "cannot enter the cell's user namespace (setns): {}",
+                e.desc()
+            ),
+            Step::EnterNet => format!(
+                "cannot enter the cell's network namespace (setns): {}",
+                e.desc()
+            ),
+            Step::ProveCell => {
+                "the run's process is not in its cell's network namespace after the setup"
+                    .to_string()
+            }
+            Step::ProveRoutes => {
+                let what = ROUTE_CHECKS[index.min(ROUTE_CHECKS.len() - 1)];
+                if e == Errno::UnknownErrno {
+                    format!("the run's network namespace {what}")
+                } else {
+                    format!("the run's network namespace {what}: {}", e.desc())
+                }
             }
         }
     }
@@ -332,7 +388,10 @@ type Failed = (Step, usize, Errno);
 fn setup(plan: &Plan) -> Result<(), Failed> {
     let at = |step: Step| move |e: Errno| (step, 0, e);
     if plan.netns {
-        new_network_namespace(plan)?;
+        match &plan.cell {
+            Some(ns) => enter(ns)?,
+            None => new_network_namespace(plan)?,
+        }
     }
     for (i, limit) in plan.limits.iter().enumerate() {
         setrlimit(limit.resource, limit.value, limit.value).map_err(|e| (Step::Rlimit, i, e))?;
@@ -346,8 +405,15 @@ fn setup(plan: &Plan) -> Result<(), Failed> {
 /// Reads back, in this process, what the setup did.
 fn prove(plan: &Plan) -> Result<(), Failed> {
     let unknown = Errno::UnknownErrno;
-    if plan.netns && own_netns()? == plan.host_netns {
-        return Err((Step::ProveNet, 0, unknown));
+    if plan.netns {
+        let own = own_netns()?;
+        if own == plan.host_netns {
+            return Err((Step::ProveNet, 0, unknown));
+        }
+        if plan.cell.as_ref().is_some_and(|ns| ns.inode != own) {
+            return Err((Step::ProveCell, 0, unknown));
+        }
+        only_loopback()?;
     }
     for (i, limit) in plan.limits.iter().enumerate() {
         let got = getrlimit(limit.resource).map_err(|e| (Step::ProveRlimit, i, e))?;
@@ -375,6 +441,95 @@ fn own_netns() -> Result<u64, Failed> {
         return Err((Step::ProveNet, 0, Errno::last()));
     }
     Ok(st.st_ino)
+}
+
+/// Joins the cell's namespace: its user namespace first (which gives this
+/// process the capability to join the network namespace it owns).
+#[expect(unsafe_code, reason = "setns(2) on descriptors the plan owns")]
+fn enter(ns: &CellNetns) -> Result<(), Failed> {
+    if let Some(user) = &ns.user {
+        // SAFETY: a live descriptor of a user namespace.
+        if unsafe { libc::setns(user.as_raw_fd(), libc::CLONE_NEWUSER) } < 0 {
+            return Err((Step::EnterUser, 0, Errno::last()));
+        }
+    }
+    // SAFETY: a live descriptor of a network namespace.
+    if unsafe { libc::setns(ns.net.as_raw_fd(), libc::CLONE_NEWNET) } < 0 {
+        return Err((Step::EnterNet, 0, Errno::last()));
+    }
+    Ok(())
+}
+
+/// What each check of [`only_loopback`] found wrong, by index.
+const ROUTE_CHECKS: [&str; 3] = [
+    "does not reach 127.0.0.1 (loopback is down)",
+    "has an IPv4 route off the machine (192.0.2.1 is routable)",
+    "has an IPv6 route off the machine (2001:db8::1 is routable)",
+];
+
+/// Loopback answers and nothing else is routable: a UDP `connect` (a
+/// route lookup; no packet is sent) to 127.0.0.1 succeeds, and to the
+/// documentation addresses 192.0.2.1 and 2001:db8::1 fails with
+/// ENETUNREACH (IPv6 may also be absent altogether).
+fn only_loopback() -> Result<(), Failed> {
+    let at = |i: usize| move |e: Errno| (Step::ProveRoutes, i, e);
+    udp_connect_v4([127, 0, 0, 1]).map_err(at(0))?;
+    match udp_connect_v4([192, 0, 2, 1]) {
+        Err(Errno::ENETUNREACH) => {}
+        Ok(()) => return Err((Step::ProveRoutes, 1, Errno::UnknownErrno)),
+        Err(e) => return Err((Step::ProveRoutes, 1, e)),
+    }
+    let mut v6 = [0u8; 16];
+    v6[..4].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+    v6[15] = 1;
+    match udp_connect_v6(v6) {
+        Err(Errno::ENETUNREACH | Errno::EAFNOSUPPORT | Errno::EADDRNOTAVAIL) => Ok(()),
+        Ok(()) => Err((Step::ProveRoutes, 2, Errno::UnknownErrno)),
+        Err(e) => Err((Step::ProveRoutes, 2, e)),
+    }
+}
+
+#[expect(unsafe_code, reason = "socket + connect on a sockaddr_in we own")]
+fn udp_connect_v4(addr: [u8; 4]) -> Result<(), Errno> {
+    // SAFETY: sockaddr_in is plain old data; all-zero is valid.
+    let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    sa.sin_family = libc::AF_INET as libc::sa_family_t;
+    sa.sin_port = 9u16.to_be();
+    sa.sin_addr.s_addr = u32::from_ne_bytes(addr);
+    udp_connect(
+        libc::AF_INET,
+        (&raw const sa).cast(),
+        std::mem::size_of::<libc::sockaddr_in>(),
+    )
+}
+
+#[expect(unsafe_code, reason = "socket + connect on a sockaddr_in6 we own")]
+fn udp_connect_v6(addr: [u8; 16]) -> Result<(), Errno> {
+    // SAFETY: sockaddr_in6 is plain old data; all-zero is valid.
+    let mut sa: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+    sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+    sa.sin6_port = 9u16.to_be();
+    sa.sin6_addr.s6_addr = addr;
+    udp_connect(
+        libc::AF_INET6,
+        (&raw const sa).cast(),
+        std::mem::size_of::<libc::sockaddr_in6>(),
+    )
+}
+
+#[expect(unsafe_code, reason = "socket(2), connect(2), close(2) on our own fd")]
+fn udp_connect(family: i32, sa: *const libc::sockaddr, len: usize) -> Result<(), Errno> {
+    // SAFETY: plain socket(2); the fd is closed below.
+    let sock = unsafe { libc::socket(family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if sock < 0 {
+        return Err(Errno::last());
+    }
+    // SAFETY: `sa` points to a sockaddr of `len` bytes owned by the caller.
+    let rc = unsafe { libc::connect(sock, sa, len as libc::socklen_t) };
+    let result = if rc < 0 { Err(Errno::last()) } else { Ok(()) };
+    // SAFETY: ours, closed once.
+    unsafe { libc::close(sock) };
+    result
 }
 
 /// Enters a new network namespace (inside a new user namespace unless we
@@ -465,7 +620,7 @@ mod tests {
     use std::process::Command;
 
     fn spawn(iso: &Isolation, script: &str) -> Result<String, String> {
-        let armed = Armed::new(iso)?;
+        let armed = Armed::new(iso, None)?;
         let mut cmd = Command::new("sh");
         cmd.args(["-c", script]);
         armed.install(&mut cmd);
@@ -511,7 +666,7 @@ mod tests {
             rlimits: vec![("bogus".into(), 1)],
             ..Default::default()
         };
-        let why = Armed::new(&iso).unwrap_err();
+        let why = Armed::new(&iso, None).unwrap_err();
         assert!(why.contains("unknown resource `bogus`"), "{why}");
     }
 

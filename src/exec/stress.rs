@@ -176,7 +176,7 @@ fn children_cpu() -> Option<Duration> {
 impl Meter {
     /// Takes the first readings.
     pub fn start(stress: Option<&StressGuard>) -> Meter {
-        let stat = std::fs::read_to_string("/proc/stat").ok();
+        let stat = read_proc_stat();
         Meter {
             host: stat.as_deref().and_then(parse_cpu_ticks),
             host_cpus: stat.as_deref().map_or(0, count_cpus),
@@ -213,8 +213,7 @@ impl Meter {
         let host = self
             .host
             .filter(|_| may_reach_min_ticks(window, self.host_cpus))
-            .zip(cpu_ticks())
-            .and_then(|(a, b)| busy_share(a, b));
+            .and_then(|a| busy_share(a, cpu_ticks()?));
         (
             RunCpu {
                 window_s: window.as_secs_f64(),
@@ -228,7 +227,20 @@ impl Meter {
 
 /// Aggregate CPU time counters of the host: `(busy, total)` in clock ticks.
 pub fn cpu_ticks() -> Option<(u64, u64)> {
-    parse_cpu_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
+    parse_cpu_ticks(&read_proc_stat()?)
+}
+
+/// `/proc/stat`, read into a buffer large enough for most hosts at once
+/// (one `read` and the one that returns end-of-file, not a doubling series
+/// of small reads after a `stat` that says 0 bytes).
+fn read_proc_stat() -> Option<String> {
+    use std::io::Read as _;
+    let mut text = String::with_capacity(16 * 1024);
+    std::fs::File::open("/proc/stat")
+        .ok()?
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
 }
 
 fn parse_cpu_ticks(stat: &str) -> Option<(u64, u64)> {

@@ -82,6 +82,8 @@ pub async fn run_session_looking(
     stop: &tokio::sync::watch::Receiver<Stop>,
     mut on_block: Option<OnBlock<'_>>,
 ) -> Result<Option<SessionDone>> {
+    // `netns` cells get one namespace each, from the probes to the end.
+    let _netns = crate::exec::cellns::hold();
     let session_id = match (&settings.sharding, &settings.named) {
         (Some(s), _) => s.session_id.clone(),
         (None, Some(id)) => id.clone(),

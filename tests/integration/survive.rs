@@ -16,7 +16,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use rand::{Rng, SeedableRng};
 
-use super::{marker, processes_with_env, wait_for_file, Lab};
+use super::{capable, marker, processes_with_env, sh_ok, wait_for_file, Lab};
 
 /// A process of a run that announces its pid as `pids/<index:05>.<role>` and
 /// then blocks until killed (`sleep` keeps the pid: it is exec'd).
@@ -383,4 +383,112 @@ fn doctor_reports_the_survivor_guard() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("unavailable"), "{line}");
     assert!(text.contains("fix: without it a flakelab killed"), "{text}");
+}
+
+/// Processes carrying `entry` that hold the network namespace `ns`
+/// (`net:[INODE]`): inside it, or with a descriptor of it open.
+fn holding_namespace(ns: &str, entry: &str) -> Vec<i32> {
+    let is_ns = |link: std::io::Result<std::path::PathBuf>| link.is_ok_and(|l| l.as_os_str() == ns);
+    processes_with_env(entry)
+        .into_iter()
+        .filter(|&pid| {
+            is_ns(std::fs::read_link(format!("/proc/{pid}/ns/net")))
+                || std::fs::read_dir(format!("/proc/{pid}/fd"))
+                    .is_ok_and(|d| d.flatten().any(|f| is_ns(std::fs::read_link(f.path()))))
+        })
+        .collect()
+}
+
+/// A `netns` cell's runs share one namespace (not the host's), held by
+/// flakelab only while the session lasts; a SIGKILL of flakelab leaves
+/// nothing of ours holding it. The guard is shown to catch a holder: while
+/// a run sleeps in the namespace, the same scan finds it and flakelab.
+#[test]
+fn a_netns_cells_namespace_is_shared_by_its_runs_and_held_by_nothing_after_flakelab() {
+    let ok = sh_ok(&format!(
+        "{} __exec --netns -- true",
+        super::bin().display()
+    ));
+    if !capable("network namespaces", ok) {
+        return;
+    }
+    let (lab, mark) = setup();
+    let entry = format!("{}={}", mark.0, mark.1);
+    let host = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let write_ns = r#"i=${FLAKELAB_RUN_ID##*.}
+readlink /proc/self/ns/net > "pids/$i.tmp" && mv "pids/$i.tmp" "pids/$FLAKELAB_CELL.$i"
+[ -z "$HOLD" ] || exec sleep 1000"#;
+    let out = lab
+        .cmd()
+        .env(&mark.0, &mark.1)
+        .args(["run", "-n", "3", "-p", "netns", "--", "sh", "-c", write_ns])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for e in std::fs::read_dir(lab.path().join("pids"))
+        .unwrap()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let cell = name.split('.').next().unwrap().to_string();
+        let ns = std::fs::read_to_string(e.path()).unwrap();
+        seen.entry(cell).or_default().push(ns.trim().to_string());
+    }
+    let host = host.to_string_lossy().into_owned();
+    assert_eq!(seen["baseline"], vec![host.clone(); 3], "{seen:?}");
+    let cell_ns = seen["netns"][0].clone();
+    assert_ne!(cell_ns, host);
+    assert_eq!(seen["netns"], vec![cell_ns.clone(); 3], "{seen:?}");
+    assert_eq!(holding_namespace(&cell_ns, &entry), Vec::<i32>::new());
+
+    // Killed while a run sleeps inside.
+    std::fs::remove_dir_all(lab.path().join("pids")).unwrap();
+    std::fs::create_dir(lab.path().join("pids")).unwrap();
+    let mut child = lab
+        .cmd()
+        .env(&mark.0, &mark.1)
+        .env("HOLD", "1")
+        .args([
+            "run",
+            "-n",
+            "2",
+            "--no-baseline",
+            "--no-sham",
+            "-p",
+            "netns",
+            "--",
+        ])
+        .args(["sh", "-c", write_ns])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(lab.path().join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    // Its first run announces its namespace, then sleeps in it.
+    let first = lab.path().join("pids/netns.00000");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !first.exists() {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let err = std::fs::read_to_string(lab.path().join("stderr")).unwrap_or_default();
+            let pids: Vec<_> = std::fs::read_dir(lab.path().join("pids"))
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
+            panic!("the run never announced its namespace: {pids:?}\n{err}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let ns = std::fs::read_to_string(&first).unwrap().trim().to_string();
+    assert_ne!(ns, host);
+    let holders = holding_namespace(&ns, &entry);
+    assert!(
+        holders.contains(&(child.id() as i32)) && holders.len() >= 2,
+        "the scan does not see flakelab's descriptor and the sleeping run: {holders:?}"
+    );
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    assert_no_survivor(&BTreeMap::new(), &mark);
+    assert_eq!(holding_namespace(&ns, &entry), Vec::<i32>::new());
 }
