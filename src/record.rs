@@ -578,6 +578,11 @@ pub struct SessionRecord {
     /// findings' statuses are in `proves.jsonl`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scan_prove: Option<String>,
+    /// Where the runs' per-test outcomes come from, in words (`JUnit`,
+    /// `go test -json`, …); absent when none was asked for, and in stores
+    /// written before it was recorded (read as JUnit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_test_from: Option<String>,
 }
 
 /// The shards of one sharded session that a store holds.

@@ -65,6 +65,7 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
         records_end: false,
         design_chosen: None,
         scan_prove: None,
+        per_test_from: None,
     }
 }
 

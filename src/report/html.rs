@@ -284,7 +284,8 @@ fn tests_section(out: &mut String, report: &Report) {
     let plotted = test_rows(report);
     let _ = write!(
         out,
-        "<section id=\"tests\" aria-labelledby=\"tests-h\"><h2 id=\"tests-h\">Tests</h2><p>Per-test outcomes (JUnit), {total} tests: {}.</p>",
+        "<section id=\"tests\" aria-labelledby=\"tests-h\"><h2 id=\"tests-h\">Tests</h2><p>Per-test outcomes ({}), {total} tests: {}.</p>",
+        escape(report.per_test_source()),
         escape(&super::counting_text(report))
     );
     if !plotted.is_empty() {

@@ -62,7 +62,8 @@ pub fn render(report: &Report) -> String {
     if total > 0 {
         let _ = writeln!(
             out,
-            "\nPer-test outcomes (JUnit), {total} tests: {}.\n",
+            "\nPer-test outcomes ({}), {total} tests: {}.\n",
+            report.per_test_source(),
             super::counting_text(report)
         );
         if !rows.is_empty() {

@@ -315,6 +315,11 @@ pub struct Report {
     /// control's status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scan_prove: Option<crate::scan::prove::ProveRecord>,
+    /// Where the per-test rows come from, in words (`JUnit`, `go test
+    /// -json`, …); absent for a session that did not record it (rendered
+    /// as JUnit, the only source before it was recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_test_from: Option<String>,
     /// `report` and `evidence` of a store that also holds CI history
     /// (`flakelab ingest`): what history says of the session's tests, lab
     /// and CI side by side. Absent when the store holds no history.
@@ -486,6 +491,11 @@ pub fn confirmation_verdict(times: u32, measured: u64, failed: u64) -> &'static 
 }
 
 impl Report {
+    /// Where the per-test rows come from, in words.
+    pub fn per_test_source(&self) -> &str {
+        self.per_test_from.as_deref().unwrap_or("JUnit")
+    }
+
     /// What the report found, for [`crate::verdict::Verdict::of`] (the
     /// caller adds whether the session was interrupted).
     pub fn findings(&self) -> Findings {
@@ -667,6 +677,7 @@ fn finish_report(
         design_chosen: session.design_chosen.clone(),
         shards,
         scan_prove: None,
+        per_test_from: session.per_test_from.clone(),
         ci_history: None,
     }
 }

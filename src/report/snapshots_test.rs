@@ -63,6 +63,7 @@ pub(super) fn session() -> SessionRecord {
         records_end: false,
         design_chosen: None,
         scan_prove: None,
+        per_test_from: None,
     }
 }
 
@@ -201,4 +202,29 @@ fn markdown() {
 #[test]
 fn json() {
     insta::assert_snapshot!(super::json::render(&report()));
+}
+
+#[test]
+fn the_per_test_heading_names_where_the_rows_come_from() {
+    let mut report = report();
+    let heading = |r: &super::Report| -> Vec<String> {
+        let renders = [
+            super::table::render(r),
+            super::markdown::render(r),
+            super::html::render(r),
+        ];
+        (renders.iter())
+            .map(|text| {
+                let at = text.to_lowercase().find("per-test outcomes (").unwrap();
+                let rest = &text[at + "per-test outcomes (".len()..];
+                rest[..rest.find(')').unwrap()].to_string()
+            })
+            .collect()
+    };
+    // A session that did not record it reads as it always did.
+    assert_eq!(heading(&report), ["JUnit"; 3]);
+    report.per_test_from = Some("go test -json".into());
+    assert_eq!(heading(&report), ["go test -json"; 3]);
+    let json: serde_json::Value = serde_json::from_str(&super::json::render(&report)).unwrap();
+    assert_eq!(json["per_test_from"], "go test -json");
 }

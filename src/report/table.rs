@@ -208,7 +208,11 @@ fn render_tests(report: &Report, out: &mut String, color: bool) {
         return;
     }
     let rows = shown_test_rows(report);
-    let _ = writeln!(out, "\nper-test outcomes (JUnit), {total} tests:");
+    let _ = writeln!(
+        out,
+        "\nper-test outcomes ({}), {total} tests:",
+        report.per_test_source()
+    );
     let _ = writeln!(out, "  counting: {}", super::counting_text(report));
     let what = failure_heading(report);
     let header = [

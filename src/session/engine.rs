@@ -150,6 +150,13 @@ pub async fn run_session_looking(
         records_end: true,
         design_chosen: settings.design_chosen.clone(),
         scan_prove: settings.scan_prove.clone(),
+        per_test_from: match &settings.junit {
+            Some(JunitSource::Runner) => (settings.recipe.as_ref())
+                .and_then(|r| r.per_test.as_ref())
+                .map(|p| p.format.label().to_string()),
+            Some(_) => Some(crate::testreport::Format::Junit.label().to_string()),
+            None => None,
+        },
     };
     super::scrub::session(&settings.redaction, &mut session);
     if let Some(s) = &settings.sharding {

@@ -671,6 +671,7 @@ mod tests {
             records_end: false,
             design_chosen: None,
             scan_prove: None,
+            per_test_from: None,
         }
     }
 

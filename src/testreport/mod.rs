@@ -38,6 +38,17 @@ pub enum Format {
 }
 
 impl Format {
+    /// How reports name the format: where the per-test rows come from.
+    pub fn label(self) -> &'static str {
+        match self {
+            Format::Junit => "JUnit",
+            Format::Test2json => "go test -json",
+            Format::Libtest => "libtest's output",
+            Format::JestJson => "jest --json",
+            Format::RspecJson => "rspec --format json",
+        }
+    }
+
     /// The format's name as recipes write it.
     pub fn name(self) -> &'static str {
         match self {

@@ -87,6 +87,8 @@ fn go_test_gives_per_test_rows_and_only_the_zone_test_differs() {
         ],
     );
     assert_eq!(report["runner"], "go", "{report}");
+    // The report names where its rows come from (the table's heading too).
+    assert_eq!(report["per_test_from"], "go test -json", "{report}");
     zone_cells_differ_in_exactly(
         &report,
         "example.com/zonefixture::TestInvoiceDayIsTheUTCDay",
@@ -132,6 +134,7 @@ fn cargo_test_gives_per_test_rows_and_only_the_zone_test_differs() {
         ],
     );
     assert_eq!(report["runner"], "cargo-test", "{report}");
+    assert_eq!(report["per_test_from"], "libtest's output", "{report}");
     zone_cells_differ_in_exactly(&report, "src/lib.rs::tests::invoice_day_is_the_utc_day");
     let runs = lab.runs();
     // libtest's lines are read from the output: the command ran as typed
