@@ -387,7 +387,10 @@ impl Doc {
         let mut count = 0;
         while let Some((key, value)) = scan.next_attr()? {
             let earlier = &seen[..count.min(seen.len())];
-            if earlier.contains(&key) || more.contains(&key) {
+            // Length and last byte first: most keys differ there, and
+            // comparing them costs no call.
+            let same = |k: &&[u8]| k.len() == key.len() && k.last() == key.last() && *k == key;
+            if earlier.iter().any(same) || more.iter().any(same) {
                 return Err(format!(
                     "duplicate attribute {:?}",
                     String::from_utf8_lossy(key)
@@ -916,6 +919,21 @@ mod tests {
         assert_eq!(errors(" 2 ").len(), 1);
         assert_eq!(errors("&#49;").len(), 1);
         assert!(errors("0").is_empty() && errors("two").is_empty());
+    }
+
+    #[test]
+    fn duplicate_attributes_are_found_among_many_and_alike() {
+        // Keys of one length that differ only in their last byte, or only
+        // before it, are distinct; a repeat is found in the first eight and
+        // after them.
+        assert!(parse(&b"<a ab='1' ac='2' bc='3' zz='4'/>"[..]).is_ok());
+        let many: String = (0..12).map(|i| format!(" k{i:02}='v'")).collect();
+        assert!(parse(format!("<a{many}/>").as_bytes()).is_ok());
+        for repeat in ["k03", "k11", "k00"] {
+            let xml = format!("<a{many} {repeat}='w'/>");
+            assert!(malformed(xml.as_bytes()).contains(repeat), "{repeat}");
+        }
+        assert!(malformed(b"<a ab='1' cb='2' ab='3'/>").contains("duplicate"));
     }
 
     #[test]
