@@ -387,7 +387,10 @@ impl Doc {
         let mut count = 0;
         while let Some((key, value)) = scan.next_attr()? {
             let earlier = &seen[..count.min(seen.len())];
-            if earlier.contains(&key) || more.contains(&key) {
+            // Length and last byte first: most keys differ there, and
+            // comparing them costs no call.
+            let same = |k: &&[u8]| k.len() == key.len() && k.last() == key.last() && *k == key;
+            if earlier.iter().any(same) || more.iter().any(same) {
                 return Err(format!(
                     "duplicate attribute {:?}",
                     String::from_utf8_lossy(key)
@@ -412,10 +415,10 @@ impl Doc {
                 (Kind::Case, b"time") => attrs.time = self.attr_time(value)?,
                 (Kind::Case, b"file") => attrs.file = Some(self.attr_string(value)?),
                 (Kind::Case, b"line") => {
-                    attrs.line = self.attr_string(value)?.trim().parse().ok();
+                    attrs.line = self.attr_number(value)?;
                 }
                 (Kind::Suite, b"errors") => {
-                    attrs.errors = self.attr_string(value)?.trim().parse().ok();
+                    attrs.errors = self.attr_number(value)?;
                 }
                 (Kind::Capture(_) | Kind::SuiteError, b"message") => {
                     let mut message = self.attr_string(value)?;
@@ -431,9 +434,8 @@ impl Doc {
 
     /// An attribute value, normalised and unescaped.
     fn attr_string(&mut self, raw: &[u8]) -> Check<String> {
-        let plain = !raw
-            .iter()
-            .any(|&b| matches!(b, b'&' | b'\t' | b'\n' | b'\r'));
+        let plain = memchr::memchr3(b'&', b'\n', b'\r', raw).is_none()
+            && memchr::memchr(b'\t', raw).is_none();
         if plain && self.encoding.is_none() {
             return Ok(utf8_string(raw));
         }
@@ -442,6 +444,18 @@ impl Doc {
         let out = result.map(|()| utf8_string(&scratch));
         self.scratch = scratch;
         out
+    }
+
+    /// A number attribute (`line`, `errors`), surrounding whitespace
+    /// ignored; `None` when it does not parse. A plain value is parsed in
+    /// place, without the string [`Doc::attr_string`] would build.
+    fn attr_number<T: std::str::FromStr>(&mut self, raw: &[u8]) -> Check<Option<T>> {
+        if memchr::memchr(b'&', raw).is_none() && self.encoding.is_none() {
+            return Ok(std::str::from_utf8(raw)
+                .ok()
+                .and_then(|s| s.trim().parse().ok()));
+        }
+        Ok(self.attr_string(raw)?.trim().parse().ok())
     }
 
     fn attr_time(&mut self, raw: &[u8]) -> Check<Option<f64>> {
@@ -877,6 +891,49 @@ mod tests {
         assert_eq!(codeception.cases[0].classname, "K");
         let both = ok("<testsuite><testcase class='K' classname='C' name='n'/></testsuite>");
         assert_eq!(both.cases[0].classname, "C");
+    }
+
+    #[test]
+    fn number_attributes_read_in_place_as_when_unescaped() {
+        let line =
+            |value: &str| ok(&format!("<t><testcase name='n' line='{value}'/></t>")).cases[0].line;
+        assert_eq!(line("12"), Some(12));
+        assert_eq!(line(" 12\t"), Some(12));
+        assert_eq!(line("1&#50;"), Some(12));
+        assert_eq!(line("\r\n7 "), Some(7));
+        // Surrounding whitespace is Unicode's (as `str::trim` has it).
+        assert_eq!(line("1\u{a0}"), Some(1));
+        for bad in ["", "x", "1 2", "-3", "4294967296"] {
+            assert_eq!(line(bad), None, "{bad:?}");
+        }
+        assert!(malformed(b"<t><testcase name='n' line='&oob;'/></t>").contains("&oob;"));
+        let latin1 =
+            b"<?xml version='1.0' encoding='ISO-8859-1'?><t><testcase name='n' line='\xa0 9'/></t>";
+        assert_eq!(parse(&latin1[..]).unwrap().cases[0].line, Some(9));
+        let errors = |value: &str| {
+            ok(&format!(
+                "<testsuite name='s' errors='{value}'><testcase name='a'/></testsuite>"
+            ))
+            .infra
+        };
+        assert_eq!(errors(" 2 ").len(), 1);
+        assert_eq!(errors("&#49;").len(), 1);
+        assert!(errors("0").is_empty() && errors("two").is_empty());
+    }
+
+    #[test]
+    fn duplicate_attributes_are_found_among_many_and_alike() {
+        // Keys of one length that differ only in their last byte, or only
+        // before it, are distinct; a repeat is found in the first eight and
+        // after them.
+        assert!(parse(&b"<a ab='1' ac='2' bc='3' zz='4'/>"[..]).is_ok());
+        let many: String = (0..12).map(|i| format!(" k{i:02}='v'")).collect();
+        assert!(parse(format!("<a{many}/>").as_bytes()).is_ok());
+        for repeat in ["k03", "k11", "k00"] {
+            let xml = format!("<a{many} {repeat}='w'/>");
+            assert!(malformed(xml.as_bytes()).contains(repeat), "{repeat}");
+        }
+        assert!(malformed(b"<a ab='1' cb='2' ab='3'/>").contains("duplicate"));
     }
 
     #[test]
