@@ -493,7 +493,7 @@ pub fn confirmation_verdict(times: u32, measured: u64, failed: u64) -> &'static 
 impl Report {
     /// Where the per-test rows come from, in words.
     pub fn per_test_source(&self) -> &str {
-        self.per_test_from.as_deref().unwrap_or("JUnit")
+        (self.per_test_from.as_deref()).unwrap_or(crate::testreport::Format::Junit.label())
     }
 
     /// What the report found, for [`crate::verdict::Verdict::of`] (the

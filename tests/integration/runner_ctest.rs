@@ -96,27 +96,21 @@ fn ctest_selects_a_test_named_like_a_pattern_exactly() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let out = lab.run(&[
-        "ladder",
-        "--format",
-        "json",
-        "--to",
-        "1",
-        "-n",
-        "1",
-        "--test",
-        "tot(EUR)[x].y",
-        "--",
-        "ctest",
-        "--test-dir",
-        "pattern/build",
-    ]);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no ladder JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let json = runner_kit::ladder_json(
+        &lab,
+        &[
+            "--to",
+            "1",
+            "-n",
+            "1",
+            "--test",
+            "tot(EUR)[x].y",
+            "--",
+            "ctest",
+            "--test-dir",
+            "pattern/build",
+        ],
+    );
     assert_eq!(json["reproduced_at"], 1, "{json}");
     for run in lab.runs() {
         let ran: Vec<&str> = run["tests"]

@@ -81,14 +81,25 @@ pub fn only_the_zone_test_differs(
     }
 }
 
+/// `flakelab ladder --format json ARGS`: the ladder record it printed.
+pub fn ladder_json(lab: &Lab, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["ladder", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = lab.run(&all);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no ladder JSON ({e}): {} {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
 /// `flakelab ladder --to 1` on the zone test under Kiritimati: the recipe's
 /// `[select]` ran `id` alone (one run, no baseline), and the run's per-test
 /// rows hold exactly that test, failed. Returns the run's argv.
 pub fn selected_alone(lab: &Lab, id: &str, report_id: &str, command: &[&str]) -> Vec<String> {
     let mut args = vec![
-        "ladder",
-        "--format",
-        "json",
         "--to",
         "1",
         "-n",
@@ -102,14 +113,7 @@ pub fn selected_alone(lab: &Lab, id: &str, report_id: &str, command: &[&str]) ->
     ];
     args.extend_from_slice(command);
     let before = lab.runs().len();
-    let out = lab.run(&args);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no ladder JSON ({e}): {} {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let json = ladder_json(lab, &args);
     assert_eq!(json["reproduced_at"], 1, "{json}");
     let runs = lab.runs();
     assert_eq!(runs.len(), before + 1, "one run");
