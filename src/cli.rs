@@ -279,10 +279,10 @@ test (from the JUnit report; a run without one counts by exit code); else
 any failing run. At rungs 3 and 5 one run is P processes started together,
 and it reproduced when any of them did.
 
-When what reproduced is order (the cell shuffles, or the test failed with
-its neighbours at rung 2 after passing alone at rung 1), the ladder prints
-the `flakelab bisect RUN` command that finds the polluter (`bisect` in the
-JSON).
+When what reproduced may rest on what ran before the test (the cell
+shuffles, or it failed with its neighbours at rung 2 after passing alone at
+rung 1), the ladder prints the `flakelab bisect RUN` command that looks for
+the test that makes it fail (`bisect` in the JSON).
 
 Exit codes, by the one precedence: 130 interrupted (working copies are
 removed), 1 reproduced at some rung, 3 a perturbation was not applied,

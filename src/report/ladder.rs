@@ -129,7 +129,7 @@ pub fn render_table(ladder: &LadderRecord) -> String {
                 if let Some(bisect) = super::handover::ladder_bisect(ladder) {
                     let _ = writeln!(
                         out,
-                        "order-dependent: find what ran before it and made it fail:\n  {bisect}"
+                        "find which test that ran before it makes it fail:\n  {bisect}"
                     );
                 }
             }
@@ -368,7 +368,7 @@ mod tests {
         let text = render_table(&l);
         assert!(
             text.contains(&format!(
-                "order-dependent: find what ran before it and made it fail:\n  {want}"
+                "find which test that ran before it makes it fail:\n  {want}"
             )),
             "{text}"
         );

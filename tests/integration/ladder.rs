@@ -182,7 +182,7 @@ fn an_order_dependent_pair_reproduces_with_its_neighbours_not_alone() {
         format!("flakelab bisect {first} --test tests/test_order.py::test_default_currency");
     assert!(
         text.contains(&format!(
-            "order-dependent: find what ran before it and made it fail:\n  {bisect}"
+            "find which test that ran before it makes it fail:\n  {bisect}"
         )),
         "{text}"
     );
