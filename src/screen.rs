@@ -4,8 +4,11 @@
 //! runs the fixed design would have needed for the same verdicts.
 //!
 //! Error spending: a candidate gets at most `L` looks (one per confirmation
-//! pair); each look's two-sided Fisher p is multiplied by `L` (Bonferroni
-//! over looks), so the minimum over looks is a valid p-value however early
+//! pair), each with Fisher's one-sided p in the direction the screen saw.
+//! A look spends a weight of the error ([`Rule::weight`]): most of it at
+//! the planned look (the stage's pair at which a complete separation first
+//! reaches the boundary), the rest evenly over the looks after it, so the
+//! smallest `p / weight` over the looks is a valid p-value however early
 //! the candidate stops. A candidate stops as "differs" once that p is at or
 //! below `alpha / m` (m candidates), which Holm over the candidates rejects
 //! whatever the others do; Holm over every candidate's final p decides the
@@ -40,7 +43,7 @@ pub struct Candidate {
 /// The sequential rule's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Rule {
-    /// Looks (confirmation pairs) a candidate may take: the Bonferroni factor.
+    /// Looks (confirmation pairs) a candidate may take.
     pub looks: u32,
     /// `alpha / m`: a candidate whose spent p reaches it differs.
     pub boundary: f64,
@@ -52,19 +55,73 @@ pub struct Rule {
     /// Pairs run alone before a candidate that never failed alone climbs to
     /// its neighbours.
     pub climb_after: u32,
+    /// The planned look: the pair of a stage at which a complete separation
+    /// (the cell arm failing every run and the baseline arm none, or the
+    /// reverse) first reaches the boundary with `planned_share` of the
+    /// error. 0 in records written before it, whose looks each spent
+    /// 1 / `looks` of the error on a two-sided p.
+    #[serde(default)]
+    pub planned: u32,
+    /// The share of the error the planned look spends; the rest is spread
+    /// evenly over the looks after it.
+    #[serde(default)]
+    pub planned_share: f64,
 }
+
+/// The share of the error a candidate's planned look spends.
+pub const PLANNED_SHARE: f64 = 0.75;
 
 impl Rule {
     /// The rule for `m` candidates, at most `looks` looks each.
     pub fn new(m: usize, looks: u32, confidence: f64, clear_below: f64) -> Rule {
+        let looks = looks.max(1);
+        let boundary = (1.0 - confidence) / m.max(1) as f64;
+        let separates = |pairs: u32| separation_p(pairs) <= boundary * PLANNED_SHARE;
+        let (planned, planned_share) = match (1..looks).find(|&pairs| separates(pairs)) {
+            Some(pairs) => (pairs, PLANNED_SHARE),
+            None => (looks, 1.0),
+        };
         Rule {
-            looks: looks.max(1),
-            boundary: (1.0 - confidence) / m.max(1) as f64,
+            looks,
+            boundary,
             clear_below,
             confidence,
             climb_after: 3,
+            planned,
+            planned_share,
         }
     }
+
+    /// The share of the error a look spends: `stage_pairs` pairs into its
+    /// stage, `planned_taken` when an earlier look of the candidate was its
+    /// planned look. Until then only a stage's planned pair spends (its
+    /// `planned_share`; a climb starts a new stage before any planned look
+    /// was taken, so its weight is still unspent); after it every look
+    /// spends an equal part of the rest. Along any path a candidate takes
+    /// the weights sum to at most 1, so the smallest p / weight over its
+    /// looks is a valid p-value (Bonferroni with unequal weights).
+    pub fn weight(&self, stage_pairs: u32, planned_taken: bool) -> f64 {
+        if self.planned == 0 {
+            return 1.0 / f64::from(self.looks);
+        }
+        if !planned_taken {
+            return match stage_pairs == self.planned {
+                true => self.planned_share,
+                false => 0.0,
+            };
+        }
+        match self.looks > self.planned {
+            true => (1.0 - self.planned_share) / f64::from(self.looks - self.planned),
+            false => 0.0,
+        }
+    }
+}
+
+/// The one-sided p of a complete separation at `pairs` pairs:
+/// 1 / C(2·pairs, pairs).
+pub fn separation_p(pairs: u32) -> f64 {
+    let n = u64::from(pairs);
+    stats::fisher_one_sided(n, 0, 0, n, true)
 }
 
 /// What a look decided.
@@ -93,20 +150,51 @@ pub struct Look {
     pub cell: (u64, u64),
     /// Failures and runs at baseline (this stage).
     pub baseline: (u64, u64),
-    /// Fisher's two-sided p.
+    /// Fisher's p: one-sided, in the direction the screen saw (two-sided
+    /// in records written before the planned look).
     pub p: f64,
-    /// p spent over the looks (`p × L`, at most 1).
+    /// p spent over the looks (`p / weight`, at most 1; 1 when the baseline
+    /// arm did not reproduce the screen's baseline: no evidence).
     pub spent_p: f64,
     /// What it decided.
     pub decision: Decision,
+    /// The share of the error this look spent (absent in records written
+    /// before the planned look: 1 / L each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
+    /// This was the candidate's planned look.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub planned: bool,
+}
+
+/// Where a look stands in a candidate's confirmation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At {
+    /// Looks taken so far, this one included (every stage).
+    pub pair: u32,
+    /// Pairs of the current stage, this one included.
+    pub stage_pairs: u32,
+    /// An earlier look was the candidate's planned look.
+    pub planned_taken: bool,
+    /// The screen saw the test fail more often in the cell than at
+    /// baseline (false: less often): the direction the p is one-sided in.
+    pub fails_more: bool,
+}
+
+impl Candidate {
+    /// Whether the screen saw the test fail more often in the cell than at
+    /// baseline.
+    pub fn fails_more(&self) -> bool {
+        let ((k, n), (bk, bn)) = (self.screen_cell, self.screen_baseline);
+        k * bn > bk * n
+    }
 }
 
 /// Decides one look from the stage's counts. `may_climb`: the candidate is
 /// still alone and the screen saw it fail in the cell.
 pub fn decide(
     rule: &Rule,
-    pair: u32,
-    stage_pairs: u32,
+    at: At,
     stage: &'static str,
     cell: (u64, u64),
     baseline: (u64, u64),
@@ -114,15 +202,19 @@ pub fn decide(
 ) -> Look {
     let (kc, nc) = cell;
     let (kb, nb) = baseline;
-    let p = if nc > 0 && nb > 0 {
-        stats::fisher_exact(kc, nc - kc, kb, nb - kb)
-    } else {
-        1.0
+    let p = match (nc > 0 && nb > 0, rule.planned) {
+        (false, _) => 1.0,
+        (true, 0) => stats::fisher_exact(kc, nc - kc, kb, nb - kb),
+        (true, _) => stats::fisher_one_sided(kc, nc - kc, kb, nb - kb, at.fails_more),
     };
-    let spent_p = (p * f64::from(rule.looks)).min(1.0);
+    let weight = rule.weight(at.stage_pairs, at.planned_taken);
+    let spent_p = match weight > 0.0 {
+        true => (p / weight).min(1.0),
+        false => 1.0,
+    };
     let decision = if spent_p <= rule.boundary {
         Decision::Differs
-    } else if may_climb && stage_pairs >= rule.climb_after && kc == 0 && kb == 0 {
+    } else if may_climb && at.stage_pairs >= rule.climb_after && kc == 0 && kb == 0 {
         Decision::Climb
     } else if nc > 0
         && nb > 0
@@ -133,13 +225,15 @@ pub fn decide(
         Decision::Continue
     };
     Look {
-        pair,
+        pair: at.pair,
         stage: stage.to_string(),
         cell,
         baseline,
         p,
         spent_p,
         decision,
+        weight: Some(weight),
+        planned: !at.planned_taken && rule.planned > 0 && at.stage_pairs == rule.planned,
     }
 }
 
@@ -153,8 +247,7 @@ pub fn decide(
 #[allow(clippy::too_many_arguments)]
 pub fn look_at(
     rule: &Rule,
-    pair: u32,
-    stage_pairs: u32,
+    at: At,
     level: Level,
     cell: (u64, u64),
     baseline: (u64, u64),
@@ -165,8 +258,7 @@ pub fn look_at(
     let alpha = 1.0 - rule.confidence;
     let mut look = decide(
         rule,
-        pair,
-        stage_pairs,
+        at,
         level.stage(),
         cell,
         baseline,
@@ -178,14 +270,18 @@ pub fn look_at(
             cell.0, cell.1
         )),
         Ok(()) => None,
+        // A look whose baseline arm lost the screen's context is no
+        // evidence either way: it spends nothing towards a verdict.
         Err(why) if can_climb => {
             look.decision = Decision::Climb;
+            look.spent_p = 1.0;
             Some(why)
         }
         Err(why) => {
             if look.decision == Decision::Differs {
                 look.decision = Decision::Continue;
             }
+            look.spent_p = 1.0;
             Some(format!("{why}, even with the whole command"))
         }
     };
@@ -844,17 +940,74 @@ mod tests {
         Rule::new(5, 10, 0.95, 0.3)
     }
 
+    /// Look `pair`, `stage` pairs into its stage; `taken`: the planned
+    /// look is behind it. The screen saw the cell fail more.
+    fn at(pair: u32, stage: u32, taken: bool) -> At {
+        At {
+            pair,
+            stage_pairs: stage,
+            planned_taken: taken,
+            fails_more: true,
+        }
+    }
+
     #[test]
-    fn a_deterministic_difference_stops_as_soon_as_its_spent_p_reaches_the_boundary() {
+    fn the_planned_look_is_where_a_complete_separation_first_decides() {
+        // 7 candidates: 1 / C(10, 5) = 0.00397 ≤ 0.75 × 0.05 / 7; 4 pairs
+        // (1 / 70) would not do even with all the error.
+        let r = Rule::new(7, 15, 0.95, 0.3);
+        assert_eq!((r.planned, r.planned_share), (5, PLANNED_SHARE));
+        // One candidate: 4 pairs (1 / 70 ≤ 0.0375); 3 (1 / 20) would not.
+        assert_eq!(Rule::new(1, 15, 0.95, 0.3).planned, 4);
+        // More candidates, a later planned look.
+        assert_eq!(Rule::new(100, 15, 0.95, 0.3).planned, 7);
+        // A cap too small for any earlier look: the last look takes it all.
+        let small = Rule::new(7, 3, 0.95, 0.3);
+        assert_eq!((small.planned, small.planned_share), (3, 1.0));
+        // Along any path the weights sum to at most 1: nothing before the
+        // planned look, its share there, the rest over the looks after it.
+        let spent: f64 = (1..r.planned).map(|s| r.weight(s, false)).sum::<f64>()
+            + r.weight(r.planned, false)
+            + (r.planned + 1..=r.looks).map(|s| r.weight(s, true)).sum::<f64>();
+        assert!((spent - 1.0).abs() < 1e-12, "{spent}");
+        // A record written before the planned look: 1 / L each.
+        let old = Rule { planned: 0, planned_share: 0.0, ..r };
+        assert!((old.weight(3, false) - 1.0 / 15.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_deterministic_difference_stops_at_its_planned_look() {
         let r = rule();
         assert!((r.boundary - 0.01).abs() < 1e-12);
-        // 6 of 6 against 0 of 6: p = 2/C(12,6) = 0.00216, spent 0.0216 > 0.01.
-        let look = decide(&r, 6, 6, "alone", (6, 6), (0, 6), false);
-        assert_eq!(look.decision, Decision::Continue);
-        // 7 of 7 against 0 of 7: p = 5.8e-4, spent 5.8e-3 ≤ 0.01.
-        let look = decide(&r, 7, 7, "alone", (7, 7), (0, 7), false);
+        assert_eq!(r.planned, 5);
+        // Before the planned look nothing is spent: 4 of 4 against 0 of 4
+        // goes on.
+        let look = decide(&r, at(4, 4, false), "alone", (4, 4), (0, 4), false);
+        assert_eq!((look.decision, look.spent_p), (Decision::Continue, 1.0));
+        // 5 of 5 against 0 of 5 at the planned look: p = 1 / 252, spent
+        // p / 0.75 = 0.0053 ≤ 0.01.
+        let look = decide(&r, at(5, 5, false), "alone", (5, 5), (0, 5), false);
         assert_eq!(look.decision, Decision::Differs);
-        assert!((look.spent_p - 10.0 * 2.0 / 3432.0).abs() < 1e-12);
+        assert!(look.planned);
+        assert!((look.spent_p - (1.0 / 252.0) / 0.75).abs() < 1e-12);
+        // The same counts the other way round are no evidence for a
+        // candidate the screen saw fail more in the cell...
+        let look = decide(&r, at(5, 5, false), "alone", (0, 5), (5, 5), false);
+        assert_eq!(look.decision, Decision::Continue);
+        // ...and decide one the screen saw pass more in the cell.
+        let healed = At {
+            fails_more: false,
+            ..at(5, 5, false)
+        };
+        let look = decide(&r, healed, "alone", (0, 5), (5, 5), false);
+        assert_eq!(look.decision, Decision::Differs);
+        // After the planned look each look spends 0.25 / 5: 6 of 6 (p =
+        // 1 / 924, spent 0.022) goes on, 7 of 7 (spent 0.0058) differs.
+        let look = decide(&r, at(6, 6, true), "alone", (6, 6), (0, 6), false);
+        assert_eq!(look.decision, Decision::Continue);
+        let look = decide(&r, at(7, 7, true), "alone", (7, 7), (0, 7), false);
+        assert_eq!(look.decision, Decision::Differs);
+        assert!((look.spent_p - (1.0 / 3432.0) / 0.05).abs() < 1e-12);
     }
 
     #[test]
@@ -862,12 +1015,12 @@ mod tests {
         let r = rule();
         // 0 of 8 against 0 of 8: the bound 1-0.05^(1/8) = 0.312 is not below 0.3.
         assert_eq!(
-            decide(&r, 8, 8, "alone", (0, 8), (0, 8), false).decision,
+            decide(&r, at(8, 8, true), "alone", (0, 8), (0, 8), false).decision,
             Decision::Continue
         );
         // 0 of 9: 0.283 < 0.3.
         assert_eq!(
-            decide(&r, 9, 9, "alone", (0, 9), (0, 9), false).decision,
+            decide(&r, at(9, 9, true), "alone", (0, 9), (0, 9), false).decision,
             Decision::Cleared
         );
     }
@@ -876,42 +1029,63 @@ mod tests {
     fn a_test_that_never_fails_alone_climbs_after_three_pairs() {
         let r = rule();
         assert_eq!(
-            decide(&r, 2, 2, "alone", (0, 2), (0, 2), true).decision,
+            decide(&r, at(2, 2, false), "alone", (0, 2), (0, 2), true).decision,
             Decision::Continue
         );
         assert_eq!(
-            decide(&r, 3, 3, "alone", (0, 3), (0, 3), true).decision,
+            decide(&r, at(3, 3, false), "alone", (0, 3), (0, 3), true).decision,
             Decision::Climb
         );
         // Not when it failed alone, nor once climbed.
         assert_eq!(
-            decide(&r, 3, 3, "alone", (1, 3), (0, 3), true).decision,
+            decide(&r, at(3, 3, false), "alone", (1, 3), (0, 3), true).decision,
             Decision::Continue
         );
         assert_eq!(
-            decide(&r, 6, 3, "neighbours", (0, 3), (0, 3), false).decision,
+            decide(&r, at(6, 3, false), "neighbours", (0, 3), (0, 3), false).decision,
             Decision::Continue
         );
+        // A climb starts a new stage whose planned look still spends its
+        // share: 5 of 5 against 0 of 5 five pairs after the climb differs.
+        let look = decide(&r, at(8, 5, false), "neighbours", (5, 5), (0, 5), false);
+        assert_eq!(look.decision, Decision::Differs);
     }
 
     #[test]
     fn a_baseline_that_changes_under_the_selection_climbs_before_any_verdict() {
         let r = rule();
         // The brittle test: passed at baseline in the screen, fails alone.
-        let (look, why) = look_at(&r, 1, 1, Level::Alone, (1, 1), (1, 1), (0, 1), true, true);
+        let (look, why) = look_at(
+            &r,
+            at(1, 1, false),
+            Level::Alone,
+            (1, 1),
+            (1, 1),
+            (0, 1),
+            true,
+            true,
+        );
         assert_eq!(look.decision, Decision::Climb);
         assert_eq!(
             why.as_deref(),
             Some("its baseline arm failed 1 of 1 where the screen's baseline failed 0 of 1")
         );
         // It failed every time at baseline in the screen and passes here.
-        let (look, _) = look_at(&r, 2, 2, Level::Alone, (2, 2), (1, 2), (3, 3), true, false);
+        let (look, _) = look_at(
+            &r,
+            at(2, 2, false),
+            Level::Alone,
+            (2, 2),
+            (1, 2),
+            (3, 3),
+            true,
+            false,
+        );
         assert_eq!(look.decision, Decision::Climb);
         // Reproduced: an ordinary look.
         let (look, why) = look_at(
             &r,
-            7,
-            7,
+            at(7, 7, true),
             Level::Neighbours,
             (7, 7),
             (0, 7),
@@ -920,9 +1094,20 @@ mod tests {
             true,
         );
         assert_eq!((look.decision, why), (Decision::Differs, None));
-        // At the widest selection a broken baseline holds any verdict back.
-        let (look, why) = look_at(&r, 7, 7, Level::Whole, (7, 7), (1, 7), (0, 1), false, false);
-        assert_eq!(look.decision, Decision::Continue);
+        // At the widest selection a broken baseline holds any verdict back,
+        // and the look is no evidence for Holm either.
+        let (look, why) = look_at(
+            &r,
+            at(7, 7, true),
+            Level::Whole,
+            (7, 7),
+            (1, 7),
+            (0, 1),
+            false,
+            false,
+        );
+        assert_eq!((look.decision, look.spent_p), (Decision::Continue, 1.0));
+        assert!(look.p < 0.01, "{}", look.p);
         assert!(why.unwrap().ends_with("even with the whole command"));
         // A mixed baseline is compared by Fisher's test.
         assert!(baseline_reproduces((1, 2), (2, 4), 0.05).is_ok());

@@ -149,6 +149,36 @@ pub fn fisher_exact(a: u64, b: u64, c: u64, d: u64) -> f64 {
     (tail / total).clamp(P_FLOOR, 1.0)
 }
 
+/// One-sided Fisher's exact test p-value for the same table as
+/// [`fisher_exact`]: the probability, with the margins fixed, of a table
+/// at least as extreme in the stated direction — at least `a` failures in
+/// the cell row (`cell_fails_more`), or at most `a`. For a hypothesis whose
+/// direction was fixed before the data (a screen candidate's confirmation).
+/// Returns 1.0 for degenerate margins; at least [`P_FLOOR`].
+pub fn fisher_one_sided(a: u64, b: u64, c: u64, d: u64, cell_fails_more: bool) -> f64 {
+    let row_cell = a + b;
+    let row_base = c + d;
+    let col_fail = a + c;
+    let col_pass = b + d;
+    if row_cell == 0 || row_base == 0 || col_fail == 0 || col_pass == 0 {
+        return 1.0;
+    }
+    let lo = col_fail.saturating_sub(row_base);
+    let hi = row_cell.min(col_fail);
+    let log_weight = |x: u64| ln_choose(row_cell, x) + ln_choose(row_base, col_fail - x);
+    let logs: Vec<f64> = (lo..=hi).map(log_weight).collect();
+    let max = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (mut total, mut tail) = (0.0, 0.0);
+    for (x, &l) in (lo..=hi).zip(&logs) {
+        let w = (l - max).exp();
+        total += w;
+        if (cell_fails_more && x >= a) || (!cell_fails_more && x <= a) {
+            tail += w;
+        }
+    }
+    (tail / total).clamp(P_FLOOR, 1.0)
+}
+
 /// The smallest p-value flakelab writes. A smaller one (f64 holds it as 0,
 /// or not at all: complete separation of 10,000 runs a side is about
 /// 1e-6000) is written as this and printed as `p < 1e-300`, so no p-value
@@ -529,6 +559,22 @@ mod tests {
         // R / SciPy: 1.4508889103849688e-11 (= 2 / C(40, 20)).
         let p = fisher_exact(20, 0, 0, 20);
         assert!(close(p, 1.450_888_910_384_968_8e-11, 1e-20), "{p}");
+    }
+
+    #[test]
+    fn fisher_one_sided_sums_one_tail() {
+        // R: fisher.test(matrix(c(3,1,1,3), 2), alternative = "greater")
+        // gives 0.2429 (= 17/70); "less" 0.9857 (= 69/70).
+        assert_close!(fisher_one_sided(3, 1, 1, 3, true), 17.0 / 70.0, 1e-12);
+        assert_close!(fisher_one_sided(3, 1, 1, 3, false), 69.0 / 70.0, 1e-12);
+        // Complete separation, either way round: 1 / C(10, 5), half the
+        // two-sided p.
+        assert_close!(fisher_one_sided(5, 0, 0, 5, true), 1.0 / 252.0, 1e-15);
+        assert_close!(fisher_one_sided(0, 5, 5, 0, false), 1.0 / 252.0, 1e-15);
+        assert_close!(2.0 * fisher_one_sided(5, 0, 0, 5, true), fisher_exact(5, 0, 0, 5), 1e-15);
+        // The other direction from the one observed is no evidence.
+        assert_eq!(fisher_one_sided(5, 0, 0, 5, false), 1.0);
+        assert_eq!(fisher_one_sided(0, 5, 0, 5, true), 1.0);
     }
 
     #[test]

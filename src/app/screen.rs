@@ -497,10 +497,11 @@ struct Active {
 
 /// Confirms every candidate, round after round: in each round the
 /// undecided candidates of each cell are packed into invocations that do
-/// not interfere (`screen::batches`), each one session of the baseline and
-/// the cell; a candidate whose selection must widen climbs and waits for
-/// the next round. Returns the confirmations and the stage's (sessions,
-/// runs, executions).
+/// not interfere (`screen::batches`), and the first invocation of each cell
+/// that can share a baseline arm with the others joins one session
+/// ([`Group`]): one baseline arm for several cells' candidates. A candidate
+/// whose selection must widen climbs and waits for the next round. Returns
+/// the confirmations and the stage's (sessions, runs, executions).
 async fn confirm_all(
     ctx: &Context<'_>,
     candidates: &[Candidate],
@@ -551,8 +552,8 @@ async fn confirm_all(
         .collect();
     let mut totals = (0u64, 0u64, 0u64);
     let mut batch_no = 0u32;
-    // Each cell's invocations are numbered on their own, so that a cell
-    // confirmed by one shard runs exactly what it runs in the whole stage.
+    // Each cell's invocations are numbered on their own: a session's fresh
+    // seeds derive from its first cell's number.
     let mut cell_batches: std::collections::BTreeMap<String, u32> = Default::default();
     'rounds: loop {
         for a in actives.iter_mut().filter(|a| !a.done) {
@@ -570,6 +571,7 @@ async fn confirm_all(
             break;
         }
         let cells: Vec<String> = cells.into_iter().map(String::from).collect();
+        let mut queues: Vec<(String, std::collections::VecDeque<screen::Batch>)> = Vec::new();
         for cell in &cells {
             // Selections by the runner's ids (or the whole command), ordered
             // selections of one file each, and whole-prefix ones apart:
@@ -591,36 +593,38 @@ async fn confirm_all(
                     _ => groups[0].push((i, rung.id.clone(), a.every_seed)),
                 }
             }
-            let packed: Vec<screen::Batch> = (screen::batches(&groups[0], repeats).into_iter())
+            let packed = (screen::batches(&groups[0], repeats).into_iter())
                 .chain(screen::batches(&groups[1], true))
                 .chain(screen::batches(&groups[2], false))
                 .collect();
-            for batch in packed {
-                if *ctx.stop.borrow() != Stop::Run {
-                    break 'rounds;
-                }
-                // Each invocation's fresh seeds derive from the session
-                // seed, the cell and the cell's invocation number, so a
-                // screened session is reproducible from it.
-                let nth = cell_batches.entry(cell.clone()).or_default();
-                let position = settings.cell_index(cell).unwrap_or(0) as u32;
-                let seed =
-                    crate::plan::run_seed(settings.seed, 1_000_000 + 10_000 * position + *nth);
-                *nth += 1;
-                batch_no += 1;
-                let more = run_batch(
-                    ctx,
-                    cell,
-                    &batch,
-                    (seed, batch_no),
-                    &mut actives,
-                    &mut budget,
-                    &mut totals,
-                )
-                .await?;
-                if !more {
-                    break 'rounds;
-                }
+            queues.push((cell.clone(), packed));
+        }
+        while let Some(group) = next_group(&mut queues, &actives, repeats) {
+            if *ctx.stop.borrow() != Stop::Run {
+                break 'rounds;
+            }
+            // Each invocation's fresh seeds derive from the session seed,
+            // its first cell and that cell's invocation number, so a
+            // screened session is reproducible from it.
+            let first = &group.members[0].0;
+            let nth = cell_batches.get(first).copied().unwrap_or(0);
+            let position = settings.cell_index(first).unwrap_or(0) as u32;
+            let seed = crate::plan::run_seed(settings.seed, 1_000_000 + 10_000 * position + nth);
+            for (cell, _) in &group.members {
+                *cell_batches.entry(cell.clone()).or_default() += 1;
+            }
+            batch_no += 1;
+            let more = run_group(
+                ctx,
+                &group,
+                (seed, batch_no),
+                &mut actives,
+                &mut budget,
+                &mut totals,
+            )
+            .await?;
+            if !more {
+                break 'rounds;
             }
         }
     }
@@ -628,13 +632,172 @@ async fn confirm_all(
     Ok((out, totals))
 }
 
-/// Runs one invocation's session for `batch` and takes every member's
-/// looks after each pair; false when the confirmation stage must end
-/// (interrupted, or `--max-runs` spent).
-async fn run_batch(
+/// What the baseline arm of an invocation runs, and every cell arm but a
+/// shuffle cell replaying its orders.
+#[derive(Debug, Clone, PartialEq)]
+enum Shape {
+    /// The whole command.
+    Whole,
+    /// The runner's ids, selected together.
+    Ids(Vec<String>),
+    /// Given lists in given orders (JUnit ids): what the baseline arm runs,
+    /// and what the shuffle cell runs (the orders that flipped its
+    /// candidates).
+    Listed {
+        baseline: Vec<String>,
+        cell: Vec<String>,
+    },
+}
+
+/// Candidates of several cells confirmed in one session: one batch of each
+/// cell, one baseline arm for all of them. Every unshuffled cell arm runs
+/// what the baseline arm runs, so each candidate's two arms run the same
+/// selection; a shuffle cell runs the orders that flipped its candidates.
+#[derive(Debug, Clone)]
+struct Group {
+    /// Each cell's batch.
+    members: Vec<(String, screen::Batch)>,
+    /// What the baseline arm runs.
+    shape: Shape,
+    /// The cell whose arm runs `Shape::Listed`'s cell list.
+    listed_cell: Option<String>,
+    /// The JUnit ids of every `Shape::Ids` member, when each is selected
+    /// alone (so the ids can join a list): `None` once one is not.
+    alone: Option<Vec<String>>,
+    /// The seed every cell run replays (a group of one batch).
+    every_seed: Option<u64>,
+}
+
+impl Group {
+    /// A group of one batch.
+    fn of(cell: &str, batch: screen::Batch, actives: &[Active]) -> Group {
+        let (shape, alone) = shape_of(&batch, actives);
+        Group {
+            listed_cell: matches!(shape, Shape::Listed { .. }).then(|| cell.to_string()),
+            every_seed: batch.every_seed,
+            members: vec![(cell.to_string(), batch)],
+            shape,
+            alone,
+        }
+    }
+
+    /// Takes `batch` of `cell` into the group when its arms can share the
+    /// group's baseline arm: the whole command with the whole command; ids
+    /// with ids the recipe selects together without one holding another;
+    /// ids each selected alone with one shuffle cell's lists (the ids run
+    /// after the lists, which keeps what ran before each replayed test).
+    /// A seed replayed on every run keeps its invocation to itself.
+    fn join(&mut self, cell: &str, batch: &screen::Batch, actives: &[Active], repeats: bool) -> bool {
+        if self.every_seed.is_some() || batch.every_seed.is_some() {
+            return false;
+        }
+        let (shape, alone) = shape_of(batch, actives);
+        let alone_tests = |a: Option<Vec<String>>, b: Option<Vec<String>>| -> Option<Vec<String>> {
+            let mut a = a?;
+            a.extend(b?);
+            Some(a)
+        };
+        let shape = match (&self.shape, shape) {
+            (Shape::Whole, Shape::Whole) => Shape::Whole,
+            (Shape::Ids(mine), Shape::Ids(theirs)) => {
+                let entries: Vec<screen::BatchEntry> = (mine.iter().chain(&theirs))
+                    .map(|id| (0, Some(id.clone()), None))
+                    .collect();
+                if screen::batches(&entries, repeats).len() != 1 {
+                    return false;
+                }
+                self.alone = alone_tests(self.alone.take(), alone);
+                let mut ids = mine.clone();
+                ids.extend(theirs.into_iter().filter(|id| !mine.contains(id)));
+                Shape::Ids(ids)
+            }
+            (Shape::Listed { baseline, cell }, Shape::Ids(_)) => {
+                let Some(tests) = alone else {
+                    return false;
+                };
+                Shape::Listed {
+                    baseline: then_unlisted(baseline.clone(), tests),
+                    cell: cell.clone(),
+                }
+            }
+            (Shape::Ids(_), Shape::Listed { baseline, cell: list }) => {
+                let Some(tests) = self.alone.clone() else {
+                    return false;
+                };
+                self.listed_cell = Some(cell.to_string());
+                Shape::Listed {
+                    baseline: then_unlisted(baseline, tests),
+                    cell: list,
+                }
+            }
+            _ => return false,
+        };
+        self.shape = shape;
+        self.members.push((cell.to_string(), batch.clone()));
+        true
+    }
+}
+
+/// `list`, then each of `tests` it does not hold yet.
+fn then_unlisted(mut list: Vec<String>, tests: Vec<String>) -> Vec<String> {
+    for t in tests {
+        if !list.contains(&t) {
+            list.push(t);
+        }
+    }
+    list
+}
+
+/// What `batch`'s baseline arm runs, and its members' JUnit ids when each
+/// is selected alone by its id.
+fn shape_of(batch: &screen::Batch, actives: &[Active]) -> (Shape, Option<Vec<String>>) {
+    let rung = |i: usize| &actives[i].ladder[actives[i].rung];
+    if rung(batch.members[0]).order.is_some() {
+        let (mut baseline, mut cell) = (Vec::new(), Vec::new());
+        for o in batch.members.iter().filter_map(|&i| rung(i).order.as_ref()) {
+            baseline.extend(o.baseline.iter().cloned());
+            cell.extend(o.cell.iter().cloned());
+        }
+        return (Shape::Listed { baseline, cell }, None);
+    }
+    if batch.ids.is_empty() {
+        return (Shape::Whole, None);
+    }
+    let alone = (batch.members.iter())
+        .map(|&i| {
+            (rung(i).level == screen::Level::Alone).then(|| actives[i].out.candidate.test.clone())
+        })
+        .collect();
+    (Shape::Ids(batch.ids.clone()), alone)
+}
+
+/// The next session of a round: the first waiting batch, joined by the
+/// first waiting batch of each later cell that can share its baseline arm
+/// (each cell's batches keep their order).
+fn next_group(
+    queues: &mut [(String, std::collections::VecDeque<screen::Batch>)],
+    actives: &[Active],
+    repeats: bool,
+) -> Option<Group> {
+    let start = queues.iter().position(|(_, q)| !q.is_empty())?;
+    let (cell, queue) = &mut queues[start];
+    let mut group = Group::of(cell, queue.pop_front()?, actives);
+    for (cell, queue) in queues.iter_mut().skip(start + 1) {
+        if let Some(batch) = queue.front() {
+            if group.join(cell, batch, actives, repeats) {
+                queue.pop_front();
+            }
+        }
+    }
+    Some(group)
+}
+
+/// Runs one group's session and takes every member's looks after each
+/// pair; false when the confirmation stage must end (interrupted, or
+/// `--max-runs` spent).
+async fn run_group(
     ctx: &Context<'_>,
-    cell: &str,
-    batch: &screen::Batch,
+    group: &Group,
     (seed, batch_no): (u64, u32),
     actives: &mut [Active],
     budget: &mut Option<u64>,
@@ -647,40 +810,11 @@ async fn run_batch(
         stop,
         shard,
     } = *ctx;
-    let first = &actives[batch.members[0]];
-    let spec = if first.ladder[first.rung].order.is_some() {
-        let (mut cell_list, mut base_list) = (Vec::new(), Vec::new());
-        for &i in &batch.members {
-            let a = &actives[i];
-            if let Some(o) = &a.ladder[a.rung].order {
-                cell_list.extend(o.cell.iter().cloned());
-                base_list.extend(o.baseline.iter().cloned());
-            }
-        }
-        ordered_spec(
-            settings,
-            cell,
-            (&cell_list, &base_list),
-            (&screen_session.id, batch_no),
-        )
-    } else {
-        let argv = if batch.ids.is_empty() {
-            Ok(settings.command.clone())
-        } else {
-            match settings.recipe.as_ref() {
-                Some(r) => argv::select_many(r, &settings.command, &batch.ids, &settings.dir),
-                None => Err("no recipe selects tests".to_string()),
-            }
-        };
-        argv.map_err(|e| (e, String::new())).and_then(|argv| {
-            settings
-                .clone()
-                .only_cells(&["baseline", cell])
-                .map_err(|e| (e.message().to_string(), e.hint().to_string()))
-                .map(|s| s.with_command(argv).every_seed(batch.every_seed))
-        })
-    };
-    let spec = spec.map(|s| {
+    // Every member candidate, with its cell.
+    let members: Vec<(usize, &str)> = (group.members.iter())
+        .flat_map(|(cell, b)| b.members.iter().map(move |&i| (i, cell.as_str())))
+        .collect();
+    let spec = group_spec(settings, group, (&screen_session.id, batch_no)).map(|s| {
         let s = s.with_seed(seed).part_of(&screen_session.id);
         match shard {
             None => s.knowing(screen_session),
@@ -693,7 +827,7 @@ async fn run_batch(
     let spec = match spec {
         Ok(s) => s,
         Err((why, hint)) => {
-            for &i in &batch.members {
+            for &(i, _) in &members {
                 let a = &mut actives[i];
                 let words = &a.ladder[a.rung].words;
                 a.out.note = Some(match hint.is_empty() {
@@ -705,20 +839,20 @@ async fn run_batch(
             return Ok(true);
         }
     };
-    let looks_left = (batch.members.iter())
-        .map(|&i| rule.looks.saturating_sub(pairs_of(&actives[i])))
+    let looks_left = (members.iter())
+        .map(|&(i, _)| rule.looks.saturating_sub(pairs_of(&actives[i])))
         .max()
         .unwrap_or(1)
         .max(1);
     let spec = spec.with_runs(looks_left);
     // Members still looking in this invocation.
-    let mut looking: Vec<usize> = batch.members.clone();
+    let mut looking: Vec<usize> = members.iter().map(|&(i, _)| i).collect();
     let mut exhausted = false;
     let mut used = 0u64;
-    let start: Vec<StageCounts> = batch.members.iter().map(|&i| actives[i].stage).collect();
+    let start: Vec<StageCounts> = members.iter().map(|&(i, _)| actives[i].stage).collect();
     let mut on_block = |runs: &[RunRecord]| -> bool {
         used = runs.len() as u64;
-        for (m, &i) in batch.members.iter().enumerate() {
+        for (m, &(i, cell)) in members.iter().enumerate() {
             if !looking.contains(&i) {
                 continue;
             }
@@ -727,19 +861,23 @@ async fn run_batch(
             let (c0, b0, p0) = start[m];
             let (kc, nc) = screen::arm(runs, cell, &test);
             let (kb, nb) = screen::arm(runs, "baseline", &test);
-            let pairs_here = runs.len() as u32 / 2;
+            let pairs_here = runs.iter().filter(|r| r.cell == cell).count() as u32;
             a.stage = (
                 (c0.0 + kc, c0.1 + nc),
                 (b0.0 + kb, b0.1 + nb),
                 p0 + pairs_here,
             );
-            let pair = pairs_of(a) + 1;
+            let at = screen::At {
+                pair: pairs_of(a) + 1,
+                stage_pairs: a.stage.2,
+                planned_taken: a.out.looks.iter().any(|l| l.planned),
+                fails_more: a.out.candidate.fails_more(),
+            };
             let level = a.ladder[a.rung].level;
             let can_climb = a.rung + 1 < a.ladder.len();
             let (look, why) = screen::look_at(
                 rule,
-                pair,
-                a.stage.2,
+                at,
                 level,
                 a.stage.0,
                 a.stage.1,
@@ -775,7 +913,7 @@ async fn run_batch(
                     if let Some(why) = why {
                         a.out.note = Some(why);
                     }
-                    if pair >= rule.looks {
+                    if at.pair >= rule.looks {
                         a.done = true;
                         looking.retain(|&x| x != i);
                     }
@@ -796,12 +934,19 @@ async fn run_batch(
         return Ok(false);
     };
     let (runs, _) = done.runs(&spec.store)?;
-    let x = executions(&runs);
-    *totals = (totals.0 + 1, totals.1 + runs.len() as u64, totals.2 + x);
-    for &i in &batch.members {
+    *totals = (
+        totals.0 + 1,
+        totals.1 + runs.len() as u64,
+        totals.2 + executions(&runs),
+    );
+    for &(i, cell) in &members {
+        // A candidate's runs: its cell's and the baseline arm it shares.
+        let own: Vec<&RunRecord> = (runs.iter())
+            .filter(|r| r.cell == cell || r.cell == "baseline")
+            .collect();
         let a = &mut actives[i];
-        a.out.all_runs += runs.len() as u64;
-        a.out.executions += x;
+        a.out.all_runs += own.len() as u64;
+        a.out.executions += own.iter().map(|r| r.tests.len() as u64).sum::<u64>();
         a.out.sessions.push(done.session.id.clone());
     }
     if exhausted {
@@ -824,39 +969,51 @@ fn neighbours_of(
     screen::neighbours_id(from, test, dir).unwrap_or_else(|| test.to_string())
 }
 
-/// The session of an ordered invocation: the cell arm runs its members'
-/// lists in the orders that flipped them, the baseline arm the same tests
-/// in the baseline's order, each list written to a file in the store; the
-/// cell's own shuffle is off (the list is the order).
-fn ordered_spec(
+/// The session of a group: the baseline and the group's cells; every arm
+/// runs what the baseline arm runs (the whole command, the ids selected
+/// together, or the list in order, each list written to a file in the
+/// store) but a shuffle cell replaying its orders, whose own shuffle is
+/// off (its list is the order).
+fn group_spec(
     settings: &SessionSpec,
-    cell: &str,
-    lists: (&[String], &[String]),
+    group: &Group,
     (session, batch_no): (&str, u32),
 ) -> std::result::Result<SessionSpec, (String, String)> {
     use crate::catalog::recipe::ordered::OrderHow;
     let harness = |e: Error| (e.message().to_string(), e.hint().to_string());
+    let mut names = vec!["baseline"];
+    names.extend(group.members.iter().map(|(c, _)| c.as_str()));
+    let cells = settings.clone().only_cells(&names).map_err(harness)?;
+    let (baseline, list) = match &group.shape {
+        Shape::Whole => return Ok(cells.every_seed(group.every_seed)),
+        Shape::Ids(ids) => {
+            let argv = match settings.recipe.as_ref() {
+                Some(r) => argv::select_many(r, &settings.command, ids, &settings.dir),
+                None => Err("no recipe selects tests".to_string()),
+            };
+            return argv
+                .map(|argv| cells.with_command(argv).every_seed(group.every_seed))
+                .map_err(|e| (e, String::new()));
+        }
+        Shape::Listed { baseline, cell } => (baseline, cell),
+    };
     let ordered = ordered_of(settings)
         .ok_or_else(|| ("the recipe runs no given order".to_string(), String::new()))?;
     let name = format!("screen-{session}");
-    let cell_file = (settings.store)
-        .write_bisect_order(&name, 2 * batch_no, lists.0)
-        .map_err(harness)?;
-    let base_file = (settings.store)
-        .write_bisect_order(&name, 2 * batch_no + 1, lists.1)
-        .map_err(harness)?;
-    let argv = |f: &std::path::Path| ordered.argv(&settings.command, &f.display().to_string());
-    let cell_argv = argv(&cell_file).map_err(|e| (e, String::new()))?;
-    let base_argv = argv(&base_file).map_err(|e| (e, String::new()))?;
-    let mut spec = (settings
-        .clone()
-        .only_cells(&["baseline", cell])
-        .map_err(harness)?)
-    .with_command(base_argv)
-    .with_cell_command(cell, cell_argv);
-    for (c, prepared) in &mut spec.cells {
-        if c.name == cell {
-            prepared.shuffle = false;
+    let write = |step: u32, ids: &[String]| {
+        let file = (settings.store)
+            .write_bisect_order(&name, step, ids)
+            .map_err(harness)?;
+        (ordered.argv(&settings.command, &file.display().to_string()))
+            .map_err(|e| (e, String::new()))
+    };
+    let mut spec = cells.with_command(write(2 * batch_no + 1, baseline)?);
+    if let Some(shuffled) = &group.listed_cell {
+        spec = spec.with_cell_command(shuffled, write(2 * batch_no, list)?);
+        for (c, prepared) in &mut spec.cells {
+            if &c.name == shuffled {
+                prepared.shuffle = false;
+            }
         }
     }
     if ordered.how == OrderHow::PytestPlugin {
