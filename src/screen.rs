@@ -968,10 +968,16 @@ mod tests {
         // planned look, its share there, the rest over the looks after it.
         let spent: f64 = (1..r.planned).map(|s| r.weight(s, false)).sum::<f64>()
             + r.weight(r.planned, false)
-            + (r.planned + 1..=r.looks).map(|s| r.weight(s, true)).sum::<f64>();
+            + (r.planned + 1..=r.looks)
+                .map(|s| r.weight(s, true))
+                .sum::<f64>();
         assert!((spent - 1.0).abs() < 1e-12, "{spent}");
         // A record written before the planned look: 1 / L each.
-        let old = Rule { planned: 0, planned_share: 0.0, ..r };
+        let old = Rule {
+            planned: 0,
+            planned_share: 0.0,
+            ..r
+        };
         assert!((old.weight(3, false) - 1.0 / 15.0).abs() < 1e-15);
     }
 

@@ -571,7 +571,11 @@ mod tests {
         // two-sided p.
         assert_close!(fisher_one_sided(5, 0, 0, 5, true), 1.0 / 252.0, 1e-15);
         assert_close!(fisher_one_sided(0, 5, 5, 0, false), 1.0 / 252.0, 1e-15);
-        assert_close!(2.0 * fisher_one_sided(5, 0, 0, 5, true), fisher_exact(5, 0, 0, 5), 1e-15);
+        assert_close!(
+            2.0 * fisher_one_sided(5, 0, 0, 5, true),
+            fisher_exact(5, 0, 0, 5),
+            1e-15
+        );
         // The other direction from the one observed is no evidence.
         assert_eq!(fisher_one_sided(5, 0, 0, 5, false), 1.0);
         assert_eq!(fisher_one_sided(0, 5, 0, 5, true), 1.0);

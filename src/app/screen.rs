@@ -687,7 +687,13 @@ impl Group {
     /// ids each selected alone with one shuffle cell's lists (the ids run
     /// after the lists, which keeps what ran before each replayed test).
     /// A seed replayed on every run keeps its invocation to itself.
-    fn join(&mut self, cell: &str, batch: &screen::Batch, actives: &[Active], repeats: bool) -> bool {
+    fn join(
+        &mut self,
+        cell: &str,
+        batch: &screen::Batch,
+        actives: &[Active],
+        repeats: bool,
+    ) -> bool {
         if self.every_seed.is_some() || batch.every_seed.is_some() {
             return false;
         }
@@ -720,7 +726,13 @@ impl Group {
                     cell: cell.clone(),
                 }
             }
-            (Shape::Ids(_), Shape::Listed { baseline, cell: list }) => {
+            (
+                Shape::Ids(_),
+                Shape::Listed {
+                    baseline,
+                    cell: list,
+                },
+            ) => {
                 let Some(tests) = self.alone.clone() else {
                     return false;
                 };
