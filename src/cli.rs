@@ -467,8 +467,10 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Design::Auto)]
     pub design: Design,
     /// `--design screen`: full runs per cell in the screen, at most (cells
-    /// random by nature, and cells whose first run flagged nothing).
-    #[arg(long = "screen", default_value_t = 3, value_name = "N")]
+    /// random by nature, and cells whose first run flagged nothing). A
+    /// shuffle cell whose runner runs a given order makes its second run
+    /// its first run's order reversed.
+    #[arg(long = "screen", default_value_t = 2, value_name = "N")]
     pub screen: u32,
     /// `--design screen`: confirmation runs for all candidates together
     /// [default: no limit beyond -n per candidate].

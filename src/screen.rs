@@ -882,6 +882,10 @@ pub fn batches(entries: &[BatchEntry], repeats: bool) -> Vec<Batch> {
     out
 }
 
+/// Why a shuffle cell's second screen run replays its first run's order
+/// reversed.
+pub const REVERSED_WHY: &str = "random by nature; its second run is its first run's order reversed, so every two tests ran both ways round";
+
 /// The adaptive screen's rule: whether a cell is screened again after its
 /// first full run, and why. A deterministic flip shows in one run; a cell
 /// whose first run flagged nothing, or whose perturbation is random by

@@ -49,9 +49,23 @@ impl ScreenRuns {
     }
 }
 
+/// A run's tests in the order its report lists them (the store keeps a
+/// session's tests in first-seen order, not each run's): `None` without a
+/// kept report or tests.
+fn order_of(r: &RunRecord) -> Option<Vec<String>> {
+    let parsed = crate::junit::parse_file(r.junit.as_deref()?).ok()?;
+    let mut seen = std::collections::HashSet::new();
+    let ids: Vec<String> = (crate::outcomes::records(&parsed, None).into_iter())
+        .map(|t| t.id)
+        .filter(|id| seen.insert(id.clone()))
+        .collect();
+    (!ids.is_empty()).then_some(ids)
+}
+
 /// What each shuffle candidate's ordered selections are cut from, when the
-/// recipe runs a given order: the screen run that flipped it (its cell, its
-/// seed, the test failing) and the screen's first baseline run with tests.
+/// recipe runs a given order: the first screen run in which it failed in
+/// its cell (the run [`screen::candidates`] takes its seed from) and the
+/// screen's first baseline run with tests.
 fn flip_orders(
     spec: &SessionSpec,
     runs: &[RunRecord],
@@ -61,17 +75,6 @@ fn flip_orders(
     if ordered_of(spec).is_none() {
         return vec![None; candidates.len()];
     }
-    // The store keeps a run's tests in the session's first-seen order, not
-    // the run's own: the order is read back from the run's report.
-    let order_of = |r: &RunRecord| -> Option<Vec<String>> {
-        let parsed = crate::junit::parse_file(r.junit.as_deref()?).ok()?;
-        let mut seen = std::collections::HashSet::new();
-        let ids: Vec<String> = (crate::outcomes::records(&parsed, None).into_iter())
-            .map(|t| t.id)
-            .filter(|id| seen.insert(id.clone()))
-            .collect();
-        (!ids.is_empty()).then_some(ids)
-    };
     let baseline = (runs.iter())
         .filter(|r| r.cell == "baseline" && !r.tests.is_empty())
         .find_map(order_of);
@@ -82,7 +85,6 @@ fn flip_orders(
             }
             let flip = runs.iter().find(|r| {
                 r.cell == c.cell
-                    && Some(r.seed) == c.flip_seed
                     && (r.tests.iter()).any(|t| {
                         t.id == c.test
                             && matches!(t.outcome, TestOutcome::Fail | TestOutcome::Error)
@@ -135,7 +137,7 @@ pub(super) async fn screen_cmd(
     if args.screen == 0 {
         return Err(Error::usage(
             "`--screen 0` screens nothing",
-            "use --screen 2 or more (3 by default)",
+            "use --screen 2 or more (2 by default)",
         ));
     }
     if !(args.clear_below > 0.0 && args.clear_below <= 1.0) {
@@ -199,11 +201,67 @@ pub(super) async fn screen_cmd(
         })
         .collect();
     let mut rounds = Vec::new();
-    if args.screen > 1 && !again.is_empty() {
-        let names: Vec<&str> = again.iter().map(|(c, _)| c.as_str()).collect();
+    // A shuffle cell whose recipe runs a given order replays its first
+    // run's order reversed as its second run: every pair of tests then ran
+    // both ways round, so a test that fails after one other test (or passes
+    // only after one) fails in one of the two runs.
+    let reversed: Vec<(String, Vec<String>)> = match args.screen > 1 && replays_orders {
+        false => Vec::new(),
+        true => (again.iter())
+            .filter(|(c, _)| kind_of(&settings, c).1 == CellKind::Shuffled)
+            .filter_map(|(c, _)| {
+                let first = runs.iter().find(|r| &r.cell == c)?;
+                let mut order = order_of(first)?;
+                order.reverse();
+                Some((c.clone(), order))
+            })
+            .collect(),
+    };
+    let mut reversed_seeds = Vec::new();
+    if !reversed.is_empty() {
+        let spec = reversed_spec(&full, &reversed, &done.session)?
+            .with_seed(crate::plan::run_seed(settings.seed, 2_000_001));
+        let Some(more) = session::run_session(&spec, &stop).await? else {
+            return Ok(Verdict::Interrupted.exit_code());
+        };
+        let (extra, _) = more.runs(&spec.store)?;
+        reversed_seeds.extend(extra.iter().map(|r| r.seed));
+        rounds.push(screen::Round {
+            session: more.session.id.clone(),
+            cells: (reversed.iter())
+                .map(|(c, _)| (c.clone(), screen::REVERSED_WHY.into()))
+                .collect(),
+            runs_per_cell: 1,
+            runs: extra.len() as u64,
+            executions: executions(&extra),
+        });
+        runs.extend(extra);
+    }
+    // The further runs, under fresh seeds: one fewer for a cell that ran
+    // its order reversed.
+    let further = |c: &str| match reversed.iter().any(|(r, _)| r == c) {
+        true => args.screen.saturating_sub(2),
+        false => args.screen.saturating_sub(1),
+    };
+    let mut by_count: Vec<(u32, Vec<(String, String)>)> = Vec::new();
+    for (c, why) in &again {
+        let n = further(c);
+        if n == 0 {
+            continue;
+        }
+        match by_count.iter_mut().find(|(k, _)| *k == n) {
+            Some((_, cells)) => cells.push((c.clone(), why.clone())),
+            None => by_count.push((n, vec![(c.clone(), why.clone())])),
+        }
+    }
+    for (k, (n, cells)) in by_count.into_iter().enumerate() {
+        let names: Vec<&str> = cells.iter().map(|(c, _)| c.as_str()).collect();
         let spec = (full.clone().only_cells(&names)?)
-            .with_runs(args.screen - 1)
-            .with_seed(crate::plan::run_seed(settings.seed, 2_000_000))
+            .with_runs(n)
+            .with_seed(crate::plan::run_seed(
+                settings.seed,
+                2_000_000 + 2 * k as u32,
+            ))
             .part_of(&done.session.id)
             .knowing(&done.session);
         let Some(more) = session::run_session(&spec, &stop).await? else {
@@ -212,15 +270,22 @@ pub(super) async fn screen_cmd(
         let (extra, _) = more.runs(&spec.store)?;
         rounds.push(screen::Round {
             session: more.session.id.clone(),
-            cells: again.clone(),
-            runs_per_cell: args.screen - 1,
+            cells,
+            runs_per_cell: n,
             runs: extra.len() as u64,
             executions: executions(&extra),
         });
         runs.extend(extra);
     }
-    let candidates = screen::candidates(&runs, &applied);
+    let mut candidates = screen::candidates(&runs, &applied);
     let orders = flip_orders(&settings, &runs, &candidates);
+    // A candidate first flipped by a reversed run has no seed that makes
+    // its order: it replays the order itself, never a seed.
+    for c in &mut candidates {
+        if c.flip_seed.is_some_and(|s| reversed_seeds.contains(&s)) {
+            c.flip_seed = None;
+        }
+    }
     drop(runs);
     let rule = Rule::new(
         candidates.len(),
@@ -300,6 +365,41 @@ pub(super) async fn screen_cmd(
         ..report.findings()
     })
     .exit_code())
+}
+
+/// The screen's reversed round: each of `reversed`'s shuffle cells runs
+/// its list (its first run's order reversed, written to a file in the
+/// store) once, through the recipe's `[ordered]`, its own shuffle off.
+fn reversed_spec(
+    full: &SessionSpec,
+    reversed: &[(String, Vec<String>)],
+    screen: &crate::record::SessionRecord,
+) -> Result<SessionSpec> {
+    use crate::catalog::recipe::ordered::OrderHow;
+    let ordered = ordered_of(full)
+        .ok_or_else(|| Error::harness("the recipe runs no given order", "report this as a bug"))?;
+    let names: Vec<&str> = reversed.iter().map(|(c, _)| c.as_str()).collect();
+    let mut spec = (full.clone().only_cells(&names)?)
+        .with_runs(1)
+        .part_of(&screen.id)
+        .knowing(screen);
+    let name = format!("screen-{}-reversed", screen.id);
+    for (step, (cell, list)) in reversed.iter().enumerate() {
+        let file = full.store.write_bisect_order(&name, step as u32, list)?;
+        let argv = (ordered.argv(&full.command, &file.display().to_string()))
+            .map_err(|e| Error::harness(e, "report this as a bug"))?;
+        spec = spec.with_cell_command(cell, argv);
+        for (c, prepared) in &mut spec.cells {
+            if &c.name == cell {
+                prepared.shuffle = false;
+            }
+        }
+    }
+    if ordered.how == OrderHow::PytestPlugin {
+        let dir = full.store.write_bisect_plugin()?;
+        super::bisect::put_on_pythonpath(&mut spec, &dir);
+    }
+    Ok(spec)
 }
 
 /// The id of a screen run alone for its shards: `--session-id`, else
@@ -1188,7 +1288,12 @@ pub(super) fn apply(report: &mut report::Report, record: &ScreenRecord, runs: &S
         ),
         rescreened: (record.rounds.iter())
             .flat_map(|r| r.cells.iter().cloned())
-            .collect(),
+            .fold(Vec::new(), |mut out: Vec<(String, String)>, (cell, why)| {
+                if !out.iter().any(|(c, _)| c == &cell) {
+                    out.push((cell, why));
+                }
+                out
+            }),
         chosen: record.chosen.clone(),
         pending: record.pending,
         shards: record.shards.clone(),

@@ -264,9 +264,10 @@ fn the_generated_suite_yields_exactly_its_planted_pairs() {
     // zone's sham (the host's own zone; shuffle has no mechanism beside it).
     assert_eq!(design["pairs_screened"], 1800);
     // The adaptive screen: one full run in each of 4 cells (baseline,
-    // zone, sham, shuffle), then 2 more in the shuffle (random by nature)
-    // and the sham (its first run flagged nothing), not in the zone.
-    assert_eq!(design["executions"][0], (4 + 2 * 2) * 600, "{design}");
+    // zone, sham, shuffle), then one more (`--screen 2`) in the shuffle
+    // (random by nature: its first order reversed) and the sham (its first
+    // run flagged nothing), not in the zone.
+    assert_eq!(design["executions"][0], (4 + 2) * 600, "{design}");
     let again: Vec<&str> = design["rescreened"]
         .as_array()
         .unwrap()
@@ -282,6 +283,20 @@ fn the_generated_suite_yields_exactly_its_planted_pairs() {
     // (1 / C(8, 4) ≤ 0.75 × 0.05 / 2): 4 runs of each of the three arms.
     assert_eq!(design["confirm_sessions"], 1, "{design}");
     assert_eq!(design["runs"][1], 12, "{design}");
+}
+
+/// The test ids of a JUnit report, in its order (`classname::name`).
+fn junit_order(path: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let attr = |tag: &str, name: &str| -> String {
+        let key = format!(" {name}=\"");
+        let at = tag.find(&key).map(|i| i + key.len()).unwrap();
+        tag[at..].split('"').next().unwrap().to_string()
+    };
+    text.split("<testcase")
+        .skip(1)
+        .map(|tag| format!("{}::{}", attr(tag, "classname"), attr(tag, "name")))
+        .collect()
 }
 
 /// `run --design screen` on `tests/fixtures/context-project` with `-p SPEC`
@@ -386,24 +401,38 @@ fn a_port_collision_is_confirmed_beside_its_partner_under_workers() {
     );
 }
 
-/// `--seed 2`: one of the screen's three shuffle runs puts the polluter
-/// before the victim with no cleaner between (a quarter of the orders do);
-/// pytest-randomly's order is a function of its seed, so this is fixed.
+/// `--seed 7`: the screen's first shuffle run passes the victim, and its
+/// second, the first's order reversed, puts the polluter before the victim
+/// with no cleaner between (a quarter of the orders do so; of the orders
+/// whose reverse does, half). pytest-randomly's order is a function of its
+/// seed, so this is fixed.
 #[test]
 fn an_order_victim_of_a_large_file_replays_its_flipping_order() {
     if !pytest_available() {
         return;
     }
-    let (lab, report, row) = context_screen("shuffle", "2", &["tests/test_order.py"]);
+    let (lab, report, row) = context_screen("shuffle", "7", &["tests/test_order.py"]);
     assert_eq!(row["id"], "tests.test_order::test_victim");
     let verdict = row["verdict"].as_str().unwrap();
     assert!(
         verdict.contains("confirmed in the order that flipped it"),
         "{verdict}"
     );
+    // Flipped by the reversed run, which no seed makes: the order itself
+    // is replayed, and no seed is named.
     assert!(
-        verdict.contains("replays the order of the screen run"),
+        verdict.contains("its cell arm replays the order that flipped it"),
         "{verdict}"
+    );
+    assert!(!verdict.contains("under seed"), "{verdict}");
+    let rescreened = report["design"]["rescreened"].as_array().unwrap();
+    assert_eq!(rescreened.len(), 1, "{rescreened:?}");
+    assert!(
+        rescreened[0][1]
+            .as_str()
+            .unwrap()
+            .contains("first run's order reversed"),
+        "{rescreened:?}"
     );
     let looks = row["looks"].as_array().unwrap();
     assert!(
@@ -417,18 +446,35 @@ fn an_order_victim_of_a_large_file_replays_its_flipping_order() {
     assert_eq!(last["baseline"][0], 0, "{last}");
     // The replayed list ends with the victim, the polluter before it and
     // no cleaner between them.
-    let order_file = lab
+    let order_files: Vec<String> = lab
         .runs()
         .into_iter()
         .filter(|r| r["session"] != report["session"] && r["cell"] == "shuffle")
-        .find_map(|r| {
+        .filter_map(|r| {
             (r["argv"].as_array().unwrap().iter())
                 .filter_map(|a| a.as_str()?.strip_prefix("--flakelab-order="))
                 .map(String::from)
                 .next()
         })
-        .expect("an ordered confirmation run");
-    let listed = std::fs::read_to_string(order_file).unwrap();
+        .collect();
+    // The screen's reversed run listed the whole file, the first shuffle
+    // run's order the other way round.
+    let (reversed, confirming): (Vec<&String>, Vec<&String>) =
+        order_files.iter().partition(|f| f.contains("-reversed/"));
+    assert_eq!(reversed.len(), 1, "{order_files:?}");
+    let whole = std::fs::read_to_string(reversed[0]).unwrap();
+    assert_eq!(whole.lines().count(), 40, "{whole}");
+    let first = lab
+        .runs()
+        .into_iter()
+        .find(|r| r["session"] == report["session"] && r["cell"] == "shuffle")
+        .expect("the first shuffle run");
+    let first_order = junit_order(first["junit"].as_str().expect("its report kept"));
+    let mut back: Vec<&str> = whole.lines().collect();
+    back.reverse();
+    assert_eq!(back, first_order, "{whole}");
+    let listed =
+        std::fs::read_to_string(confirming.first().expect("an ordered confirmation run")).unwrap();
     let names: Vec<&str> = listed
         .lines()
         .map(|l| l.rsplit("::").next().unwrap())
