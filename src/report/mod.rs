@@ -410,12 +410,19 @@ impl Confirmation {
 pub fn design_text(d: &crate::screen::DesignSummary) -> String {
     let (screen_x, confirm_x) = d.executions;
     let mut text = format!(
-        "Screen, then confirm: one full run per cell (at most {}) screened {} (test, cell) pairs and raised {} candidate(s); {} differ after Holm over the candidates, on fresh confirmation runs only (at most {} looks each, spent p held to {} = alpha / candidates; cleared below a {:.0}% difference). Test executions: {} in the screen, {} confirming.",
+        "Screen, then confirm: one full run per cell (at most {}) screened {} (test, cell) pairs and raised {} candidate(s); {} differ after Holm over the candidates, on fresh confirmation runs only (at most {} looks each{}, spent p held to {} = alpha / candidates; cleared below a {:.0}% difference). Test executions: {} in the screen, {} confirming.",
         d.screen_runs,
         d.pairs_screened,
         d.candidates,
         d.confirmed,
         d.rule.looks,
+        match d.rule.planned {
+            0 => String::new(),
+            n => format!(
+                ", one-sided; the planned look at {n} pairs spends {:.0}% of alpha",
+                d.rule.planned_share * 100.0
+            ),
+        },
         short_p(d.rule.boundary),
         d.rule.clear_below * 100.0,
         screen_x,
