@@ -176,20 +176,20 @@ fn main() {
         .map(|(c, t)| (c.to_string(), t.to_string()))
         .collect();
     let (n, fixed_x, fixed_time) = measure(dir.path(), "", "0", &planted, 0);
-    // The adaptive screen with one further run (not two) in the random
+    // The adaptive screen with two further runs (not one) in the random
     // cells, against the same fixed design.
     let start = std::time::Instant::now();
     let screen = run(
         dir.path(),
-        ".screen2",
-        &["--design", "screen", "--screen", "2"],
+        ".screen3",
+        &["--design", "screen", "--screen", "3"],
         "0",
     );
     let time = start.elapsed();
-    let (runs, x) = executions(dir.path(), ".screen2");
-    assert_eq!(&differing(&screen), &planted, "--screen 2's verdicts");
+    let (runs, x) = executions(dir.path(), ".screen3");
+    assert_eq!(&differing(&screen), &planted, "--screen 3's verdicts");
     println!(
-        "screen then confirm, --screen 2: {x:>7} test executions, {runs:>3} runs ({:.1} s): {:.3} of the fixed design's executions, {:.3} of its wall-clock time (load {})",
+        "screen then confirm, --screen 3: {x:>7} test executions, {runs:>3} runs ({:.1} s): {:.3} of the fixed design's executions, {:.3} of its wall-clock time (load {})",
         time.as_secs_f64(),
         x as f64 / fixed_x as f64,
         time.as_secs_f64() / fixed_time.as_secs_f64(),
