@@ -119,34 +119,13 @@ fn beta_quantile(p: f64, a: f64, b: f64) -> f64 {
 /// do not overflow; a p-value too small for f64 is [`P_FLOOR`]. Returns
 /// 1.0 for degenerate margins (an empty row or column).
 pub fn fisher_exact(a: u64, b: u64, c: u64, d: u64) -> f64 {
-    let row_cell = a + b;
-    let row_base = c + d;
-    let col_fail = a + c;
-    let col_pass = b + d;
-    if row_cell == 0 || row_base == 0 || col_fail == 0 || col_pass == 0 {
+    let Some(tables) = same_margins(a, b, c, d) else {
         return 1.0;
-    }
-    // With the margins fixed, the table is determined by its top-left cell
-    // x, which ranges over [lo, hi] with weight C(row_cell, x) *
-    // C(row_base, col_fail - x) (the common denominator cancels).
-    let lo = col_fail.saturating_sub(row_base);
-    let hi = row_cell.min(col_fail);
-    let log_weight = |x: u64| ln_choose(row_cell, x) + ln_choose(row_base, col_fail - x);
-    let logs: Vec<f64> = (lo..=hi).map(log_weight).collect();
-    let max = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let observed = log_weight(a) - max;
+    };
+    let observed = tables.log_weight(a);
     // R: relErr <- 1 + 10^(-7); sum(d[d <= d[x] * relErr]).
     let threshold = observed + (1.0 + 1e-7f64).ln();
-    let mut total = 0.0;
-    let mut tail = 0.0;
-    for &l in &logs {
-        let w = (l - max).exp();
-        total += w;
-        if l - max <= threshold {
-            tail += w;
-        }
-    }
-    (tail / total).clamp(P_FLOOR, 1.0)
+    tables.share(|_, l| l <= threshold)
 }
 
 /// One-sided Fisher's exact test p-value for the same table as
@@ -156,27 +135,70 @@ pub fn fisher_exact(a: u64, b: u64, c: u64, d: u64) -> f64 {
 /// direction was fixed before the data (a screen candidate's confirmation).
 /// Returns 1.0 for degenerate margins; at least [`P_FLOOR`].
 pub fn fisher_one_sided(a: u64, b: u64, c: u64, d: u64, cell_fails_more: bool) -> f64 {
-    let row_cell = a + b;
-    let row_base = c + d;
-    let col_fail = a + c;
-    let col_pass = b + d;
-    if row_cell == 0 || row_base == 0 || col_fail == 0 || col_pass == 0 {
+    let Some(tables) = same_margins(a, b, c, d) else {
         return 1.0;
+    };
+    tables.share(|x, _| (cell_fails_more && x >= a) || (!cell_fails_more && x <= a))
+}
+
+/// The 2x2 tables with the margins of `[[a, b], [c, d]]`: with the margins
+/// fixed, a table is determined by its top-left cell x, which ranges over
+/// [lo, hi] with weight C(row_cell, x) * C(row_base, col_fail - x) (the
+/// common denominator cancels). `None` for degenerate margins.
+struct Margins {
+    row_cell: u64,
+    row_base: u64,
+    col_fail: u64,
+    lo: u64,
+    /// Each table's log weight, less the largest.
+    logs: Vec<f64>,
+    max: f64,
+}
+
+fn same_margins(a: u64, b: u64, c: u64, d: u64) -> Option<Margins> {
+    let (row_cell, row_base, col_fail, col_pass) = (a + b, c + d, a + c, b + d);
+    if row_cell == 0 || row_base == 0 || col_fail == 0 || col_pass == 0 {
+        return None;
     }
     let lo = col_fail.saturating_sub(row_base);
     let hi = row_cell.min(col_fail);
-    let log_weight = |x: u64| ln_choose(row_cell, x) + ln_choose(row_base, col_fail - x);
-    let logs: Vec<f64> = (lo..=hi).map(log_weight).collect();
-    let max = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let (mut total, mut tail) = (0.0, 0.0);
-    for (x, &l) in (lo..=hi).zip(&logs) {
-        let w = (l - max).exp();
-        total += w;
-        if (cell_fails_more && x >= a) || (!cell_fails_more && x <= a) {
-            tail += w;
-        }
+    let mut m = Margins {
+        row_cell,
+        row_base,
+        col_fail,
+        lo,
+        logs: Vec::new(),
+        max: 0.0,
+    };
+    let raw: Vec<f64> = (lo..=hi).map(|x| m.raw_log_weight(x)).collect();
+    m.max = raw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    m.logs = raw.iter().map(|l| l - m.max).collect();
+    Some(m)
+}
+
+impl Margins {
+    fn raw_log_weight(&self, x: u64) -> f64 {
+        ln_choose(self.row_cell, x) + ln_choose(self.row_base, self.col_fail - x)
     }
-    (tail / total).clamp(P_FLOOR, 1.0)
+
+    /// Table x's log weight, less the largest.
+    fn log_weight(&self, x: u64) -> f64 {
+        self.raw_log_weight(x) - self.max
+    }
+
+    /// The probability of the tables `keep` (given x and its log weight)
+    /// holds, at least [`P_FLOOR`].
+    fn share(&self, keep: impl Fn(u64, f64) -> bool) -> f64 {
+        let (mut total, mut tail) = (0.0, 0.0);
+        for (x, &l) in (self.lo..).zip(&self.logs) {
+            let w = l.exp();
+            total += w;
+            if keep(x, l) {
+                tail += w;
+            }
+        }
+        (tail / total).clamp(P_FLOOR, 1.0)
+    }
 }
 
 /// The smallest p-value flakelab writes. A smaller one (f64 holds it as 0,
