@@ -144,7 +144,7 @@ pub fn fisher_one_sided(a: u64, b: u64, c: u64, d: u64, cell_fails_more: bool) -
 /// The 2x2 tables with the margins of `[[a, b], [c, d]]`: with the margins
 /// fixed, a table is determined by its top-left cell x, which ranges over
 /// [lo, hi] with weight C(row_cell, x) * C(row_base, col_fail - x) (the
-/// common denominator cancels). `None` for degenerate margins.
+/// common denominator cancels).
 struct Margins {
     row_cell: u64,
     row_base: u64,
@@ -155,6 +155,8 @@ struct Margins {
     max: f64,
 }
 
+/// The tables of the same margins as `[[a, b], [c, d]]`; `None` for
+/// degenerate margins (an empty row or column).
 fn same_margins(a: u64, b: u64, c: u64, d: u64) -> Option<Margins> {
     let (row_cell, row_base, col_fail, col_pass) = (a + b, c + d, a + c, b + d);
     if row_cell == 0 || row_base == 0 || col_fail == 0 || col_pass == 0 {
