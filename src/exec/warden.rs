@@ -4,29 +4,35 @@
 //! Once per flakelab process that runs sessions, [`start`] spawns a copy of
 //! our own binary as `flakelab __warden`, in a process group of its own and
 //! deaf to SIGINT, SIGTERM and SIGHUP, with the read end of a pipe (the
-//! *lifeline*) as its stdin. Only flakelab holds the write end (close-on-exec,
-//! so no subject inherits it). Every run tells the warden its marker (the
-//! `FLAKELAB_RUN_ID` value) before it is spawned, its process group once it
-//! is, and that it is done once its sweep is over ([`enlist`], [`grouped`],
-//! [`release`]: one short line each, no reply awaited).
+//! *lifeline*) as its stdin and the *roll* as its stdout: an in-memory file
+//! (`memfd`) of fixed-size slots, one per run in flight. Only flakelab holds
+//! the lifeline's write end and its own descriptor of the roll (both
+//! close-on-exec, so no subject inherits them). Every run writes its marker
+//! (the `FLAKELAB_RUN_ID` value) into a free slot before it is spawned, its
+//! process group once it is, and frees the slot once its sweep is over
+//! ([`enlist`], [`grouped`], [`release`]: one `pwrite` each, inside one
+//! page, which no reader waits for).
 //!
-//! When flakelab dies the kernel closes its descriptors, so the warden reads
-//! end-of-file. It then SIGKILLs the process group of every run not yet
-//! released and every process whose environment carries one of their
-//! markers (setsid'd and double-forked descendants inherit it), round after
-//! round until a round finds nothing alive, and exits. A normal exit releases
-//! every run first, so the warden then has nothing to do.
+//! The warden never reads while flakelab lives: it sleeps in a `read` of the
+//! lifeline, which nobody writes to. When flakelab dies the kernel closes
+//! its descriptors, so that `read` returns end-of-file. The warden then reads
+//! the roll and SIGKILLs the process group of every slot still held and
+//! every process whose environment carries one of their markers (setsid'd
+//! and double-forked descendants inherit it), round after round until a
+//! round finds nothing alive, and exits. A normal exit frees every slot
+//! first, so the warden then has nothing to do.
 //!
-//! The cost of a plain run is three `write`s to a pipe: no extra process, no
-//! namespace and no `pre_exec` (which would turn the spawn's `posix_spawn`
-//! into a full `fork`). Where the warden cannot start, [`status`] says why:
-//! the session records it as a warning and runs as before, its processes
-//! then ended only while flakelab lives (`doctor` reports the same check).
+//! The cost of a plain run is three `pwrite`s to a file in memory: no extra
+//! process woken, no namespace and no `pre_exec` (which would turn the
+//! spawn's `posix_spawn` into a full `fork`). Where the warden cannot start,
+//! [`status`] says why: the session records it as a warning and runs as
+//! before, its processes then ended only while flakelab lives (`doctor`
+//! reports the same check).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{self, BufRead, Write};
-use std::os::fd::OwnedFd;
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -35,6 +41,7 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
+use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
 use nix::sys::signal::{kill, killpg, signal, SigHandler, Signal};
 use nix::unistd::{pipe2, Pid};
 
@@ -51,25 +58,51 @@ const ROUNDS: usize = 1000;
 const QUIET_ROUNDS: usize = 3;
 /// Pause between rounds, so killed processes get to die.
 const PAUSE: Duration = Duration::from_millis(10);
+/// Bytes per slot of the roll: a power of two, so no slot crosses a page
+/// and each `pwrite` lands whole or not at all.
+const SLOT: usize = 256;
+/// Where a slot's fields start: held flag, process group, marker length,
+/// marker.
+const HELD: usize = 0;
+const PGID: usize = 1;
+const LEN: usize = 5;
+const MARKER: usize = 6;
+/// The longest marker a slot holds.
+const MARKER_MAX: usize = SLOT - MARKER;
 
 /// The running warden, or why there is none.
 static WARDEN: OnceLock<Result<Lifeline, String>> = OnceLock::new();
 
-/// Our end of the lifeline.
+/// Our ends of the lifeline and the roll.
 struct Lifeline {
-    /// The write end; `None` once a write failed (the warden is gone) or
+    /// The lifeline's write end (never written; its closing is the news),
+    /// the roll, and which slot each run holds. The lifeline is `None` once
     /// [`finish`] closed it.
-    pipe: Mutex<Option<File>>,
+    state: Mutex<State>,
     /// The warden, waited for by [`finish`].
     child: Mutex<Option<std::process::Child>>,
+}
+
+/// What [`Lifeline`] guards.
+struct State {
+    pipe: Option<File>,
+    roll: File,
+    slots: Slots,
+    /// Why a run could not be put on the roll, once one could not.
+    broken: Option<String>,
 }
 
 /// Starts the warden for this process, once; later calls return the first
 /// answer. `Err` says why there is no warden (the session then warns).
 pub fn start() -> Result<(), String> {
     let started = WARDEN.get_or_init(|| {
-        spawn_warden().map(|(pipe, child)| Lifeline {
-            pipe: Mutex::new(Some(pipe)),
+        spawn_warden().map(|(pipe, roll, child)| Lifeline {
+            state: Mutex::new(State {
+                pipe: Some(pipe),
+                roll,
+                slots: Slots::default(),
+                broken: None,
+            }),
             child: Mutex::new(Some(child)),
         })
     });
@@ -82,7 +115,15 @@ pub fn start() -> Result<(), String> {
 pub fn status() -> Option<String> {
     match WARDEN.get() {
         Some(Ok(lifeline)) => {
-            let alive = lifeline.pipe.lock().map(|p| p.is_some()).unwrap_or(false);
+            if let Some(why) = lifeline.state.lock().ok().and_then(|s| s.broken.clone()) {
+                return Some(why);
+            }
+            let alive = lifeline
+                .child
+                .lock()
+                .ok()
+                .and_then(|mut c| c.as_mut().map(|c| matches!(c.try_wait(), Ok(None))))
+                .unwrap_or(false);
             (!alive).then(|| "the warden process ended during the session".to_string())
         }
         Some(Err(why)) => Some(why.clone()),
@@ -98,8 +139,8 @@ pub fn finish() {
     let Some(Ok(lifeline)) = WARDEN.get() else {
         return;
     };
-    if let Ok(mut pipe) = lifeline.pipe.lock() {
-        *pipe = None;
+    if let Ok(mut state) = lifeline.state.lock() {
+        state.pipe = None;
     }
     if let Ok(mut child) = lifeline.child.lock() {
         if let Some(mut child) = child.take() {
@@ -108,7 +149,39 @@ pub fn finish() {
     }
 }
 
-fn spawn_warden() -> Result<(File, std::process::Child), String> {
+/// A new roll: an in-memory file, close-on-exec.
+fn new_roll() -> Result<File, String> {
+    memfd_create(c"flakelab-roll", MemFdCreateFlag::MFD_CLOEXEC)
+        .map(File::from)
+        .map_err(|e| format!("cannot create the warden's roll (memfd_create): {e}"))
+}
+
+/// Starts `exe __warden` with `lifeline` as its stdin and `roll` as its
+/// stdout.
+fn spawn_helper(exe: &Path, lifeline: File, roll: &File) -> Result<std::process::Child, String> {
+    let roll = roll
+        .try_clone()
+        .map_err(|e| format!("cannot hand the roll to the warden: {e}"))?;
+    Command::new(exe)
+        .arg(SUBCOMMAND)
+        // Holds no directory (a mount) busy.
+        .current_dir("/")
+        // It needs no variable, and carries none of a subject's markers.
+        .env_clear()
+        .stdin(Stdio::from(lifeline))
+        // The roll, which it only reads. Not our stdout: a reader of
+        // flakelab's output must see end-of-file when flakelab ends, not
+        // when its warden does.
+        .stdout(Stdio::from(roll))
+        .stderr(Stdio::null())
+        // Its own group: a Ctrl-C or a `kill -- -PGID` meant for flakelab
+        // does not end the warden before it has done its job.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start {} {SUBCOMMAND}: {e}", exe.display()))
+}
+
+fn spawn_warden() -> Result<(File, File, std::process::Child), String> {
     if std::env::var_os(DISABLE_VAR).is_some_and(|v| !v.is_empty()) {
         return Err(format!("{DISABLE_VAR} is set (a test-only switch)"));
     }
@@ -116,88 +189,131 @@ fn spawn_warden() -> Result<(File, std::process::Child), String> {
         .map_err(|e| format!("cannot find flakelab's own executable: {e}"))?;
     let (read, write) =
         pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"))?;
-    // Non-blocking on our side only: pipe2 would set it on both ends.
-    nix::fcntl::fcntl(
-        std::os::fd::AsRawFd::as_raw_fd(&write),
-        nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK),
-    )
-    .map_err(|e| format!("cannot set up the pipe: {e}"))?;
-    let child = Command::new(&exe)
-        .arg(SUBCOMMAND)
-        // Holds no directory (a mount) busy.
-        .current_dir("/")
-        // It needs no variable, and carries none of a subject's markers.
-        .env_clear()
-        .stdin(Stdio::from(read))
-        // Not our stdout or stderr: a reader of flakelab's output must see
-        // end-of-file when flakelab ends, not when its warden does.
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        // Its own group: a Ctrl-C or a `kill -- -PGID` meant for flakelab
-        // does not end the warden before it has done its job.
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot start {} {SUBCOMMAND}: {e}", exe.display()))?;
-    // Lines wait in the pipe until the warden reads them, and it reads all
-    // of them before acting on end-of-file: a kill right after the first
-    // spawn is covered even if the warden has not been scheduled yet.
-    Ok((File::from(write), child))
+    let roll = new_roll()?;
+    // The roll is read only once flakelab is gone, so a kill right after the
+    // first spawn is covered even if the warden has not been scheduled yet.
+    let child = spawn_helper(&exe, File::from(read), &roll)?;
+    Ok((File::from(write), roll, child))
 }
 
-/// Writes one line in one `write` (atomic below `PIPE_BUF`). The write end
-/// is non-blocking: a warden that stopped reading (a full pipe) never
-/// stalls a session; it is then taken as gone, and [`status`] says so.
-fn send(line: &str) {
+/// Applies one change to the roll. A roll that cannot be written (memory
+/// exhausted) is remembered, and [`status`] says so.
+fn update(change: impl FnOnce(&mut Slots, &File) -> Result<(), String>) {
     let Some(Ok(lifeline)) = WARDEN.get() else {
         return;
     };
-    let Ok(mut guard) = lifeline.pipe.lock() else {
+    let Ok(mut state) = lifeline.state.lock() else {
         return;
     };
-    if let Some(pipe) = guard.as_mut() {
-        if pipe.write_all(line.as_bytes()).is_err() {
-            *guard = None;
-        }
+    let State {
+        roll,
+        slots,
+        broken,
+        ..
+    } = &mut *state;
+    if let Err(why) = change(slots, roll) {
+        broken.get_or_insert(why);
     }
 }
 
 /// Tells the warden a run with `marker` is about to start.
 pub fn enlist(marker: &str) {
-    send(&format!("+{marker}\n"));
+    update(|slots, roll| slots.enlist(roll, marker));
 }
 
 /// Tells the warden the run with `marker` leads process group `pgid`.
 pub fn grouped(marker: &str, pgid: i32) {
-    send(&format!("={pgid} {marker}\n"));
+    update(|slots, roll| slots.grouped(roll, marker, pgid));
 }
 
 /// Tells the warden the run with `marker` is over and swept.
 pub fn release(marker: &str) {
-    send(&format!("-{marker}\n"));
+    update(|slots, roll| slots.release(roll, marker));
 }
 
-/// The runs the warden holds: marker to process group (once known).
+/// Which slot of the roll each run in flight holds.
+#[derive(Debug, Default)]
+struct Slots {
+    held: BTreeMap<String, usize>,
+    /// Slots freed, reused before the roll grows.
+    free: Vec<usize>,
+    /// Slots the roll has.
+    len: usize,
+}
+
+impl Slots {
+    fn enlist(&mut self, roll: &File, marker: &str) -> Result<(), String> {
+        let bytes = marker.as_bytes();
+        if bytes.len() > MARKER_MAX {
+            return Err(format!(
+                "a run's marker is longer than the warden's {MARKER_MAX} bytes"
+            ));
+        }
+        let index = match self.held.get(marker) {
+            Some(&index) => index,
+            None => self.free.pop().unwrap_or_else(|| {
+                self.len += 1;
+                self.len - 1
+            }),
+        };
+        self.held.insert(marker.to_string(), index);
+        let mut slot = [0u8; SLOT];
+        slot[HELD] = 1;
+        slot[LEN] = bytes.len() as u8;
+        slot[MARKER..MARKER + bytes.len()].copy_from_slice(bytes);
+        write_slot(roll, index, 0, &slot[..MARKER + bytes.len()])
+    }
+
+    fn grouped(&mut self, roll: &File, marker: &str, pgid: i32) -> Result<(), String> {
+        match self.held.get(marker) {
+            Some(&index) => write_slot(roll, index, PGID, &pgid.to_le_bytes()),
+            None => Ok(()),
+        }
+    }
+
+    fn release(&mut self, roll: &File, marker: &str) -> Result<(), String> {
+        let Some(index) = self.held.remove(marker) else {
+            return Ok(());
+        };
+        self.free.push(index);
+        write_slot(roll, index, HELD, &[0])
+    }
+}
+
+fn write_slot(roll: &File, index: usize, field: usize, bytes: &[u8]) -> Result<(), String> {
+    let offset = (index * SLOT + field) as u64;
+    roll.write_all_at(bytes, offset)
+        .map_err(|e| format!("the warden's roll cannot be written: {e}"))
+}
+
+/// The runs the warden holds: marker to process group (once known), as read
+/// from the roll.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Roll {
     runs: BTreeMap<String, Option<i32>>,
 }
 
 impl Roll {
-    /// Applies one line of the lifeline protocol; unknown lines are ignored.
-    pub(super) fn apply(&mut self, line: &str) {
-        if let Some(marker) = line.strip_prefix('+') {
-            self.runs.insert(marker.to_string(), None);
-        } else if let Some(rest) = line.strip_prefix('=') {
-            if let Some((pgid, marker)) = rest.split_once(' ') {
-                if let Ok(pgid) = pgid.parse::<i32>() {
-                    if pgid > 1 {
-                        self.runs.insert(marker.to_string(), Some(pgid));
-                    }
-                }
+    /// Reads the held slots of a roll's bytes; a slot that does not parse
+    /// (a marker that is not UTF-8 or too long) is skipped.
+    pub(super) fn parse(bytes: &[u8]) -> Self {
+        let mut runs = BTreeMap::new();
+        for slot in bytes.chunks(SLOT) {
+            if slot.len() < MARKER || slot[HELD] != 1 {
+                continue;
             }
-        } else if let Some(marker) = line.strip_prefix('-') {
-            self.runs.remove(marker);
+            let len = usize::from(slot[LEN]);
+            let Some(marker) = slot.get(MARKER..MARKER + len) else {
+                continue;
+            };
+            let Ok(marker) = std::str::from_utf8(marker) else {
+                continue;
+            };
+            let pgid =
+                i32::from_le_bytes([slot[PGID], slot[PGID + 1], slot[PGID + 2], slot[PGID + 3]]);
+            runs.insert(marker.to_string(), (pgid > 1).then_some(pgid));
         }
+        Roll { runs }
     }
 
     /// The `FLAKELAB_RUN_ID=<marker>` entries to look for.
@@ -214,8 +330,9 @@ impl Roll {
     }
 }
 
-/// The `__warden` body: reads the lifeline until end-of-file, then ends
-/// every process of the runs still on its roll. Returns the exit code.
+/// The `__warden` body: waits for end-of-file on the lifeline, then reads
+/// the roll (its stdout) and ends every process of the runs still on it.
+/// Returns the exit code.
 pub fn helper() -> i32 {
     for sig in [
         Signal::SIGINT,
@@ -225,27 +342,26 @@ pub fn helper() -> i32 {
     ] {
         let _ = ignore(sig);
     }
-    let mut roll = Roll::default();
     let mut stdin = io::stdin().lock();
-    let mut line = Vec::new();
+    let mut buf = [0u8; 64];
     loop {
-        line.clear();
-        match stdin.read_until(b'\n', &mut line) {
-            // End-of-file: flakelab is gone.
+        match stdin.read(&mut buf) {
+            // End-of-file, or a lifeline that cannot be read any more:
+            // flakelab is gone.
             Ok(0) => break,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&line);
-                roll.apply(text.trim_end_matches('\n'));
-            }
+            // Nothing is ever written; ignore it if something is.
+            Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            // The lifeline cannot be read any more: as good as gone.
             Err(_) => break,
         }
     }
-    if roll.runs.is_empty() {
-        return 0;
+    // Opened anew through /proc: from offset 0, whatever flakelab did with
+    // its own descriptor.
+    let roll = std::fs::read("/proc/self/fd/1").map(|bytes| Roll::parse(&bytes));
+    match roll {
+        Ok(roll) if !roll.runs.is_empty() => end_all(&roll),
+        _ => {}
     }
-    end_all(&roll);
     0
 }
 
@@ -314,18 +430,11 @@ pub fn check(self_exe: &Path) -> Result<String, String> {
         return Err(format!("{DISABLE_VAR} is set (a test-only switch)"));
     }
     let marker = format!("doctor-{}", std::process::id());
-    let (read, write): (OwnedFd, OwnedFd) =
+    let (read, write) =
         pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let mut warden = Command::new(self_exe)
-        .arg(SUBCOMMAND)
-        .env_clear()
-        .stdin(Stdio::from(read))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot start {} {SUBCOMMAND}: {e}", self_exe.display()))?;
-    let mut pipe = File::from(write);
+    let roll = new_roll()?;
+    let mut warden = spawn_helper(self_exe, File::from(read), &roll)?;
+    let mut slots = Slots::default();
     let mut sleeper = Command::new("setsid")
         .args(["sleep", "60"])
         .env(RUN_ID_VAR, &marker)
@@ -336,8 +445,8 @@ pub fn check(self_exe: &Path) -> Result<String, String> {
     let outcome = match &mut sleeper {
         Err(e) => Err(format!("cannot start a test process (setsid sleep): {e}")),
         Ok(sleeper) => {
-            let _ = writeln!(pipe, "+{marker}");
-            drop(pipe);
+            let _ = slots.enlist(&roll, &marker);
+            drop(write);
             let _ = warden.wait();
             // The sleeper is our child: its end (by SIGKILL) is its status.
             match sleeper.try_wait() {
@@ -373,29 +482,76 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_roll_follows_the_protocol() {
-        let mut roll = Roll::default();
-        for line in [
-            "?",
-            "+s.1",
-            "+s.2",
-            "=1234 s.1",
-            "=1 s.2",
-            "=x s.2",
-            "-s.2",
-            "junk",
-        ] {
-            roll.apply(line);
+    fn the_roll_reads_back_what_the_runs_wrote() {
+        let roll = new_roll().unwrap();
+        let mut slots = Slots::default();
+        for marker in ["s.1", "s.2", "s.probe a b.0"] {
+            slots.enlist(&roll, marker).unwrap();
         }
-        assert_eq!(roll.runs, BTreeMap::from([("s.1".to_string(), Some(1234))]));
-        assert_eq!(roll.groups(), BTreeSet::from([1234]));
-        assert_eq!(roll.entries(), vec![b"FLAKELAB_RUN_ID=s.1".to_vec()]);
-        // A marker may hold spaces: the rest of the line is the marker.
-        roll.apply("+s.probe a b.0");
-        roll.apply("=77 s.probe a b.0");
-        assert_eq!(roll.runs.get("s.probe a b.0"), Some(&Some(77)));
-        roll.apply("-s.1");
-        roll.apply("-s.probe a b.0");
-        assert!(roll.runs.is_empty());
+        slots.grouped(&roll, "s.1", 1234).unwrap();
+        slots.grouped(&roll, "s.probe a b.0", 77).unwrap();
+        slots.release(&roll, "s.2").unwrap();
+        // Unknown markers change nothing.
+        slots.grouped(&roll, "s.9", 5).unwrap();
+        slots.release(&roll, "s.9").unwrap();
+        let read = |roll: &File| {
+            let mut all = vec![0; slots_len(roll)];
+            roll.read_exact_at(&mut all, 0).unwrap();
+            Roll::parse(&all)
+        };
+        let got = read(&roll);
+        assert_eq!(
+            got.runs,
+            BTreeMap::from([
+                ("s.1".to_string(), Some(1234)),
+                ("s.probe a b.0".to_string(), Some(77)),
+            ])
+        );
+        assert_eq!(got.groups(), BTreeSet::from([77, 1234]));
+        // A freed slot is reused, and what it held before does not show.
+        slots.enlist(&roll, "s.3").unwrap();
+        assert_eq!(slots.len, 3);
+        let got = read(&roll);
+        assert_eq!(got.runs.get("s.3"), Some(&None));
+        slots.release(&roll, "s.1").unwrap();
+        slots.release(&roll, "s.3").unwrap();
+        slots.release(&roll, "s.probe a b.0").unwrap();
+        assert!(read(&roll).runs.is_empty());
+    }
+
+    fn slots_len(roll: &File) -> usize {
+        roll.metadata().unwrap().len() as usize
+    }
+
+    #[test]
+    fn a_marker_too_long_for_a_slot_is_refused_not_cut() {
+        let roll = new_roll().unwrap();
+        let mut slots = Slots::default();
+        let long = "m".repeat(MARKER_MAX + 1);
+        let err = slots.enlist(&roll, &long).unwrap_err();
+        assert!(err.contains("longer"), "{err}");
+        slots.enlist(&roll, &"m".repeat(MARKER_MAX)).unwrap();
+        let mut all = vec![0; slots_len(&roll)];
+        roll.read_exact_at(&mut all, 0).unwrap();
+        assert_eq!(Roll::parse(&all).entries().len(), 1);
+    }
+
+    #[test]
+    fn slots_that_do_not_parse_are_skipped() {
+        let mut bytes = vec![0u8; 3 * SLOT];
+        // Held, a length past the slot's end.
+        bytes[HELD] = 1;
+        bytes[LEN] = 255;
+        // Held, not UTF-8.
+        bytes[SLOT + HELD] = 1;
+        bytes[SLOT + LEN] = 1;
+        bytes[SLOT + MARKER] = 0xff;
+        // Held, a process group of 1 is never killed.
+        bytes[2 * SLOT + HELD] = 1;
+        bytes[2 * SLOT + PGID] = 1;
+        bytes[2 * SLOT + LEN] = 1;
+        bytes[2 * SLOT + MARKER] = b'x';
+        let roll = Roll::parse(&bytes);
+        assert_eq!(roll.runs, BTreeMap::from([("x".to_string(), None)]));
     }
 }
