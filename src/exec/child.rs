@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -29,6 +29,7 @@ use tokio::time::Instant;
 
 use super::inspect::{Inspector, SeenProcess, Watch, Watcher, POLL_MIN};
 use super::setup::{Armed, Isolation};
+use super::spawn;
 use super::warden;
 use crate::record::ProcessEnd;
 
@@ -181,34 +182,66 @@ pub async fn run_child_watched(
     let Some((program, args)) = launch.argv.split_first() else {
         return ChildResult::not_run(spawn_failed("the command line is empty".into()), warnings);
     };
-    let (pipe, write_out, write_err) = match output_pipe() {
+    let (pipe, write_out) = match output_pipe() {
         Ok(ends) => ends,
         Err(err) => {
             let message = format!("cannot set up the output pipe for `{program}`: {err}");
             return ChildResult::not_run(spawn_failed(message), warnings);
         }
     };
-
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args).current_dir(&launch.cwd);
-    for name in &launch.env_unset {
-        cmd.env_remove(name);
-    }
-    cmd.envs(&launch.env_set);
-    if launch.env_set.get(RUN_ID_VAR).map(String::as_str) != Some(marker) {
+    let lacks_marker = launch.env_set.get(RUN_ID_VAR).map(String::as_str) != Some(marker);
+    if lacks_marker {
         warnings.push(format!(
             "the launch does not set {RUN_ID_VAR}={marker}; it was added so escaped processes can be found"
         ));
-        cmd.env(RUN_ID_VAR, marker);
     }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::from(write_out))
-        .stderr(Stdio::from(write_err))
-        .process_group(0)
-        .kill_on_drop(false);
-    let armed = if launch.isolation.is_empty() {
-        None
+    let cannot_start = |err: io::Error| {
+        format!(
+            "cannot start `{program}` in {}: {err}",
+            launch.cwd.display()
+        )
+    };
+
+    let sink = log.map(LazyFile::new);
+    let cap = CapLog::new(sink, limits.log_head, limits.log_tail);
+
+    let (started, spawned) = if launch.isolation.is_empty() {
+        // No setup between fork and exec: our own spawn (`exec::spawn`).
+        let prepared = spawn::Prepared::new(launch, lacks_marker.then_some((RUN_ID_VAR, marker)));
+        // The warden learns the marker before the spawn: a flakelab killed
+        // from here on leaves nothing of this run behind.
+        warden::enlist(marker);
+        let started = Instant::now();
+        let fd = write_out.as_raw_fd();
+        let spawned = prepared
+            .and_then(|prepared| spawn::spawn(&prepared, fd, fd))
+            .map(Leader::Own)
+            .map_err(cannot_start);
+        // EOF only comes once our copy of the write end is closed.
+        drop(write_out);
+        (started, spawned)
     } else {
+        let write_err = match write_out.try_clone() {
+            Ok(fd) => fd,
+            Err(err) => {
+                let message = format!("cannot set up the output pipe for `{program}`: {err}");
+                return ChildResult::not_run(spawn_failed(message), warnings);
+            }
+        };
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args).current_dir(&launch.cwd);
+        for name in &launch.env_unset {
+            cmd.env_remove(name);
+        }
+        cmd.envs(&launch.env_set);
+        if lacks_marker {
+            cmd.env(RUN_ID_VAR, marker);
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::from(write_out))
+            .stderr(Stdio::from(write_err))
+            .process_group(0)
+            .kill_on_drop(false);
         // A cell's runs in a session enter the cell's one namespace.
         let cell_netns = match launch.env_set.get("FLAKELAB_CELL") {
             Some(cell) if launch.isolation.netns => {
@@ -216,36 +249,28 @@ pub async fn run_child_watched(
             }
             _ => None,
         };
-        match Armed::new(&launch.isolation, cell_netns) {
+        let armed = match Armed::new(&launch.isolation, cell_netns) {
             Ok(armed) => {
                 armed.install(cmd.as_std_mut());
-                Some(armed)
+                armed
             }
             Err(message) => return ChildResult::not_run(spawn_failed(message), warnings),
-        }
+        };
+        warden::enlist(marker);
+        let started = Instant::now();
+        let spawned = cmd.spawn();
+        // The Command keeps the Stdio values (our copies of the pipe's write
+        // ends) alive; EOF only comes once they are closed.
+        drop(cmd);
+        let setup_failure = armed.failure(spawned.is_err());
+        let spawned = spawned
+            .map(Leader::Std)
+            .map_err(|err| setup_failure.unwrap_or_else(|| cannot_start(err)));
+        (started, spawned)
     };
-
-    let sink = log.map(LazyFile::new);
-    let cap = CapLog::new(sink, limits.log_head, limits.log_tail);
-
-    // The warden learns the marker before the spawn: a flakelab killed from
-    // here on leaves nothing of this run behind.
-    warden::enlist(marker);
-    let started = Instant::now();
-    let spawned = cmd.spawn();
-    // The Command keeps the Stdio values (our copies of the pipe's write
-    // ends) alive; EOF only comes once they are closed.
-    drop(cmd);
-    let setup_failure = armed.and_then(|a| a.failure(spawned.is_err()));
     let mut child = match spawned {
         Ok(child) => child,
-        Err(err) => {
-            let message = setup_failure.unwrap_or_else(|| {
-                format!(
-                    "cannot start `{program}` in {}: {err}",
-                    launch.cwd.display()
-                )
-            });
+        Err(message) => {
             warden::release(marker);
             let mut result = ChildResult::not_run(spawn_failed(message), warnings);
             result.duration = started.elapsed();
@@ -348,18 +373,51 @@ fn spawn_failed(message: String) -> ProcessEnd {
     ProcessEnd::SpawnFailed { message }
 }
 
-/// Creates the output pipe: the async read end and two write ends (stdout and
-/// stderr). Both ends are close-on-exec, so a child spawned concurrently by
-/// another run never inherits them; the spawn dup2s the write ends onto fds 1
-/// and 2, which clears the flag there.
-fn output_pipe() -> io::Result<(ChildStdout, OwnedFd, OwnedFd)> {
+/// Creates the output pipe: the async read end and the write end (the
+/// child's stdout and stderr). Both ends are close-on-exec, so a child
+/// spawned concurrently by another run never inherits them; the spawn dup2s
+/// the write end onto fds 1 and 2, which clears the flag there.
+fn output_pipe() -> io::Result<(ChildStdout, OwnedFd)> {
     let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
-    let write_err = write.try_clone()?;
     // tokio's `net` feature (pipe::Receiver, AsyncFd) is not enabled; the
     // process feature can register any pipe read end through ChildStdout.
     // This sets O_NONBLOCK on the read end's open file description only.
     let read = ChildStdout::from_std(std::process::ChildStdout::from(read))?;
-    Ok((read, write, write_err))
+    Ok((read, write))
+}
+
+/// A run's group leader, as started by our own spawn or by std's.
+enum Leader {
+    /// Started by `exec::spawn` (no setup before exec).
+    Own(spawn::Leader),
+    /// Started by tokio's (std's) spawn, with a `pre_exec` setup.
+    Std(Child),
+}
+
+impl Leader {
+    fn id(&self) -> Option<u32> {
+        match self {
+            Leader::Own(leader) => Some(leader.id()),
+            Leader::Std(child) => child.id(),
+        }
+    }
+
+    /// Waits for the leader's end and reaps it (once; later calls return the
+    /// same status).
+    async fn wait(&mut self) -> io::Result<ExitStatus> {
+        match self {
+            Leader::Own(leader) => leader.wait().await,
+            Leader::Std(child) => child.wait().await,
+        }
+    }
+
+    /// SIGKILL to the leader itself, unless it has been reaped.
+    fn start_kill(&mut self) -> io::Result<()> {
+        match self {
+            Leader::Own(leader) => leader.start_kill(),
+            Leader::Std(child) => child.start_kill(),
+        }
+    }
 }
 
 /// SIGKILLs the group if `run_child` is dropped before its sweep finished.
@@ -384,7 +442,7 @@ impl Drop for GroupGuard {
 /// Waits for the leader to end, the deadline, or a stop request, and ends the
 /// group accordingly. Returns once the leader has been reaped.
 async fn supervise(
-    child: &mut Child,
+    child: &mut Leader,
     pgid: Pid,
     deadline: Option<Instant>,
     grace: Duration,
@@ -443,7 +501,7 @@ async fn kill_requested(stop: &mut watch::Receiver<Stop>) {
 /// SIGTERM to the group, up to `grace` for the leader, then SIGKILL. Returns
 /// the last signal sent.
 async fn terminate(
-    child: &mut Child,
+    child: &mut Leader,
     pgid: Pid,
     grace: Duration,
     stop: &mut watch::Receiver<Stop>,
@@ -470,7 +528,7 @@ async fn terminate(
 }
 
 /// SIGKILL to the group and the leader, then reap the leader.
-async fn kill_now(child: &mut Child, pgid: Pid, warnings: &mut Vec<String>) {
+async fn kill_now(child: &mut Leader, pgid: Pid, warnings: &mut Vec<String>) {
     signal_group(pgid, Signal::SIGKILL, warnings);
     // In case the leader moved to another group. tokio knows whether it has
     // been reaped, so this never hits a recycled pid.

@@ -15,6 +15,7 @@ pub mod inspect;
 pub mod query;
 pub mod schedule;
 pub mod setup;
+mod spawn;
 pub mod stress;
 pub mod warden;
 
