@@ -179,7 +179,7 @@ pub async fn run_child_watched(
     if initial != Stop::Run {
         return ChildResult::not_run(ProcessEnd::Interrupted, warnings);
     }
-    let Some((program, args)) = launch.argv.split_first() else {
+    let Some((program, _)) = launch.argv.split_first() else {
         return ChildResult::not_run(spawn_failed("the command line is empty".into()), warnings);
     };
     let (pipe, write_out) = match output_pipe() {
@@ -205,43 +205,9 @@ pub async fn run_child_watched(
     let sink = log.map(LazyFile::new);
     let cap = CapLog::new(sink, limits.log_head, limits.log_tail);
 
-    let (started, spawned) = if launch.isolation.is_empty() {
-        // No setup between fork and exec: our own spawn (`exec::spawn`).
-        let prepared = spawn::Prepared::new(launch, lacks_marker.then_some((RUN_ID_VAR, marker)));
-        // The warden learns the marker before the spawn: a flakelab killed
-        // from here on leaves nothing of this run behind.
-        warden::enlist(marker);
-        let started = Instant::now();
-        let fd = write_out.as_raw_fd();
-        let spawned = prepared
-            .and_then(|prepared| spawn::spawn(&prepared, fd, fd))
-            .map(Leader::Own)
-            .map_err(cannot_start);
-        // EOF only comes once our copy of the write end is closed.
-        drop(write_out);
-        (started, spawned)
+    let armed = if launch.isolation.is_empty() {
+        None
     } else {
-        let write_err = match write_out.try_clone() {
-            Ok(fd) => fd,
-            Err(err) => {
-                let message = format!("cannot set up the output pipe for `{program}`: {err}");
-                return ChildResult::not_run(spawn_failed(message), warnings);
-            }
-        };
-        let mut cmd = tokio::process::Command::new(program);
-        cmd.args(args).current_dir(&launch.cwd);
-        for name in &launch.env_unset {
-            cmd.env_remove(name);
-        }
-        cmd.envs(&launch.env_set);
-        if lacks_marker {
-            cmd.env(RUN_ID_VAR, marker);
-        }
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::from(write_out))
-            .stderr(Stdio::from(write_err))
-            .process_group(0)
-            .kill_on_drop(false);
         // A cell's runs in a session enter the cell's one namespace.
         let cell_netns = match launch.env_set.get("FLAKELAB_CELL") {
             Some(cell) if launch.isolation.netns => {
@@ -249,24 +215,40 @@ pub async fn run_child_watched(
             }
             _ => None,
         };
-        let armed = match Armed::new(&launch.isolation, cell_netns) {
-            Ok(armed) => {
-                armed.install(cmd.as_std_mut());
-                armed
-            }
+        match Armed::new(&launch.isolation, cell_netns) {
+            Ok(armed) => Some(armed),
             Err(message) => return ChildResult::not_run(spawn_failed(message), warnings),
-        };
-        warden::enlist(marker);
-        let started = Instant::now();
-        let spawned = cmd.spawn();
-        // The Command keeps the Stdio values (our copies of the pipe's write
-        // ends) alive; EOF only comes once they are closed.
-        drop(cmd);
-        let setup_failure = armed.failure(spawned.is_err());
-        let spawned = spawned
-            .map(Leader::Std)
-            .map_err(|err| setup_failure.unwrap_or_else(|| cannot_start(err)));
-        (started, spawned)
+        }
+    };
+
+    let (started, spawned) = match armed {
+        Some(armed) if !armed.may_share_memory() => spawn_std(
+            launch,
+            marker,
+            lacks_marker,
+            write_out,
+            armed,
+            &cannot_start,
+        ),
+        armed => {
+            // Our own spawn (`exec::spawn`), the setup (if any) in the child.
+            let prepared =
+                spawn::Prepared::new(launch, lacks_marker.then_some((RUN_ID_VAR, marker)));
+            // The warden learns the marker before the spawn: a flakelab killed
+            // from here on leaves nothing of this run behind.
+            warden::enlist(marker);
+            let started = Instant::now();
+            let fd = write_out.as_raw_fd();
+            let spawned =
+                prepared.and_then(|prepared| spawn::spawn(&prepared, fd, fd, armed.as_ref()));
+            // EOF only comes once our copy of the write end is closed.
+            drop(write_out);
+            let setup_failure = armed.and_then(|a| a.failure(spawned.is_err()));
+            let spawned = spawned
+                .map(Leader::Own)
+                .map_err(|err| setup_failure.unwrap_or_else(|| cannot_start(err)));
+            (started, spawned)
+        }
     };
     let mut child = match spawned {
         Ok(child) => child,
@@ -356,6 +338,53 @@ pub async fn run_child_watched(
         warnings,
         processes,
     }
+}
+
+/// Starts a launch whose setup needs a real fork (a new user namespace)
+/// through tokio's (std's) spawn, with the setup as its `pre_exec` step.
+fn spawn_std(
+    launch: &Launch,
+    marker: &str,
+    lacks_marker: bool,
+    write_out: OwnedFd,
+    armed: Armed,
+    cannot_start: &dyn Fn(io::Error) -> String,
+) -> (Instant, Result<Leader, String>) {
+    let program = launch.argv.first().map_or("", String::as_str);
+    let args = launch.argv.get(1..).unwrap_or_default();
+    let write_err = match write_out.try_clone() {
+        Ok(fd) => fd,
+        Err(err) => {
+            let message = format!("cannot set up the output pipe for `{program}`: {err}");
+            return (Instant::now(), Err(message));
+        }
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).current_dir(&launch.cwd);
+    for name in &launch.env_unset {
+        cmd.env_remove(name);
+    }
+    cmd.envs(&launch.env_set);
+    if lacks_marker {
+        cmd.env(RUN_ID_VAR, marker);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::from(write_out))
+        .stderr(Stdio::from(write_err))
+        .process_group(0)
+        .kill_on_drop(false);
+    armed.install(cmd.as_std_mut());
+    warden::enlist(marker);
+    let started = Instant::now();
+    let spawned = cmd.spawn();
+    // The Command keeps the Stdio values (our copies of the pipe's write
+    // ends) alive; EOF only comes once they are closed.
+    drop(cmd);
+    let setup_failure = armed.failure(spawned.is_err());
+    let spawned = spawned
+        .map(Leader::Std)
+        .map_err(|err| setup_failure.unwrap_or_else(|| cannot_start(err)));
+    (started, spawned)
 }
 
 /// How a run's processes were inspected.
@@ -651,11 +680,27 @@ fn nothing_left(pgid: Pid, entry: &[u8]) -> bool {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return false;
     };
+    // The warden is our child and no run's: its environment is empty.
+    let warden = warden::pid();
+    let mut list = Vec::new();
     for task in tasks.flatten() {
-        let Ok(children) = std::fs::read_to_string(task.path().join("children")) else {
+        list.clear();
+        let read = File::open(task.path().join("children"))
+            .and_then(|mut f| io::Read::read_to_end(&mut f, &mut list));
+        if read.is_err() {
             return false;
-        };
-        for pid in children.split_whitespace() {
+        }
+        for pid in list
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|p| !p.is_empty())
+        {
+            let pid = std::str::from_utf8(pid)
+                .ok()
+                .and_then(|p| p.parse::<i32>().ok());
+            if pid.is_some() && pid == warden {
+                continue;
+            }
+            let Some(pid) = pid else { return false };
             match std::fs::read(format!("/proc/{pid}/environ")) {
                 Ok(environ) if environ_has(&environ, entry) => return false,
                 _ => {}

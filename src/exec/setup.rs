@@ -233,6 +233,21 @@ impl Armed {
         }
     }
 
+    /// Whether the setup can run in a child that shares the harness's
+    /// memory until its exec (`exec::spawn`): everything but creating a
+    /// user namespace, which the kernel refuses to such a child. A `netns`
+    /// run without its cell's namespace creates one.
+    pub fn may_share_memory(&self) -> bool {
+        !self.plan.netns || self.plan.cell.is_some()
+    }
+
+    /// Runs the setup in the child, between its clone and its exec: system
+    /// calls only on the plan made before. Only for [`Armed::may_share_memory`].
+    pub(super) fn in_child(&self) -> io::Result<()> {
+        let report = self.write.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+        in_child(&self.plan, report)
+    }
+
     /// After the spawn: closes the harness's copy of the write end, and
     /// when the spawn failed in the setup, returns the setup's failure
     /// message (starting with [`SETUP_FAILED`]).

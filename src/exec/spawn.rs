@@ -17,9 +17,11 @@
 //! given descriptors, its own process group, the launch's working
 //! directory, an empty signal mask, and every signal's disposition as std
 //! leaves it (handled ones and SIGPIPE at their default, ignored ones still
-//! ignored). A launch with isolation needs a real fork (a user namespace
-//! cannot be made by a process that shares its memory) and keeps std's
-//! spawn.
+//! ignored). A cell's setup (`exec::setup`: entering the cell's network
+//! namespace, limits, affinity, and reading them back) runs in the child
+//! after the working directory is set, as std's `pre_exec` step did. Only
+//! creating a user namespace needs a real fork (the kernel refuses it to a
+//! process that shares its memory); such a launch keeps std's spawn.
 
 #![expect(
     unsafe_code,
@@ -40,6 +42,7 @@ use nix::libc;
 use tokio::io::unix::AsyncFd;
 
 use super::child::Launch;
+use super::setup::Armed;
 
 /// Bytes of the stack the child runs on until it execs.
 const STACK: usize = 64 * 1024;
@@ -49,6 +52,9 @@ const STACK: usize = 64 * 1024;
 pub(super) struct Prepared {
     path: CString,
     argv: Vec<CString>,
+    /// The inherited entries kept, borrowed from [`inherited`].
+    kept: Vec<&'static CString>,
+    /// The launch's own entries.
     envp: Vec<CString>,
     cwd: CString,
 }
@@ -75,7 +81,8 @@ impl Prepared {
                 || extra.is_some_and(|(k, _)| k.as_bytes() == name)
         };
         let unset = |name: &[u8]| launch.env_unset.iter().any(|k| k.as_bytes() == name);
-        let mut envp = Vec::with_capacity(inherited().len() + launch.env_set.len() + 1);
+        let mut kept = Vec::with_capacity(inherited().len());
+        let mut envp = Vec::with_capacity(launch.env_set.len() + 1);
         let mut path_var: Option<OsString> = None;
         for (name, entry) in inherited() {
             let name = name.as_bytes();
@@ -85,7 +92,7 @@ impl Prepared {
             if name == b"PATH" {
                 path_var = Some(OsStr::from_bytes(&entry.as_bytes()[5..]).to_owned());
             }
-            envp.push(entry.clone());
+            kept.push(entry);
         }
         let entry = |k: &str, v: &str| CString::new(format!("{k}={v}")).map_err(nul);
         for (k, v) in &launch.env_set {
@@ -107,6 +114,7 @@ impl Prepared {
         Ok(Prepared {
             path,
             argv,
+            kept,
             envp,
             cwd,
         })
@@ -175,6 +183,8 @@ struct ChildArgs {
     envp: *const *const libc::c_char,
     cwd: *const libc::c_char,
     fds: [RawFd; 3],
+    /// The cell's setup, run after the working directory is set.
+    setup: Option<*const Armed>,
     errno: AtomicI32,
 }
 
@@ -186,10 +196,16 @@ pub(super) struct Leader {
 }
 
 /// Starts `prepared` with stdout and stderr on `out` and `err`, in a process
-/// group of its own. Returns once the child has exec'd; a failure of any
-/// step before the exec (the working directory, the exec itself) is that
-/// step's error, and the child is reaped.
-pub(super) fn spawn(prepared: &Prepared, out: RawFd, err: RawFd) -> io::Result<Leader> {
+/// group of its own, after `setup` (one that [`Armed::may_share_memory`])
+/// when given. Returns once the child has exec'd; a failure of any step
+/// before the exec (the working directory, the setup, the exec itself) is
+/// that step's error, and the child is reaped.
+pub(super) fn spawn(
+    prepared: &Prepared,
+    out: RawFd,
+    err: RawFd,
+    setup: Option<&Armed>,
+) -> io::Result<Leader> {
     let null = dev_null()?;
     let argv: Vec<*const libc::c_char> = prepared
         .argv
@@ -198,9 +214,10 @@ pub(super) fn spawn(prepared: &Prepared, out: RawFd, err: RawFd) -> io::Result<L
         .chain(std::iter::once(std::ptr::null()))
         .collect();
     let envp: Vec<*const libc::c_char> = prepared
-        .envp
+        .kept
         .iter()
         .map(|a| a.as_ptr())
+        .chain(prepared.envp.iter().map(|a| a.as_ptr()))
         .chain(std::iter::once(std::ptr::null()))
         .collect();
     let args = ChildArgs {
@@ -209,6 +226,7 @@ pub(super) fn spawn(prepared: &Prepared, out: RawFd, err: RawFd) -> io::Result<L
         envp: envp.as_ptr(),
         cwd: prepared.cwd.as_ptr(),
         fds: [null, out, err],
+        setup: setup.map(|a| a as *const Armed),
         errno: AtomicI32::new(0),
     };
 
@@ -302,6 +320,12 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         }
         if libc::chdir(args.cwd) != 0 {
             fail(args);
+        }
+        if let Some(setup) = args.setup {
+            if let Err(err) = (*setup).in_child() {
+                *libc::__errno_location() = err.raw_os_error().unwrap_or(libc::EPERM);
+                fail(args);
+            }
         }
         // A handler of ours must not run here (we share the parent's
         // memory), and SIGPIPE, which Rust programs ignore, goes back to
@@ -435,7 +459,7 @@ mod tests {
             .build()
             .unwrap();
         rt.block_on(async {
-            let mut leader = spawn(&prepared, write.as_raw_fd(), write.as_raw_fd())?;
+            let mut leader = spawn(&prepared, write.as_raw_fd(), write.as_raw_fd(), None)?;
             drop(write);
             let mut out = String::new();
             std::fs::File::from(read).read_to_string(&mut out).unwrap();

@@ -176,10 +176,10 @@ fn children_cpu() -> Option<Duration> {
 impl Meter {
     /// Takes the first readings.
     pub fn start(stress: Option<&StressGuard>) -> Meter {
-        let stat = read_proc_stat();
+        let (host, host_cpus) = host_reading();
         Meter {
-            host: stat.as_deref().and_then(parse_cpu_ticks),
-            host_cpus: stat.as_deref().map_or(0, count_cpus),
+            host,
+            host_cpus,
             children: children_cpu(),
             stress: stress.map(StressGuard::cpu_time),
             started: Instant::now(),
@@ -228,6 +228,30 @@ impl Meter {
 /// Aggregate CPU time counters of the host: `(busy, total)` in clock ticks.
 pub fn cpu_ticks() -> Option<(u64, u64)> {
     parse_cpu_ticks(&read_proc_stat()?)
+}
+
+/// How old a reading of `/proc/stat` may be and still open a run's window:
+/// one clock tick (USER_HZ is 100), the resolution of the counters
+/// themselves, so a reused reading differs from a fresh one by at most the
+/// one tick per CPU that any reading may be off by.
+const READING_FRESH: Duration = Duration::from_millis(10);
+
+/// The host's (busy, total) ticks and CPU count, from the last reading
+/// when it is under [`READING_FRESH`] old (back-to-back short runs read
+/// `/proc/stat` about once a tick, not once a run), else read now.
+fn host_reading() -> (Option<(u64, u64)>, usize) {
+    static LAST: Mutex<Option<(Instant, Option<(u64, u64)>, usize)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((at, ticks, cpus)) = *last {
+        if at.elapsed() < READING_FRESH {
+            return (ticks, cpus);
+        }
+    }
+    let stat = read_proc_stat();
+    let ticks = stat.as_deref().and_then(parse_cpu_ticks);
+    let cpus = stat.as_deref().map_or(0, count_cpus);
+    *last = Some((Instant::now(), ticks, cpus));
+    (ticks, cpus)
 }
 
 /// `/proc/stat`, read into a buffer large enough for most hosts at once

@@ -81,6 +81,8 @@ struct Lifeline {
     state: Mutex<State>,
     /// The warden, waited for by [`finish`].
     child: Mutex<Option<std::process::Child>>,
+    /// The warden's process id.
+    pid: i32,
 }
 
 /// What [`Lifeline`] guards.
@@ -103,10 +105,19 @@ pub fn start() -> Result<(), String> {
                 slots: Slots::default(),
                 broken: None,
             }),
+            pid: i32::try_from(child.id()).unwrap_or(0),
             child: Mutex::new(Some(child)),
         })
     });
     started.as_ref().map(|_| ()).map_err(Clone::clone)
+}
+
+/// The warden's process id, once started: a child of ours that is no run's.
+pub fn pid() -> Option<i32> {
+    match WARDEN.get() {
+        Some(Ok(lifeline)) => Some(lifeline.pid),
+        _ => None,
+    }
 }
 
 /// `None` when the warden is running; otherwise why processes of the runs

@@ -75,7 +75,19 @@ pub(crate) const HINT_READ: &str =
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
-    writers: Arc<Mutex<HashMap<String, compact::Writer>>>,
+    writers: Arc<Mutex<HashMap<String, SessionWriter>>>,
+    /// Per-session directories this store has made (or found), so a run's
+    /// log or record does not ask the filesystem again.
+    made: Arc<Mutex<HashSet<PathBuf>>>,
+}
+
+/// What this store knows of a session's runs file it appends to.
+#[derive(Debug)]
+struct SessionWriter {
+    compact: compact::Writer,
+    /// The file's length after this store's last append (which ended with a
+    /// newline); when the file still has it, nobody cut its last line.
+    len: Option<u64>,
 }
 
 /// What a tolerant read had to skip.
@@ -140,6 +152,7 @@ impl Store {
         Store {
             root: root.to_path_buf(),
             writers: Arc::default(),
+            made: Arc::default(),
         }
     }
 
@@ -170,8 +183,20 @@ impl Store {
             ));
         }
         let dir = self.root.join(kind).join(session);
-        fs::create_dir_all(&dir).map_err(|e| Error::store_io(&dir, &e, HINT_WRITE))?;
+        self.make_dir(&dir)?;
         Ok(dir.join(file))
+    }
+
+    /// Creates `dir` (and its parents) once per store; later calls for the
+    /// same directory ask nothing of the filesystem.
+    fn make_dir(&self, dir: &Path) -> Result<()> {
+        let mut made = self.made.lock().unwrap_or_else(|e| e.into_inner());
+        if made.contains(dir) {
+            return Ok(());
+        }
+        fs::create_dir_all(dir).map_err(|e| Error::store_io(dir, &e, HINT_WRITE))?;
+        made.insert(dir.to_path_buf());
+        Ok(())
     }
 
     /// `path` relative to the store root (what goes into
@@ -198,20 +223,23 @@ impl Store {
     /// and flushes it.
     pub fn append_run(&self, record: &RunRecord) -> Result<()> {
         let path = self.runs_path(&record.session)?;
-        let dir = self.root.join(RUNS_DIR);
-        fs::create_dir_all(&dir).map_err(|e| Error::store_io(&dir, &e, HINT_WRITE))?;
+        self.make_dir(&self.root.join(RUNS_DIR))?;
         let mut writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
-        let writer = writers.entry(record.session.clone()).or_insert_with(|| {
-            compact::Writer::new(
-                format!("{:08x}", rand::random::<u32>()),
-                record.session.clone(),
-            )
-        });
+        let writer = writers
+            .entry(record.session.clone())
+            .or_insert_with(|| SessionWriter {
+                compact: compact::Writer::new(
+                    format!("{:08x}", rand::random::<u32>()),
+                    record.session.clone(),
+                ),
+                len: None,
+            });
         let pending = writer
+            .compact
             .encode(record)
             .map_err(|e| Error::store(&path, e, HINT_WRITE))?;
-        append_bytes(&path, &pending.text)?;
-        writer.commit(pending);
+        writer.len = Some(append_bytes_after(&path, &pending.text, writer.len)?);
+        writer.compact.commit(pending);
         Ok(())
     }
 
@@ -434,6 +462,13 @@ fn append_line<T: Serialize>(path: &Path, record: &T) -> Result<()> {
 /// exclusive lock, in one write, healing a cut-short last line first as
 /// [`append_line`] says.
 fn append_bytes(path: &Path, text: &[u8]) -> Result<()> {
+    append_bytes_after(path, text, None).map(|_| ())
+}
+
+/// [`append_bytes`], told the file's length after the caller's last append
+/// (which ended with a newline): a file still that long needs no look at
+/// its last byte. Returns the file's length after this append.
+fn append_bytes_after(path: &Path, text: &[u8], known: Option<u64>) -> Result<u64> {
     let io_err = |e: std::io::Error| Error::store_io(path, &e, HINT_WRITE);
 
     let mut file = OpenOptions::new()
@@ -444,22 +479,25 @@ fn append_bytes(path: &Path, text: &[u8]) -> Result<()> {
         .map_err(io_err)?;
     file.lock().map_err(io_err)?;
     let result = (|| {
+        let len = file.metadata()?.len();
         let mut buf = Vec::with_capacity(text.len() + 1);
-        if !ends_with_newline(&mut file)? {
+        if known != Some(len) && !ends_with_newline(&mut file, len)? {
             buf.push(b'\n');
         }
         buf.extend_from_slice(text);
         file.write_all(&buf)?;
-        file.flush()
+        file.flush()?;
+        Ok(len + buf.len() as u64)
     })();
     let unlocked = file.unlock();
-    result.map_err(io_err)?;
-    unlocked.map_err(io_err)
+    let len = result.map_err(io_err)?;
+    unlocked.map_err(io_err)?;
+    Ok(len)
 }
 
-/// Whether `file` is empty or its last byte is `\n`. Call with the lock held.
-fn ends_with_newline(file: &mut File) -> std::io::Result<bool> {
-    let len = file.metadata()?.len();
+/// Whether `file` (of `len` bytes) is empty or its last byte is `\n`. Call
+/// with the lock held.
+fn ends_with_newline(file: &mut File, len: u64) -> std::io::Result<bool> {
     if len == 0 {
         return Ok(true);
     }
