@@ -3,12 +3,12 @@
 //! measured in this one process, alternating, so host drift hits both alike.
 //!
 //! The same loop with the warden switched off (`FLAKELAB_TEST_NO_WARDEN=1`),
-//! for what the warden's three pipe writes per run cost.
+//! for what the warden's three writes to its roll per run cost.
 //!
 //! Then the per-run cost of the `netns`, `cpu-pin`, `rlimit` and `faketime`
 //! cells as ratios to the baseline cell, from one interleaved session's own
-//! records (each run's duration covers the fork, the setup in the child
-//! between fork and exec, and the preload).
+//! records (each run's duration covers the spawn, the setup in the child
+//! before its exec, and the preload).
 //!
 //! Last, libfaketime's own start-up, outside flakelab: a shell loop with
 //! the preload against the same loop without it.

@@ -23,8 +23,8 @@
 //! first, so the warden then has nothing to do.
 //!
 //! The cost of a plain run is three `pwrite`s to a file in memory: no extra
-//! process woken, no namespace and no `pre_exec` (which would turn the
-//! spawn's `posix_spawn` into a full `fork`). Where the warden cannot start,
+//! process woken, no namespace, nothing in the run's own process. Where
+//! the warden cannot start,
 //! [`status`] says why: the session records it as a warning and runs as
 //! before, its processes then ended only while flakelab lives (`doctor`
 //! reports the same check).
