@@ -240,7 +240,9 @@ const READING_FRESH: Duration = Duration::from_millis(10);
 /// when it is under [`READING_FRESH`] old (back-to-back short runs read
 /// `/proc/stat` about once a tick, not once a run), else read now.
 fn host_reading() -> (Option<(u64, u64)>, usize) {
-    static LAST: Mutex<Option<(Instant, Option<(u64, u64)>, usize)>> = Mutex::new(None);
+    /// When a reading was taken, its (busy, total) ticks and CPU count.
+    type Reading = (Instant, Option<(u64, u64)>, usize);
+    static LAST: Mutex<Option<Reading>> = Mutex::new(None);
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((at, ticks, cpus)) = *last {
         if at.elapsed() < READING_FRESH {

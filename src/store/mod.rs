@@ -745,6 +745,31 @@ mod tests {
     }
 
     #[test]
+    fn a_line_cut_short_by_another_writer_between_two_appends_is_healed() {
+        let (_d, store) = store();
+        store.append_run(&run("s", 0)).unwrap();
+        let path = store.runs_path("s").unwrap();
+        let before = fs::read(&path).unwrap();
+        assert_eq!(before.last(), Some(&b'\n'));
+        // Untouched: the next append does not look at the last byte, and
+        // the file is the two appends back to back.
+        store.append_run(&run("s", 1)).unwrap();
+        let after = fs::read(&path).unwrap();
+        assert_eq!(&after[..before.len()], &before[..]);
+        // Another writer leaves a line without its newline: the length the
+        // store remembers no longer matches, so it looks, and heals it.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"cut").unwrap();
+        store.append_run(&run("s", 2)).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains("{\"cut\n"), "{text}");
+        let (runs, stats) = store.load_runs().unwrap();
+        let indexes: Vec<usize> = runs.iter().map(|r| r.index).collect();
+        assert_eq!(indexes, [0, 1, 2]);
+        assert_eq!(stats.skipped_lines, 1);
+    }
+
+    #[test]
     fn open_creates_root_and_logs() {
         let (_dir, store) = store();
         assert!(store.root().join(LOGS_DIR).is_dir());
