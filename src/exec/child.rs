@@ -29,8 +29,8 @@ use tokio::time::Instant;
 
 use super::inspect::{Inspector, SeenProcess, Watch, Watcher, POLL_MIN};
 use super::setup::{Armed, Isolation};
-use super::spawn;
 use super::warden;
+use super::{leftovers, spawn};
 use crate::record::ProcessEnd;
 
 /// The variable that marks every process of a run. Its value (the run's
@@ -221,6 +221,8 @@ pub async fn run_child_watched(
         }
     };
 
+    // Files the run's preload leaves behind are told apart by this.
+    let wall_started = std::time::SystemTime::now();
     let (started, spawned) = match armed {
         Some(armed) if !armed.may_share_memory() => spawn_std(
             launch,
@@ -312,6 +314,10 @@ pub async fn run_child_watched(
         Watched::Running(watcher) => watcher.finish(&mut warnings).await,
     };
     let stragglers = sweep(pgid, marker, &mut warnings).await;
+    if launch.env_set.contains_key(leftovers::FAKETIME_VAR) {
+        let seen = processes.iter().flatten().map(|p| p.pid);
+        leftovers::remove_faketime_files(seen.chain([pgid.as_raw()]), wall_started);
+    }
     guard.disarm();
     warden::release(marker);
 

@@ -12,6 +12,7 @@ pub mod child;
 pub mod executor;
 pub mod fake;
 pub mod inspect;
+mod leftovers;
 pub mod query;
 pub mod schedule;
 pub mod setup;
