@@ -139,8 +139,11 @@ fn inherited() -> &'static [(OsString, CString)] {
 
 /// The first executable `dir/program` along `path` (default `/bin:/usr/bin`
 /// as glibc's `execvp`); an empty entry is the child's working directory.
+/// Not found is `ENOENT`; found only without the right to run it is
+/// `EACCES`, as from `execvp`.
 fn lookup(program: &str, path: Option<&OsStr>, cwd: &Path) -> io::Result<CString> {
     let path = path.unwrap_or(OsStr::new("/bin:/usr/bin"));
+    let mut denied = false;
     for dir in path.as_bytes().split(|&b| b == b':') {
         let dir = if dir.is_empty() {
             cwd
@@ -151,15 +154,17 @@ fn lookup(program: &str, path: Option<&OsStr>, cwd: &Path) -> io::Result<CString
         let Ok(c) = CString::new(candidate.into_os_string().into_vec()) else {
             continue;
         };
+        if !std::fs::metadata(OsStr::from_bytes(c.as_bytes())).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
         // SAFETY: `c` is a valid NUL-terminated string.
-        let executable = unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0;
-        if executable
-            && std::fs::metadata(OsStr::from_bytes(c.as_bytes())).is_ok_and(|m| m.is_file())
-        {
+        if unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0 {
             return Ok(c);
         }
+        denied = true;
     }
-    Err(io::Error::from_raw_os_error(libc::ENOENT))
+    let errno = if denied { libc::EACCES } else { libc::ENOENT };
+    Err(io::Error::from_raw_os_error(errno))
 }
 
 /// `/dev/null`, opened once (close-on-exec; the child dup2s it onto fd 0).
@@ -525,5 +530,10 @@ mod tests {
         let (status, out) = run(&launch(&["only-here"], &[("PATH", &path)], &[]), None).unwrap();
         assert!(status.success());
         assert_eq!(out, "found\n");
+        // Found, but not executable: permission denied, not "not found".
+        std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .unwrap();
+        let err = run(&launch(&["only-here"], &[("PATH", &path)], &[]), None).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EACCES));
     }
 }
