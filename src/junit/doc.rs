@@ -651,6 +651,21 @@ impl Doc {
     }
 }
 
+/// Bytes that end an attribute name: whitespace and `=`, and the quotes and
+/// brackets that make it a bad one.
+const KEY_END: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = matches!(
+            i as u8,
+            b' ' | b'\t' | b'\n' | b'\r' | b'=' | b'"' | b'\'' | b'<' | b'>'
+        );
+        i += 1;
+    }
+    table
+};
+
 /// A validating scanner over the attributes of a start tag (the bytes after
 /// the element name): `S Name S? = S? ("…" | '…')`, repeated. Values are
 /// returned raw (not unescaped).
@@ -675,11 +690,11 @@ impl<'a> AttrScan<'a> {
             return Err("attributes must be separated by whitespace".into());
         }
         let key_start = i;
-        while i < raw.len() && !is_xml_space(raw[i]) && raw[i] != b'=' {
-            if matches!(raw[i], b'"' | b'\'' | b'<' | b'>') {
-                return Err("bad attribute name".into());
-            }
+        while i < raw.len() && !KEY_END[raw[i] as usize] {
             i += 1;
+        }
+        if matches!(raw.get(i), Some(b'"' | b'\'' | b'<' | b'>')) {
+            return Err("bad attribute name".into());
         }
         let key = &raw[key_start..i];
         if !is_name_start(key.first().copied()) {
@@ -723,9 +738,10 @@ impl<'a> AttrScan<'a> {
     }
 }
 
-/// The local part of a qualified name (after the last `:`).
+/// The local part of a qualified name (after the last `:`). Names are
+/// short: a plain loop costs less than `memrchr`'s call.
 fn local_name(qname: &[u8]) -> &[u8] {
-    match memchr::memrchr(b':', qname) {
+    match qname.iter().rposition(|&b| b == b':') {
         Some(i) => &qname[i + 1..],
         None => qname,
     }

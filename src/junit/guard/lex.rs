@@ -152,6 +152,31 @@ impl<R: Read> Guard<R> {
         }
     }
 
+    /// The fast path for ordinary tags, from `at` (just after a `<` that
+    /// opens a start or end tag): a tag cannot contain `<`, so while each
+    /// next `<` is less than `keep` bytes after the one before, those tags
+    /// and the text between them need no eliding. (A `<` inside a quoted
+    /// value is malformed; the tag holding it reaches the parser intact and
+    /// is rejected there.) Returns the index just after the last `<` passed
+    /// over when the byte after it is `!` or `?` or not read yet (the
+    /// caller looks at it in [`Lex::Open`]), or `None` when the `<` after
+    /// `at` is `keep` or more bytes away (the tag at `at` is lexed slowly).
+    fn skip_plain_tags(&self, at: usize, end: usize) -> Option<usize> {
+        let keep = self.limits.keep;
+        let mut last = at;
+        for k in memchr::memchr_iter(b'<', &self.buf[at..end]) {
+            let j = at + k;
+            if j - last >= keep {
+                break;
+            }
+            last = j + 1;
+            if last == end || matches!(self.buf[last], b'!' | b'?') {
+                return Some(last);
+            }
+        }
+        (last > at).then_some(last)
+    }
+
     /// Classifies bytes from `ready` on; see [`Flow`].
     pub(super) fn step(&mut self) -> Flow {
         let keep = self.limits.keep;
@@ -228,20 +253,10 @@ impl<R: Read> Guard<R> {
                             self.lex = Lex::Bang;
                         }
                         b'?' => self.lex = Lex::Pi,
-                        _ => {
-                            // Fast path: a start or end tag cannot contain
-                            // `<`, so when the next `<` is less than `keep`
-                            // bytes away, this tag and the text after it need
-                            // no eliding. (A `<` inside a quoted value is
-                            // malformed; the tag holding it reaches the parser
-                            // intact and is rejected there.)
-                            let window = &self.buf[i..end.min(i + keep)];
-                            if let Some(k) = memchr::memchr(b'<', window) {
-                                i += k + 1;
-                                continue;
-                            }
-                            self.lex = Lex::Tag { quote: 0 };
-                        }
+                        _ => match self.skip_plain_tags(i, end) {
+                            Some(next) => i = next,
+                            None => self.lex = Lex::Tag { quote: 0 },
+                        },
                     }
                 }
                 Lex::Bang => {
