@@ -6,6 +6,9 @@
 //! Run with `cargo bench --bench junit`. Targets (#15): at least 20x
 //! Python and 500 MB/s in a release build; the book's performance page has
 //! the figures measured and the instruction counts beside them.
+//!
+//! `cargo bench --bench junit -- parse N` parses the report N times and
+//! nothing else (no Python), for profilers (`perf`, `valgrind`).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -147,6 +150,23 @@ fn main() {
     let size = std::fs::metadata(&path).expect("size").len() as f64;
     let mb = size / 1e6;
     println!("report: {cases} cases ({failed} failed, {skipped} skipped), {mb:.1} MB");
+
+    let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
+    if args.next().as_deref() == Some("parse") {
+        let n: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(1);
+        let t = Instant::now();
+        for _ in 0..n {
+            let parsed = flakelab::junit::parse_file(&path).expect("parse");
+            assert_eq!(parsed.cases.len(), cases);
+        }
+        let each = t.elapsed().as_secs_f64() / n as f64;
+        println!(
+            "flakelab::junit::parse_file   mean of {n}: {:8.1} ms  {:7.1} MB/s",
+            each * 1e3,
+            mb / each
+        );
+        return;
+    }
 
     // One warm-up run (page cache), then RUNS timed runs.
     let parsed = flakelab::junit::parse_file(&path).expect("parse");

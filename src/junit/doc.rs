@@ -1,14 +1,16 @@
-//! The document state machine: builds [`Case`]s from quick-xml's events by
+//! The document state machine: builds [`Case`]s from the lexer's events by
 //! the reference reading (element stack, suite names, open testcases, the
-//! captured failure text), and checks what quick-xml leaves to its caller:
-//! the XML declaration and its encoding, DOCTYPE placement, a single root,
-//! nesting depth, attributes (via [`AttrScan`]) and references.
+//! captured failure text), and checks what the lexer leaves to it: the XML
+//! declaration and its encoding, DOCTYPE placement, a single root, nesting
+//! depth, matching end tags, duplicate attributes, `<` in attribute values
+//! and references.
 
 use std::borrow::Cow;
 
 use encoding_rs::{Encoding, UTF_16BE, UTF_16LE, UTF_8};
-use quick_xml::events::{BytesDecl, BytesStart};
+use quick_xml::events::BytesDecl;
 
+use super::guard::Attr;
 use super::text::{
     check_refs, floor_char_boundary, is_xml_space, normalize_newlines, parse_time, unescape,
     utf8_string,
@@ -57,7 +59,7 @@ enum Slot {
     Output,
 }
 
-/// One open element: its kind and where its local name starts in
+/// One open element: its kind and where its (qualified) name starts in
 /// [`Doc::names`].
 #[derive(Debug, Clone, Copy)]
 struct Frame {
@@ -147,7 +149,7 @@ pub(super) struct Doc {
     pub(super) seen_markup: bool,
     doctype: bool,
     frames: Vec<Frame>,
-    /// Local names of the open elements, back to back.
+    /// Names of the open elements, back to back.
     names: Vec<u8>,
     suites: Vec<String>,
     suite_counts: Vec<SuiteCount>,
@@ -222,7 +224,16 @@ impl Doc {
         Ok(())
     }
 
-    pub(super) fn start(&mut self, e: &BytesStart<'_>, empty: bool) -> Check {
+    /// A start tag: `tag` is its content (between `<` and `>`, without the
+    /// `/` of an empty element), its name the first `name_len` bytes, and
+    /// `attrs` its attributes, syntax already checked.
+    pub(super) fn start(
+        &mut self,
+        tag: &[u8],
+        name_len: usize,
+        attrs: &[Attr],
+        empty: bool,
+    ) -> Check {
         self.seen_markup = true;
         if self.root_closed {
             return Err("content after the root element (two root elements?)".into());
@@ -233,14 +244,7 @@ impl Doc {
                 self.limits.depth
             ));
         }
-        let qname = e.name();
-        let qname = qname.as_ref();
-        if !is_name_start(qname.first().copied()) {
-            return Err(format!(
-                "invalid element name {:?}",
-                String::from_utf8_lossy(qname)
-            ));
-        }
+        let qname = &tag[..name_len];
         let local = local_name(qname);
 
         let parent = self.frames.last().map(|f| f.kind);
@@ -255,7 +259,7 @@ impl Doc {
             },
         };
 
-        let attrs = self.attributes(e, kind)?;
+        let attrs = self.attributes(tag, attrs, kind)?;
 
         if self.frames.is_empty() {
             self.root = Some(String::from_utf8_lossy(local).into_owned());
@@ -322,7 +326,7 @@ impl Doc {
             kind,
             name_at: self.names.len(),
         });
-        self.names.extend_from_slice(local);
+        self.names.extend_from_slice(qname);
         if empty {
             self.end()?;
         }
@@ -373,59 +377,52 @@ impl Doc {
 
     /// Checks every attribute of a start tag and decodes the ones `kind`
     /// keeps.
-    fn attributes(&mut self, e: &BytesStart<'_>, kind: Kind) -> Check<Attrs> {
+    fn attributes(&mut self, tag: &[u8], list: &[Attr], kind: Kind) -> Check<Attrs> {
         let mut attrs = Attrs::default();
-        // `<` and `&` are rare in attribute values: look at each value only
-        // when the tag has one.
-        let raw = e.attributes_raw();
-        let suspicious = memchr::memchr2(b'<', b'&', raw).is_some();
-        let mut scan = AttrScan { raw, at: 0 };
-        // Keys seen so far, for the duplicate check, without allocating for
-        // the usual handful.
-        let mut seen: [&[u8]; 8] = [&[]; 8];
-        let mut more: Vec<&[u8]> = Vec::new();
-        let mut count = 0;
-        while let Some((key, value)) = scan.next_attr()? {
-            let earlier = &seen[..count.min(seen.len())];
+        for (n, attr) in list.iter().enumerate() {
+            let key = attr.key(tag);
+            let value = attr.value(tag);
             // Length and last byte first: most keys differ there, and
             // comparing them costs no call.
-            let same = |k: &&[u8]| k.len() == key.len() && k.last() == key.last() && *k == key;
-            if earlier.iter().any(same) || more.iter().any(same) {
+            let same = |a: &Attr| {
+                let k = a.key(tag);
+                k.len() == key.len() && k.last() == key.last() && k == key
+            };
+            if list[..n].iter().any(same) {
                 return Err(format!(
                     "duplicate attribute {:?}",
                     String::from_utf8_lossy(key)
                 ));
             }
-            if count < seen.len() {
-                seen[count] = key;
-            } else {
-                more.push(key);
-            }
-            count += 1;
-            if suspicious && memchr::memchr(b'<', value).is_some() {
+            if attr.has_lt() {
                 return Err(format!(
                     "`<` in the value of attribute {:?}",
                     String::from_utf8_lossy(key)
                 ));
             }
+            let plain = attr.is_plain();
             match (kind, key) {
-                (Kind::Case | Kind::Suite, b"name") => attrs.name = Some(self.attr_string(value)?),
-                (Kind::Case, b"classname") => attrs.classname = Some(self.attr_string(value)?),
-                (Kind::Case, b"class") => attrs.class = Some(self.attr_string(value)?),
-                (Kind::Case, b"time") => attrs.time = self.attr_time(value)?,
-                (Kind::Case, b"file") => attrs.file = Some(self.attr_string(value)?),
+                (Kind::Case | Kind::Suite, b"name") => {
+                    attrs.name = Some(self.attr_string(value, plain)?)
+                }
+                (Kind::Case, b"classname") => {
+                    attrs.classname = Some(self.attr_string(value, plain)?)
+                }
+                (Kind::Case, b"class") => attrs.class = Some(self.attr_string(value, plain)?),
+                (Kind::Case, b"time") => attrs.time = self.attr_time(value, plain)?,
+                (Kind::Case, b"file") => attrs.file = Some(self.attr_string(value, plain)?),
                 (Kind::Case, b"line") => {
-                    attrs.line = self.attr_number(value)?;
+                    attrs.line = self.attr_number(value, plain)?;
                 }
                 (Kind::Suite, b"errors") => {
-                    attrs.errors = self.attr_number(value)?;
+                    attrs.errors = self.attr_number(value, plain)?;
                 }
                 (Kind::Capture(_) | Kind::SuiteError, b"message") => {
-                    let mut message = self.attr_string(value)?;
+                    let mut message = self.attr_string(value, plain)?;
                     message.truncate(floor_char_boundary(&message, MAX_MESSAGE));
                     attrs.message = Some(message);
                 }
-                _ if suspicious => check_refs(value)?,
+                _ if attr.has_ref() => check_refs(value)?,
                 _ => {}
             }
         }
@@ -433,9 +430,9 @@ impl Doc {
     }
 
     /// An attribute value, normalised and unescaped.
-    fn attr_string(&mut self, raw: &[u8]) -> Check<String> {
-        let plain = memchr::memchr3(b'&', b'\n', b'\r', raw).is_none()
-            && memchr::memchr(b'\t', raw).is_none();
+    /// `plain` when the value holds no `&`, tab, line feed or carriage
+    /// return.
+    fn attr_string(&mut self, raw: &[u8], plain: bool) -> Check<String> {
         if plain && self.encoding.is_none() {
             return Ok(utf8_string(raw));
         }
@@ -449,20 +446,20 @@ impl Doc {
     /// A number attribute (`line`, `errors`), surrounding whitespace
     /// ignored; `None` when it does not parse. A plain value is parsed in
     /// place, without the string [`Doc::attr_string`] would build.
-    fn attr_number<T: std::str::FromStr>(&mut self, raw: &[u8]) -> Check<Option<T>> {
-        if memchr::memchr(b'&', raw).is_none() && self.encoding.is_none() {
+    fn attr_number<T: std::str::FromStr>(&mut self, raw: &[u8], plain: bool) -> Check<Option<T>> {
+        if !raw.contains(&b'&') && self.encoding.is_none() {
             return Ok(std::str::from_utf8(raw)
                 .ok()
                 .and_then(|s| s.trim().parse().ok()));
         }
-        Ok(self.attr_string(raw)?.trim().parse().ok())
+        Ok(self.attr_string(raw, plain)?.trim().parse().ok())
     }
 
-    fn attr_time(&mut self, raw: &[u8]) -> Check<Option<f64>> {
-        if memchr::memchr(b'&', raw).is_none() && self.encoding.is_none() {
+    fn attr_time(&mut self, raw: &[u8], plain: bool) -> Check<Option<f64>> {
+        if !raw.contains(&b'&') && self.encoding.is_none() {
             return Ok(std::str::from_utf8(raw).ok().and_then(parse_time));
         }
-        Ok(parse_time(&self.attr_string(raw)?))
+        Ok(parse_time(&self.attr_string(raw, plain)?))
     }
 
     /// Decodes `raw` (document encoding) into UTF-8 bytes in `out`, with
@@ -556,7 +553,26 @@ impl Doc {
         }
     }
 
-    pub(super) fn end(&mut self) -> Check {
+    /// An end tag: its name must be the innermost open element's.
+    pub(super) fn end_tag(&mut self, name: &[u8]) -> Check {
+        let Some(frame) = self.frames.last() else {
+            return Err(format!(
+                "ill-formed document: close tag `</{}>` does not match any open tag",
+                String::from_utf8_lossy(name)
+            ));
+        };
+        let open = &self.names[frame.name_at..];
+        if open != name {
+            return Err(format!(
+                "ill-formed document: expected `</{}>`, but `</{}>` was found",
+                String::from_utf8_lossy(open),
+                String::from_utf8_lossy(name)
+            ));
+        }
+        self.end()
+    }
+
+    fn end(&mut self) -> Check {
         let Some(frame) = self.frames.pop() else {
             return Err("an end tag without a start tag".into());
         };
@@ -628,7 +644,8 @@ impl Doc {
 
     pub(super) fn finish(self, position: u64) -> Result<Parsed, JunitError> {
         if let Some(frame) = self.frames.last() {
-            let name = String::from_utf8_lossy(&self.names[frame.name_at..]).into_owned();
+            let name =
+                String::from_utf8_lossy(local_name(&self.names[frame.name_at..])).into_owned();
             return Err(JunitError::Malformed {
                 position,
                 message: format!("the report ends inside <{name}> (truncated?)"),
@@ -651,93 +668,6 @@ impl Doc {
     }
 }
 
-/// Bytes that end an attribute name: whitespace and `=`, and the quotes and
-/// brackets that make it a bad one.
-const KEY_END: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut i = 0;
-    while i < 256 {
-        table[i] = matches!(
-            i as u8,
-            b' ' | b'\t' | b'\n' | b'\r' | b'=' | b'"' | b'\'' | b'<' | b'>'
-        );
-        i += 1;
-    }
-    table
-};
-
-/// A validating scanner over the attributes of a start tag (the bytes after
-/// the element name): `S Name S? = S? ("…" | '…')`, repeated. Values are
-/// returned raw (not unescaped).
-struct AttrScan<'a> {
-    raw: &'a [u8],
-    at: usize,
-}
-
-impl<'a> AttrScan<'a> {
-    fn next_attr(&mut self) -> Check<Option<(&'a [u8], &'a [u8])>> {
-        let raw = self.raw;
-        let start = self.at;
-        let mut i = start;
-        while i < raw.len() && is_xml_space(raw[i]) {
-            i += 1;
-        }
-        if i == raw.len() {
-            self.at = i;
-            return Ok(None);
-        }
-        if i == start {
-            return Err("attributes must be separated by whitespace".into());
-        }
-        let key_start = i;
-        while i < raw.len() && !KEY_END[raw[i] as usize] {
-            i += 1;
-        }
-        if matches!(raw.get(i), Some(b'"' | b'\'' | b'<' | b'>')) {
-            return Err("bad attribute name".into());
-        }
-        let key = &raw[key_start..i];
-        if !is_name_start(key.first().copied()) {
-            return Err(format!(
-                "bad attribute name {:?}",
-                String::from_utf8_lossy(key)
-            ));
-        }
-        while i < raw.len() && is_xml_space(raw[i]) {
-            i += 1;
-        }
-        if raw.get(i) != Some(&b'=') {
-            return Err(format!(
-                "attribute {:?} has no value",
-                String::from_utf8_lossy(key)
-            ));
-        }
-        i += 1;
-        while i < raw.len() && is_xml_space(raw[i]) {
-            i += 1;
-        }
-        let quote = match raw.get(i) {
-            Some(&q @ (b'"' | b'\'')) => q,
-            _ => {
-                return Err(format!(
-                    "the value of attribute {:?} is not quoted",
-                    String::from_utf8_lossy(key)
-                ))
-            }
-        };
-        i += 1;
-        let Some(len) = memchr::memchr(quote, &raw[i..]) else {
-            return Err(format!(
-                "the value of attribute {:?} is not closed",
-                String::from_utf8_lossy(key)
-            ));
-        };
-        let value = &raw[i..i + len];
-        self.at = i + len + 1;
-        Ok(Some((key, value)))
-    }
-}
-
 /// The local part of a qualified name (after the last `:`). Names are
 /// short: a plain loop costs less than `memrchr`'s call.
 fn local_name(qname: &[u8]) -> &[u8] {
@@ -745,13 +675,6 @@ fn local_name(qname: &[u8]) -> &[u8] {
         Some(i) => &qname[i + 1..],
         None => qname,
     }
-}
-
-fn is_name_start(b: Option<u8>) -> bool {
-    matches!(
-        b,
-        Some(b'A'..=b'Z' | b'a'..=b'z' | b'_' | b':' | 0x80..=0xff)
-    )
 }
 
 #[cfg(test)]

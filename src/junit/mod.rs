@@ -39,11 +39,11 @@ use std::fs::File;
 use std::io::{self, BufRead, Read};
 use std::path::Path;
 
-use quick_xml::events::Event;
+use quick_xml::events::Event as QuickEvent;
 use quick_xml::Reader;
 
 use doc::Doc;
-use guard::Guard;
+use guard::{Event, Guard};
 
 /// Bytes kept of a failure/error `message` attribute (cut at a character
 /// boundary; no marker).
@@ -282,61 +282,39 @@ const MAX_REF: usize = 64;
 /// What the parse loop observed, for tests of the memory bound.
 #[derive(Debug, Default, Clone, Copy)]
 struct Stats {
-    /// Largest capacity the event buffer reached.
+    /// Largest capacity the buffer for elided runs' heads and long tags
+    /// reached (events borrow from the fixed read buffer otherwise).
     max_event_buffer: usize,
 }
 
 fn parse_with(input: impl Read, limits: &Limits) -> Result<(Parsed, Stats), JunitError> {
-    let mut reader = Reader::from_reader(Guard::new(input, *limits));
-    let config = reader.config_mut();
-    config.check_end_names = true;
-    config.check_comments = true;
-    config.expand_empty_elements = false;
-    config.trim_text(false);
-
+    let mut guard = Guard::new(input, *limits);
     let mut doc = Doc::new(*limits);
-    let mut stats = Stats::default();
-    let mut buf = Vec::with_capacity(16 * 1024);
     loop {
-        buf.clear();
         // Where this event starts in the input, for errors found in it.
-        let at = reader.buffer_position() + reader.get_ref().skipped;
-        let event = match reader.read_event_into(&mut buf) {
-            Ok(event) => event,
-            Err(e) => {
-                let guard = reader.get_mut();
-                if let Some(fault) = guard.fault.take() {
-                    return Err(fault);
-                }
-                let skipped = guard.skipped;
-                return Err(match e {
-                    quick_xml::Error::Io(io) => JunitError::Io {
-                        path: "<input>".to_string(),
-                        message: io.to_string(),
-                    },
-                    other => JunitError::Malformed {
-                        position: reader.error_position() + skipped,
-                        message: other.to_string(),
-                    },
-                });
-            }
-        };
-        let (elided, elided_text) = reader.get_mut().take_elided();
-        let result = match event {
-            Event::Start(e) => doc.start(&e, false),
-            Event::Empty(e) => doc.start(&e, true),
-            Event::End(_) => doc.end(),
-            Event::Text(t) => doc.text(&t, false, elided, elided_text),
-            Event::CData(t) => doc.text(&t, true, elided, false),
-            Event::Decl(d) => doc.decl(&d),
-            Event::DocType(_) => doc.doctype(),
-            Event::PI(_) | Event::Comment(_) => {
+        let at = guard.position();
+        let result = match guard.next()? {
+            Event::Start {
+                tag,
+                name_len,
+                attrs,
+                empty,
+            } => doc.start(tag, name_len, attrs, empty),
+            Event::End { name } => doc.end_tag(name),
+            Event::Text {
+                raw,
+                elided,
+                elided_text,
+            } => doc.text(raw, false, elided, elided_text),
+            Event::CData { raw, elided } => doc.text(raw, true, elided, false),
+            Event::Decl(bytes) => decl(&mut doc, bytes),
+            Event::DocType => doc.doctype(),
+            Event::Markup => {
                 doc.seen_markup = true;
                 Ok(())
             }
             Event::Eof => break,
         };
-        stats.max_event_buffer = stats.max_event_buffer.max(buf.capacity());
         if let Err(message) = result {
             return Err(JunitError::Malformed {
                 position: at,
@@ -344,8 +322,20 @@ fn parse_with(input: impl Read, limits: &Limits) -> Result<(Parsed, Stats), Juni
             });
         }
     }
-    let position = reader.buffer_position() + reader.get_ref().skipped;
-    doc.finish(position).map(|parsed| (parsed, stats))
+    let stats = Stats {
+        max_event_buffer: guard.max_side,
+    };
+    doc.finish(guard.position()).map(|parsed| (parsed, stats))
+}
+
+/// Hands the XML declaration (`<?xml` to `?>`) to the document as
+/// quick-xml reads it.
+fn decl(doc: &mut Doc, bytes: &[u8]) -> Check {
+    match Reader::from_reader(bytes).read_event() {
+        Ok(QuickEvent::Decl(d)) => doc.decl(&d),
+        Ok(_) => Err("bad XML declaration".into()),
+        Err(e) => Err(format!("bad XML declaration: {e}")),
+    }
 }
 
 /// A check's result: `Err` holds the message of a [`JunitError::Malformed`].

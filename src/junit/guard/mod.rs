@@ -1,28 +1,25 @@
-//! The guard: a `BufRead` between the report and quick-xml. This file owns
+//! The guard: the reader's input and its single lexing pass. This file owns
 //! the input side: sniffing the encoding (BOM, UTF-16 transcoding),
-//! counting the input against the size limit, the read buffer, and the
-//! `Read`/`BufRead` plumbing quick-xml pulls from. [`lex`] classifies the
-//! buffered bytes and elides long runs.
+//! counting the input against the size limit, and the read buffer the
+//! events borrow from. [`lex`] cuts the buffered bytes into events and
+//! elides long runs.
 
 mod lex;
 
-use std::io::{self, BufRead, Read};
+use std::io::{self, Read};
 
 use encoding_rs::{UTF_16BE, UTF_16LE};
 
 use super::{JunitError, Limits, MAX_REF};
-use lex::{Flow, Lex};
+pub(super) use lex::{Attr, Event};
 
-/// A `BufRead` in front of quick-xml that sniffs the encoding (strips a BOM,
-/// transcodes UTF-16 to UTF-8), counts the input against the size limit and
-/// elides the middle of any text run, CDATA section, comment, PI or
-/// attribute value longer than `keep` bytes, so quick-xml's event buffer
-/// stays bounded. It tracks quick-xml's lexical state with the same rules
-/// (quote-aware tags, `-->`, `]]>`, `?>`, DOCTYPE `<`/`>` balance), cuts only
-/// where no reference, terminator or UTF-8 sequence straddles the cut, and
-/// still checks the references in what it drops. Ordinary tags take a fast
-/// path: when the next `<` is closer than `keep`, nothing up to it needs
-/// eliding, so the tag's quotes are not tracked (that is quick-xml's job).
+/// The reader's input and lexer: sniffs the encoding (strips a BOM,
+/// transcodes UTF-16 to UTF-8), counts the input against the size limit,
+/// and cuts the bytes into [`Event`]s that borrow from its read buffer (no
+/// copy), eliding the middle of any text run, CDATA section, comment, PI or
+/// attribute value longer than `keep` bytes so that what it holds stays
+/// bounded whatever the report's size. Only what it keeps of an elided run,
+/// and a tag longer than the read buffer, are copied (into `side`).
 pub(super) struct Guard<R> {
     inner: R,
     limits: Limits,
@@ -35,38 +32,30 @@ pub(super) struct Guard<R> {
     /// The UTF-16 decoder has had its last input.
     utf16_done: bool,
     buf: Vec<u8>,
-    /// Next byte quick-xml will get.
+    /// Start of the bytes not yet made into events.
     pos: usize,
-    /// End of the bytes classified and ready for quick-xml.
-    ready: usize,
     /// End of the bytes in `buf`.
     end: usize,
+    /// The input has no more bytes.
     eof: bool,
     sniffed: bool,
-    lex: Lex,
-    /// Bytes of the current elidable region handed out so far.
-    run: usize,
-    /// Bytes of the current tag or DOCTYPE.
-    markup: usize,
-    /// Bytes of the current comment, from its `!`.
-    rlen: usize,
-    /// The two bytes before `ready` in the current region (0 when none).
-    prev: [u8; 2],
     /// Input bytes read.
     read: u64,
     /// Offset of `buf[0]` in the (UTF-8) input stream.
     base: u64,
-    /// Bytes elided since the last [`Guard::take_elided`], and whether any
-    /// of them was text other than whitespace.
-    elided: u64,
-    elided_text: bool,
-    /// All bytes quick-xml never saw (BOM, elided), for error positions.
-    pub(super) skipped: u64,
-    pub(super) fault: Option<JunitError>,
+    /// The kept head of an elided run, or a tag assembled across refills.
+    side: Vec<u8>,
+    /// The attributes of the last start tag.
+    attrs: Vec<Attr>,
+    /// Largest capacity `side` reached.
+    pub(super) max_side: usize,
 }
 
 impl<R: Read> Guard<R> {
     pub(super) fn new(inner: R, limits: Limits) -> Guard<R> {
+        // Room for a whole run of `keep` bytes wherever it starts, plus the
+        // lookahead to cut it safely.
+        let size = limits.chunk.max(2 * limits.keep + 8 * MAX_REF);
         Guard {
             inner,
             limits,
@@ -75,49 +64,34 @@ impl<R: Read> Guard<R> {
             raw_pos: 0,
             raw_eof: false,
             utf16_done: false,
-            buf: vec![0; limits.chunk.max(4 * MAX_REF)],
+            buf: vec![0; size],
             pos: 0,
-            ready: 0,
             end: 0,
             eof: false,
             sniffed: false,
-            lex: Lex::Text,
-            run: 0,
-            markup: 0,
-            rlen: 0,
-            prev: [0; 2],
             read: 0,
             base: 0,
-            elided: 0,
-            elided_text: false,
-            skipped: 0,
-            fault: None,
+            side: Vec::new(),
+            attrs: Vec::new(),
+            max_side: 0,
         }
     }
 
-    /// Bytes elided since the last call, and whether any was non-whitespace
-    /// text.
-    pub(super) fn take_elided(&mut self) -> (u64, bool) {
-        let taken = (self.elided, self.elided_text);
-        self.elided = 0;
-        self.elided_text = false;
-        taken
+    /// Offset in the input of the next byte to lex.
+    pub(super) fn position(&self) -> u64 {
+        self.base + self.pos as u64
     }
 
-    fn reject(&mut self, message: impl Into<String>) -> Flow {
-        self.fault = Some(JunitError::Malformed {
-            position: self.read_position(),
+    /// Offset in the input of `buf[i]`.
+    fn offset(&self, i: usize) -> u64 {
+        self.base + i as u64
+    }
+
+    fn malformed(&self, i: usize, message: impl Into<String>) -> JunitError {
+        JunitError::Malformed {
+            position: self.offset(i),
             message: message.into(),
-        });
-        Flow::Fault
-    }
-
-    fn read_position(&self) -> u64 {
-        self.base + self.ready as u64
-    }
-
-    fn fault_error(&self) -> io::Error {
-        io::Error::other("the report was rejected")
+        }
     }
 
     /// Reads from the inner reader, counting against the size limit.
@@ -136,35 +110,49 @@ impl<R: Read> Guard<R> {
         Ok(n)
     }
 
-    /// Moves unconsumed bytes to the front and reads more.
-    fn fill(&mut self) -> io::Result<()> {
+    fn io_error(&self, e: io::Error) -> JunitError {
+        if self.read > self.limits.input {
+            JunitError::TooLarge {
+                limit: self.limits.input,
+            }
+        } else {
+            JunitError::Io {
+                path: "<input>".to_string(),
+                message: e.to_string(),
+            }
+        }
+    }
+
+    /// Drops the bytes before `pos`, then reads until the buffer is full or
+    /// the input ends. Returns whether any byte was added. Reading until
+    /// full (rather than once) keeps the lexer's rescans of an unfinished
+    /// event to a few, whatever sizes the inner reader hands out.
+    fn fill(&mut self) -> Result<bool, JunitError> {
         if self.pos > 0 {
             self.buf.copy_within(self.pos..self.end, 0);
             self.base += self.pos as u64;
             self.end -= self.pos;
-            self.ready -= self.pos;
             self.pos = 0;
         }
-        if self.end == self.buf.len() {
-            // Lookahead never needs a full buffer; reading into no room would
-            // look like the end of the input.
-            self.fault = Some(JunitError::Malformed {
-                position: self.read_position(),
-                message: "internal error: read buffer full".into(),
-            });
-            return Err(self.fault_error());
+        let before = self.end;
+        while !self.eof && self.end < self.buf.len() {
+            self.read_more()?;
         }
+        Ok(self.end > before)
+    }
+
+    /// One read (or one decoding step) into `buf[end..]`; sets `eof` at the
+    /// end of the input.
+    fn read_more(&mut self) -> Result<(), JunitError> {
         let limit = self.limits.input;
         if self.decoder.is_none() {
-            let n = match Self::read_inner(
+            let n = Self::read_inner(
                 &mut self.inner,
                 &mut self.buf[self.end..],
                 &mut self.read,
                 limit,
-            ) {
-                Ok(n) => n,
-                Err(e) => return Err(self.io_fault(e)),
-            };
+            )
+            .map_err(|e| self.io_error(e))?;
             if n == 0 {
                 self.eof = true;
             }
@@ -177,12 +165,9 @@ impl<R: Read> Guard<R> {
                 return Ok(());
             }
             if self.raw_pos == self.raw.len() && !self.raw_eof {
-                self.raw.resize(self.limits.chunk, 0);
-                let n =
-                    match Self::read_inner(&mut self.inner, &mut self.raw, &mut self.read, limit) {
-                        Ok(n) => n,
-                        Err(e) => return Err(self.io_fault(e)),
-                    };
+                self.raw.resize(self.limits.chunk.max(4 * MAX_REF), 0);
+                let n = Self::read_inner(&mut self.inner, &mut self.raw, &mut self.read, limit)
+                    .map_err(|e| self.io_error(e))?;
                 self.raw.truncate(n);
                 self.raw_pos = 0;
                 self.raw_eof = n == 0;
@@ -199,28 +184,19 @@ impl<R: Read> Guard<R> {
             if last && result == encoding_rs::CoderResult::InputEmpty {
                 self.utf16_done = true;
             }
-            if written > 0 {
+            if written > 0 || self.end == self.buf.len() {
                 return Ok(());
             }
         }
     }
 
-    fn io_fault(&mut self, e: io::Error) -> io::Error {
-        if self.read > self.limits.input {
-            self.fault = Some(JunitError::TooLarge {
-                limit: self.limits.input,
-            });
-        }
-        e
-    }
-
-    /// Looks at the first bytes: strips a UTF-8 BOM, switches to UTF-16
+    /// Looks at the first bytes: skips a UTF-8 BOM, switches to UTF-16
     /// transcoding on a UTF-16 BOM or `<?` in UTF-16.
-    fn sniff(&mut self) -> io::Result<()> {
-        while self.end < 4 && !self.eof {
-            self.fill()?;
-        }
+    fn sniff(&mut self) -> Result<(), JunitError> {
         self.sniffed = true;
+        while self.end < 4 && !self.eof {
+            self.read_more()?;
+        }
         let head = &self.buf[..self.end];
         let (utf16, bom) = if head.starts_with(&[0xEF, 0xBB, 0xBF]) {
             (None, 3)
@@ -235,12 +211,8 @@ impl<R: Read> Guard<R> {
         } else {
             (None, 0)
         };
-        self.skipped += bom as u64;
         match utf16 {
-            None => {
-                self.pos = bom;
-                self.ready = bom;
-            }
+            None => self.pos = bom,
             Some(encoding) => {
                 self.raw = self.buf[bom..self.end].to_vec();
                 self.raw_pos = 0;
@@ -248,61 +220,12 @@ impl<R: Read> Guard<R> {
                 self.eof = false;
                 self.decoder = Some(encoding.new_decoder_without_bom_handling());
                 self.pos = 0;
-                self.ready = 0;
                 self.end = 0;
+                // Offsets count the transcoded stream, from its start.
+                self.base = 0;
             }
         }
         Ok(())
-    }
-
-    /// Makes more bytes ready, or reaches the end.
-    fn advance(&mut self) -> io::Result<()> {
-        loop {
-            if self.fault.is_some() {
-                return Err(self.fault_error());
-            }
-            if !self.sniffed {
-                self.sniff()?;
-                continue;
-            }
-            match self.step() {
-                Flow::Emitted => return Ok(()),
-                Flow::Skipped => continue,
-                Flow::Fault => return Err(self.fault_error()),
-                Flow::More => {
-                    if self.eof {
-                        // Whatever could not be classified goes out as is;
-                        // quick-xml reports the truncation.
-                        self.ready = self.end;
-                        return Ok(());
-                    }
-                    self.fill()?;
-                }
-            }
-        }
-    }
-}
-
-impl<R: Read> Read for Guard<R> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(out.len());
-        out[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl<R: Read> BufRead for Guard<R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        if self.pos == self.ready {
-            self.advance()?;
-        }
-        Ok(&self.buf[self.pos..self.ready])
-    }
-
-    fn consume(&mut self, amount: usize) {
-        self.pos = (self.pos + amount).min(self.ready);
     }
 }
 
