@@ -180,6 +180,11 @@ impl Doc {
         }
     }
 
+    /// Reserves room for `cases` test cases.
+    pub(super) fn reserve(&mut self, cases: usize) {
+        self.cases.reserve(cases);
+    }
+
     pub(super) fn decl(&mut self, decl: &BytesDecl<'_>) -> Check {
         if self.seen_markup {
             return Err("the XML declaration is not at the start of the report".into());
@@ -379,6 +384,25 @@ impl Doc {
     /// keeps.
     fn attributes(&mut self, tag: &[u8], list: &[Attr], kind: Kind) -> Check<Attrs> {
         let mut attrs = Attrs::default();
+        // For a tag whose values are kept, the whole tag as text when it is
+        // UTF-8 without tab or line end (one check, not one a value): a
+        // value without references is then a slice of it, kept as is.
+        let keeps = matches!(
+            kind,
+            Kind::Case | Kind::Suite | Kind::Capture(_) | Kind::SuiteError
+        );
+        let text = if keeps
+            && self.encoding.is_none()
+            && memchr::memchr3(b'\t', b'\n', b'\r', tag).is_none()
+        {
+            std::str::from_utf8(tag).ok()
+        } else {
+            None
+        };
+        let plain = |attr: &Attr| match text {
+            Some(text) if !attr.has_ref() => text.get(attr.value_range()),
+            _ => None,
+        };
         for (n, attr) in list.iter().enumerate() {
             let key = attr.key(tag);
             let value = attr.value(tag);
@@ -400,25 +424,35 @@ impl Doc {
                     String::from_utf8_lossy(key)
                 ));
             }
-            let plain = attr.is_plain();
+            let mut string = |doc: &mut Doc| match plain(attr) {
+                Some(s) => Ok(s.to_owned()),
+                None => doc.attr_string(value, attr.is_plain(tag)),
+            };
             match (kind, key) {
-                (Kind::Case | Kind::Suite, b"name") => {
-                    attrs.name = Some(self.attr_string(value, plain)?)
+                (Kind::Case | Kind::Suite, b"name") => attrs.name = Some(string(self)?),
+                (Kind::Case, b"classname") => attrs.classname = Some(string(self)?),
+                (Kind::Case, b"class") => attrs.class = Some(string(self)?),
+                (Kind::Case, b"time") => {
+                    attrs.time = match plain(attr) {
+                        Some(s) => parse_time(s),
+                        None => self.attr_time(value, attr)?,
+                    }
                 }
-                (Kind::Case, b"classname") => {
-                    attrs.classname = Some(self.attr_string(value, plain)?)
-                }
-                (Kind::Case, b"class") => attrs.class = Some(self.attr_string(value, plain)?),
-                (Kind::Case, b"time") => attrs.time = self.attr_time(value, plain)?,
-                (Kind::Case, b"file") => attrs.file = Some(self.attr_string(value, plain)?),
+                (Kind::Case, b"file") => attrs.file = Some(string(self)?),
                 (Kind::Case, b"line") => {
-                    attrs.line = self.attr_number(value, plain)?;
+                    attrs.line = match plain(attr) {
+                        Some(s) => s.trim().parse().ok(),
+                        None => self.attr_number(value, attr)?,
+                    }
                 }
                 (Kind::Suite, b"errors") => {
-                    attrs.errors = self.attr_number(value, plain)?;
+                    attrs.errors = match plain(attr) {
+                        Some(s) => s.trim().parse().ok(),
+                        None => self.attr_number(value, attr)?,
+                    }
                 }
                 (Kind::Capture(_) | Kind::SuiteError, b"message") => {
-                    let mut message = self.attr_string(value, plain)?;
+                    let mut message = string(self)?;
                     message.truncate(floor_char_boundary(&message, MAX_MESSAGE));
                     attrs.message = Some(message);
                 }
@@ -446,20 +480,20 @@ impl Doc {
     /// A number attribute (`line`, `errors`), surrounding whitespace
     /// ignored; `None` when it does not parse. A plain value is parsed in
     /// place, without the string [`Doc::attr_string`] would build.
-    fn attr_number<T: std::str::FromStr>(&mut self, raw: &[u8], plain: bool) -> Check<Option<T>> {
-        if !raw.contains(&b'&') && self.encoding.is_none() {
+    fn attr_number<T: std::str::FromStr>(&mut self, raw: &[u8], attr: &Attr) -> Check<Option<T>> {
+        if !attr.has_ref() && self.encoding.is_none() {
             return Ok(std::str::from_utf8(raw)
                 .ok()
                 .and_then(|s| s.trim().parse().ok()));
         }
-        Ok(self.attr_string(raw, plain)?.trim().parse().ok())
+        Ok(self.attr_string(raw, false)?.trim().parse().ok())
     }
 
-    fn attr_time(&mut self, raw: &[u8], plain: bool) -> Check<Option<f64>> {
-        if !raw.contains(&b'&') && self.encoding.is_none() {
+    fn attr_time(&mut self, raw: &[u8], attr: &Attr) -> Check<Option<f64>> {
+        if !attr.has_ref() && self.encoding.is_none() {
             return Ok(std::str::from_utf8(raw).ok().and_then(parse_time));
         }
-        Ok(parse_time(&self.attr_string(raw, plain)?))
+        Ok(parse_time(&self.attr_string(raw, false)?))
     }
 
     /// Decodes `raw` (document encoding) into UTF-8 bytes in `out`, with
@@ -474,6 +508,15 @@ impl Doc {
                 unescape(text.as_bytes(), attr, out)
             }
         }
+    }
+
+    /// Whether a text run of nothing but whitespace here would change
+    /// nothing: anywhere but in a captured body.
+    pub(super) fn ignores_space(&self) -> bool {
+        !matches!(
+            self.frames.last().map(|f| f.kind),
+            Some(Kind::Capture(_) | Kind::Trace(_))
+        )
     }
 
     pub(super) fn text(

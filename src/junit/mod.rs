@@ -236,12 +236,13 @@ pub fn parse_file(path: &Path) -> Result<Parsed, JunitError> {
         message: e.to_string(),
     };
     let file = File::open(path).map_err(io_error)?;
-    if file.metadata().map_err(io_error)?.len() > LIMITS.input {
+    let size = file.metadata().map_err(io_error)?.len();
+    if size > LIMITS.input {
         return Err(JunitError::TooLarge {
             limit: LIMITS.input,
         });
     }
-    parse_with(file, &LIMITS)
+    parse_sized(file, &LIMITS, size)
         .map(|(parsed, _)| parsed)
         .map_err(|e| match e {
             JunitError::Io { message, .. } => JunitError::Io {
@@ -288,12 +289,30 @@ struct Stats {
 }
 
 fn parse_with(input: impl Read, limits: &Limits) -> Result<(Parsed, Stats), JunitError> {
+    parse_sized(input, limits, 0)
+}
+
+/// Bytes of report per test case assumed when reserving room for the cases
+/// of a report of known size (reports run 150 to 500 bytes a case; fewer
+/// cases than this many bytes each cost only untouched address space, more
+/// grow the list as usual).
+const BYTES_PER_CASE: u64 = 256;
+
+/// [`parse_with`] for an input of `size` bytes (0 when unknown): the list of
+/// cases is reserved up front, so it is not copied through ever larger
+/// buffers while it grows.
+fn parse_sized(
+    input: impl Read,
+    limits: &Limits,
+    size: u64,
+) -> Result<(Parsed, Stats), JunitError> {
     let mut guard = Guard::new(input, *limits);
     let mut doc = Doc::new(*limits);
+    doc.reserve((size / BYTES_PER_CASE) as usize);
     loop {
         // Where this event starts in the input, for errors found in it.
         let at = guard.position();
-        let result = match guard.next()? {
+        let result = match guard.next(doc.ignores_space())? {
             Event::Start {
                 tag,
                 name_len,

@@ -38,6 +38,9 @@ pub(super) fn floor_char_boundary(s: &str, max: usize) -> usize {
 /// separator when a `.` is present or when there are several, else a
 /// decimal comma.
 pub(super) fn parse_time(s: &str) -> Option<f64> {
+    if let Some(value) = plain_decimal(s.as_bytes()) {
+        return Some(value);
+    }
     let s = s.trim();
     let value: f64 = if s.contains(',') {
         let commas = s.matches(',').count();
@@ -52,6 +55,38 @@ pub(super) fn parse_time(s: &str) -> Option<f64> {
     };
     value.is_finite().then_some(value)
 }
+
+/// `digits[.digits]` with at most 15 digits in all, read exactly the way
+/// `str::parse::<f64>` reads it (the mantissa and the power of ten are exact
+/// in an `f64`, so one division rounds correctly), without its general
+/// machinery; `None` for anything else.
+fn plain_decimal(s: &[u8]) -> Option<f64> {
+    let mut mantissa: u64 = 0;
+    let mut digits = 0u32;
+    let mut fraction = None;
+    for (i, &b) in s.iter().enumerate() {
+        match b {
+            b'0'..=b'9' => {
+                mantissa = mantissa * 10 + u64::from(b - b'0');
+                digits += 1;
+                if digits > 15 {
+                    return None;
+                }
+            }
+            b'.' if fraction.is_none() => fraction = Some(i),
+            _ => return None,
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    let scale = fraction.map_or(0, |at| s.len() - at - 1);
+    Some(mantissa as f64 / POWERS_OF_TEN[scale])
+}
+
+const POWERS_OF_TEN: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
 
 /// The character a reference name (between `&` and `;`) stands for: the
 /// five predefined entities and numeric character references. Anything
@@ -90,7 +125,17 @@ pub(super) fn ref_error(name: &[u8]) -> String {
 }
 
 /// Checks every `&` in `raw` starts a resolvable reference.
+#[inline]
 pub(super) fn check_refs(raw: &[u8]) -> Check {
+    // Most text is the short whitespace between tags: a plain loop there
+    // costs less than a call.
+    if raw.len() <= 32 && !raw.iter().any(|&b| b == b'&') {
+        return Ok(());
+    }
+    check_refs_in(raw)
+}
+
+fn check_refs_in(raw: &[u8]) -> Check {
     let mut from = 0;
     while let Some(k) = memchr::memchr(b'&', &raw[from..]) {
         let amp = from + k;
@@ -190,6 +235,51 @@ mod tests {
             ("12s", None),
         ] {
             assert_eq!(parse_time(s), t, "parse_time({s:?})");
+        }
+    }
+
+    #[test]
+    fn plain_decimals_read_as_str_parse_reads_them() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut cases: Vec<String> = [
+            "0",
+            "0.",
+            ".5",
+            "1.",
+            "123456789012345",
+            "0.000000000000001",
+        ]
+        .map(String::from)
+        .to_vec();
+        for _ in 0..20_000 {
+            let int: String = (0..next(9))
+                .map(|_| char::from(b'0' + next(10) as u8))
+                .collect();
+            let frac: String = (0..next(9))
+                .map(|_| char::from(b'0' + next(10) as u8))
+                .collect();
+            cases.push(format!("{int}.{frac}"));
+            cases.push(int);
+        }
+        for s in &cases {
+            let exact = s.parse::<f64>().ok();
+            let fast = plain_decimal(s.as_bytes());
+            assert!(
+                fast.is_none() || fast == exact,
+                "{s:?}: {fast:?} vs {exact:?}"
+            );
+            if s.len() <= 16 && s.bytes().any(|b| b.is_ascii_digit()) {
+                assert!(fast.is_some(), "{s:?}");
+            }
+        }
+        for other in ["", ".", "1..2", "-1", "+1", " 1", "1e3", "1234567890123456"] {
+            assert_eq!(plain_decimal(other.as_bytes()), None, "{other:?}");
         }
     }
 

@@ -29,9 +29,6 @@ pub(in crate::junit) struct Attr {
 const AMP: u8 = 4;
 /// The value holds a `<` (malformed).
 const LT: u8 = 8;
-/// The value holds a tab, line feed or carriage return (normalised to a
-/// space).
-const CTL: u8 = 16;
 
 impl Attr {
     fn new(key: (usize, usize), value: (usize, usize), flags: u8) -> Attr {
@@ -44,6 +41,11 @@ impl Attr {
 
     pub(in crate::junit) fn key<'a>(&self, tag: &'a [u8]) -> &'a [u8] {
         &tag[self.key.0 as usize..self.key.1 as usize]
+    }
+
+    /// Where the value is in the tag's bytes.
+    pub(in crate::junit) fn value_range(&self) -> std::ops::Range<usize> {
+        self.value.0 as usize..self.value.1 as usize
     }
 
     pub(in crate::junit) fn value<'a>(&self, tag: &'a [u8]) -> &'a [u8] {
@@ -61,8 +63,9 @@ impl Attr {
     }
 
     /// The value is kept as is: no reference, no whitespace to normalise.
-    pub(in crate::junit) fn is_plain(&self) -> bool {
-        self.flags & (AMP | CTL) == 0
+    pub(in crate::junit) fn is_plain(&self, tag: &[u8]) -> bool {
+        let value = self.value(tag);
+        self.flags & AMP == 0 && memchr::memchr3(b'\t', b'\n', b'\r', value).is_none()
     }
 }
 
@@ -118,22 +121,12 @@ const NAME_END: [bool; 256] = table(b" \t\n\r>/\"'");
 /// Bytes that end an attribute name: whitespace and `=`, and the quotes and
 /// brackets that make it a bad one.
 const KEY_END: [bool; 256] = table(b" \t\n\r=\"'<>");
-/// What a byte of an attribute value says about the value (the quotes are 1
-/// and 2, so that either ends the scan).
-const VALUE: [u8; 256] = {
-    let mut t = [0u8; 256];
-    t[b'"' as usize] = 1;
-    t[b'\'' as usize] = 2;
-    t[b'&' as usize] = AMP;
-    t[b'<' as usize] = LT;
-    t[b'\t' as usize] = CTL;
-    t[b'\n' as usize] = CTL;
-    t[b'\r' as usize] = CTL;
-    t
-};
-
 fn value_flags(value: &[u8]) -> u8 {
-    value.iter().fold(0, |f, &b| f | VALUE[b as usize])
+    value.iter().fold(0, |f, &b| match b {
+        b'&' => f | AMP,
+        b'<' => f | LT,
+        _ => f,
+    })
 }
 
 pub(in crate::junit) fn is_name_start(b: Option<u8>) -> bool {
@@ -200,21 +193,34 @@ enum Fast {
 }
 
 impl<R: Read> Guard<R> {
-    /// The next event.
-    pub(in crate::junit) fn next(&mut self) -> Result<Event<'_>, JunitError> {
+    /// The next event. With `skip_space`, a text run of nothing but
+    /// whitespace is passed over instead of being an event (the caller
+    /// says when such a run cannot matter to it).
+    pub(in crate::junit) fn next(&mut self, skip_space: bool) -> Result<Event<'_>, JunitError> {
         if !self.sniffed {
             self.sniff()?;
         }
-        if self.pos == self.end {
-            if !self.eof {
-                self.fill()?;
-            }
+        loop {
             if self.pos == self.end {
-                return Ok(Event::Eof);
+                if !self.eof {
+                    self.fill()?;
+                }
+                if self.pos == self.end {
+                    return Ok(Event::Eof);
+                }
             }
-        }
-        if self.buf[self.pos] != b'<' {
-            return self.text();
+            if self.buf[self.pos] == b'<' {
+                break;
+            }
+            if !skip_space {
+                return self.text();
+            }
+            let rest = &self.buf[self.pos..self.end];
+            match rest.iter().position(|&b| !is_xml_space(b)) {
+                Some(k) if rest[k] == b'<' => self.pos += k,
+                Some(_) => return self.text(),
+                None => self.pos = self.end,
+            }
         }
         self.want(2)?;
         let Some(&b) = self.buf[..self.end].get(self.pos + 1) else {
@@ -777,33 +783,29 @@ impl<R: Read> Guard<R> {
             }
             let key_end = i;
             let quote = buf[i + 1];
-            let qbit = match quote {
-                b'"' => 1,
-                b'\'' => 2,
-                _ => return Fast::Slow,
-            };
+            if quote != b'"' && quote != b'\'' {
+                return Fast::Slow;
+            }
             i += 2;
             let value = i;
             let mut flags = 0u8;
             loop {
-                let Some(&b) = buf.get(i) else {
+                let Some(k) = memchr::memchr3(quote, b'&', b'<', &buf[i..]) else {
                     return Fast::More;
                 };
-                let class = VALUE[b as usize];
-                if class & qbit != 0 {
-                    break;
+                i += k;
+                match buf[i] {
+                    b'&' => flags |= AMP,
+                    b'<' => flags |= LT,
+                    _ => break,
                 }
-                flags |= class;
                 i += 1;
             }
             if i - value > keep {
                 return Fast::Slow;
             }
-            self.attrs.push(Attr::new(
-                (key - t, key_end - t),
-                (value - t, i - t),
-                flags & (AMP | LT | CTL),
-            ));
+            self.attrs
+                .push(Attr::new((key - t, key_end - t), (value - t, i - t), flags));
             i += 1;
             if i == end {
                 return Fast::More;
@@ -954,7 +956,7 @@ fn scan_tag(
         if value.1 - value.0 > keep {
             return Ok(None);
         }
-        let flags = value_flags(&content[value.0..value.1]) & (AMP | LT | CTL);
+        let flags = value_flags(&content[value.0..value.1]);
         attrs.push(Attr::new(key, value, flags));
     }
     Ok(Some((content.len(), name_len, empty)))
