@@ -203,7 +203,7 @@ impl Doc {
             ));
         };
         if encoding == UTF_8 || encoding == UTF_16LE || encoding == UTF_16BE {
-            // UTF-16 input was transcoded to UTF-8 before quick-xml; a
+            // UTF-16 input was transcoded to UTF-8 before lexing; a
             // declared UTF-16 on 8-bit input is read as UTF-8 (tolerance).
             self.encoding = None;
         } else if encoding.is_ascii_compatible() {
@@ -424,7 +424,7 @@ impl Doc {
                     String::from_utf8_lossy(key)
                 ));
             }
-            let mut string = |doc: &mut Doc| match plain(attr) {
+            let string = |doc: &mut Doc| match plain(attr) {
                 Some(s) => Ok(s.to_owned()),
                 None => doc.attr_string(value, attr.is_plain(tag)),
             };

@@ -129,7 +129,7 @@ pub(super) fn ref_error(name: &[u8]) -> String {
 pub(super) fn check_refs(raw: &[u8]) -> Check {
     // Most text is the short whitespace between tags: a plain loop there
     // costs less than a call.
-    if raw.len() <= 32 && !raw.iter().any(|&b| b == b'&') {
+    if raw.len() <= 32 && !raw.contains(&b'&') {
         return Ok(());
     }
     check_refs_in(raw)
