@@ -17,6 +17,10 @@ use super::text::{
 };
 use super::{Case, CaseOutcome, Check, JunitError, Limits, Parsed, MAX_DETAIL, MAX_MESSAGE};
 
+/// The most cases reserved up front (about 200 MB of address space), so a
+/// report near the 1 GiB input limit does not ask for gigabytes at once.
+const RESERVE_MAX: usize = 1 << 20;
+
 /// What an open element is, for the reference reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -181,8 +185,11 @@ impl Doc {
     }
 
     /// Reserves room for `cases` test cases.
+    /// Reserves room for `cases` more cases, at most [`RESERVE_MAX`]; a
+    /// reservation the allocator refuses is skipped (the list then grows as
+    /// usual): a report's declared size never aborts the parse.
     pub(super) fn reserve(&mut self, cases: usize) {
-        self.cases.reserve(cases);
+        let _ = self.cases.try_reserve(cases.min(RESERVE_MAX));
     }
 
     pub(super) fn decl(&mut self, decl: &BytesDecl<'_>) -> Check {
