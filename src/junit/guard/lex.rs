@@ -669,20 +669,7 @@ impl<R: Read> Guard<R> {
                     continue;
                 }
                 // Longer than the buffer.
-                self.assemble_tag()?;
-                let mut attrs = std::mem::take(&mut self.attrs);
-                let content = &self.side[1..self.side.len() - 1];
-                let parsed = scan_tag(content, usize::MAX, &mut attrs);
-                self.attrs = attrs;
-                let (len, name_len, empty) = parsed
-                    .map_err(|m| self.malformed(self.pos, m))?
-                    .unwrap_or((0, 0, false));
-                return Ok(Event::Start {
-                    tag: &self.side[1..1 + len],
-                    name_len,
-                    attrs: &self.attrs,
-                    empty,
-                });
+                return self.assembled_start_tag();
             };
             let content = &self.buf[p + 1..p + 1 + g];
             match scan_tag(content, self.limits.keep, &mut self.attrs) {
@@ -698,20 +685,7 @@ impl<R: Read> Guard<R> {
                 }
                 Ok(None) => {
                     // A value longer than `keep`: copy the tag, eliding it.
-                    self.assemble_tag()?;
-                    let mut attrs = std::mem::take(&mut self.attrs);
-                    let content = &self.side[1..self.side.len() - 1];
-                    let parsed = scan_tag(content, usize::MAX, &mut attrs);
-                    self.attrs = attrs;
-                    let (len, name_len, empty) = parsed
-                        .map_err(|m| self.malformed(self.pos, m))?
-                        .unwrap_or((0, 0, false));
-                    return Ok(Event::Start {
-                        tag: &self.side[1..1 + len],
-                        name_len,
-                        attrs: &self.attrs,
-                        empty,
-                    });
+                    return self.assembled_start_tag();
                 }
             }
         }
@@ -816,6 +790,25 @@ impl<R: Read> Guard<R> {
     /// Copies the tag at `pos` (from `<` to `>`, quote-aware) into `side`,
     /// eliding the middle of any attribute value longer than `keep`; for a
     /// tag longer than the read buffer or with such a value.
+    /// The start tag at `pos` copied aside by [`Self::assemble_tag`] (longer
+    /// than the buffer, or with a value to elide), scanned there.
+    fn assembled_start_tag(&mut self) -> Result<Event<'_>, JunitError> {
+        self.assemble_tag()?;
+        let mut attrs = std::mem::take(&mut self.attrs);
+        let content = &self.side[1..self.side.len() - 1];
+        let parsed = scan_tag(content, usize::MAX, &mut attrs);
+        self.attrs = attrs;
+        let (len, name_len, empty) = parsed
+            .map_err(|m| self.malformed(self.pos, m))?
+            .unwrap_or((0, 0, false));
+        Ok(Event::Start {
+            tag: &self.side[1..1 + len],
+            name_len,
+            attrs: &self.attrs,
+            empty,
+        })
+    }
+
     fn assemble_tag(&mut self) -> Result<(), JunitError> {
         let keep = self.limits.keep;
         let start = self.pos;
