@@ -316,7 +316,13 @@ pub async fn run_child_watched(
     let stragglers = sweep(pgid, marker, &mut warnings).await;
     if launch.env_set.contains_key(leftovers::FAKETIME_VAR) {
         let seen = processes.iter().flatten().map(|p| p.pid);
-        leftovers::remove_faketime_files(seen.chain([pgid.as_raw()]), wall_started);
+        let cleaned = leftovers::remove_faketime_files(pgid.as_raw(), seen, wall_started);
+        for path in cleaned.stale {
+            warnings.push(format!(
+                "{} was in /dev/shm before this run, left by an earlier process with the leader's pid: libfaketime in the leader found it in its way (it runs without its shared segment then, or exits when only the segment is there); it was not removed, as it is not this run's",
+                path.display()
+            ));
+        }
     }
     guard.disarm();
     warden::release(marker);
