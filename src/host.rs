@@ -45,21 +45,43 @@ pub fn host_info() -> HostInfo {
 /// Describes the git repository holding `dir`, by running the `git` binary.
 /// Returns None when `dir` is not inside a repository or git is missing.
 pub fn repo_info(dir: &Path) -> Option<RepoInfo> {
+    if !may_be_in_repo(dir, std::env::var_os("GIT_DIR").is_some()) {
+        return None;
+    }
     let root = git(dir, &["rev-parse", "--show-toplevel"])?;
-    let commit = git(dir, &["rev-parse", "--verify", "-q", "HEAD"]);
-    let branch = git(dir, &["symbolic-ref", "--short", "-q", "HEAD"]);
-    let dirty = git_output(dir, &["status", "--porcelain", "--untracked-files=no"])
-        .is_some_and(|out| !out.trim().is_empty());
-    // A remote URL may carry `user:token@`: never record that part.
-    let remote =
-        git(dir, &["remote", "get-url", "origin"]).map(|u| crate::redact::Redaction::url(&u));
-    Some(RepoInfo {
-        root,
-        commit,
-        branch,
-        dirty,
-        remote,
+    // The four questions are independent: asked at once, the session waits
+    // for the slowest (usually `status`), not for their sum.
+    std::thread::scope(|scope| {
+        let commit = scope.spawn(|| git(dir, &["rev-parse", "--verify", "-q", "HEAD"]));
+        let branch = scope.spawn(|| git(dir, &["symbolic-ref", "--short", "-q", "HEAD"]));
+        let dirty = scope.spawn(|| {
+            git_output(dir, &["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|out| !out.trim().is_empty())
+        });
+        // A remote URL may carry `user:token@`: never record that part.
+        let remote =
+            git(dir, &["remote", "get-url", "origin"]).map(|u| crate::redact::Redaction::url(&u));
+        Some(RepoInfo {
+            root,
+            commit: commit.join().ok().flatten(),
+            branch: branch.join().ok().flatten(),
+            dirty: dirty.join().unwrap_or(false),
+            remote,
+        })
     })
+}
+
+/// Whether git could find a repository holding `dir`: with `GIT_DIR` set
+/// (`git_dir_set`) it may be anywhere; otherwise some ancestor of `dir`
+/// (itself included) has a `.git` entry (a directory, or a file for a
+/// worktree or submodule). False means git would not find one either, and
+/// starting it is skipped: outside a repository that was one process per
+/// session for nothing.
+fn may_be_in_repo(dir: &Path, git_dir_set: bool) -> bool {
+    git_dir_set
+        || dir
+            .ancestors()
+            .any(|a| std::fs::symlink_metadata(a.join(".git")).is_ok())
 }
 
 /// Runs `git -C dir args…` and returns its trimmed stdout when it succeeded
@@ -164,6 +186,24 @@ mod tests {
             return;
         }
         assert_eq!(repo_info(&inner), None);
+    }
+
+    #[test]
+    fn a_repository_is_looked_for_only_where_git_could_find_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner = dir.path().join("a").join("b");
+        std::fs::create_dir_all(&inner).unwrap();
+        let outside = !dir.path().ancestors().any(|a| a.join(".git").exists());
+        if outside {
+            assert!(!may_be_in_repo(&inner, false));
+        }
+        assert!(may_be_in_repo(&inner, true), "GIT_DIR may point anywhere");
+        // A `.git` directory above, or a worktree's `.git` file.
+        std::fs::create_dir(dir.path().join("a").join(".git")).unwrap();
+        assert!(may_be_in_repo(&inner, false));
+        std::fs::remove_dir(dir.path().join("a").join(".git")).unwrap();
+        std::fs::write(inner.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        assert!(may_be_in_repo(&inner, false));
     }
 
     #[test]

@@ -159,12 +159,16 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
     let sharding = sharding_of(&args)?;
     let mut args = args;
     let mut chosen = None;
+    // Resolved once: the design does not change what the session resolves
+    // to, and resolving reads the catalog, the recipes and the host.
+    let mut resolved = None;
     if args.design == Design::Auto {
         let spec = spec_of(ctx, &args)?;
         let (design, why) = auto_design(&args, &spec, sharding.is_some())?;
         eprintln!("flakelab: {why}");
         args.design = design;
         chosen = Some(why);
+        resolved = Some(spec);
     }
     if args.design == Design::Screen {
         let chosen = chosen.unwrap_or_else(|| "screen design (asked for)".into());
@@ -174,7 +178,7 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
                 "drop --confirm: the screen design confirms every candidate on fresh runs",
             ));
         }
-        return super::screen::screen_cmd(ctx, args, chosen, sharding).await;
+        return super::screen::screen_cmd(ctx, args, chosen, sharding, resolved).await;
     }
     if args.confirm == Some(0) {
         return Err(Error::usage(
@@ -182,7 +186,10 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
             "use --confirm 1 or more (e.g. --confirm 5)",
         ));
     }
-    let mut spec = spec_of(ctx, &args)?;
+    let mut spec = match resolved {
+        Some(spec) => spec,
+        None => spec_of(ctx, &args)?,
+    };
     spec.design_chosen = chosen.clone();
     if let Some(shard) = sharding {
         spec = shard_spec(&args, spec, shard)?;

@@ -133,6 +133,7 @@ pub(super) async fn screen_cmd(
     args: RunArgs,
     chosen: String,
     sharding: Option<(crate::shard::Shard, String)>,
+    resolved: Option<SessionSpec>,
 ) -> Result<i32> {
     if args.screen == 0 {
         return Err(Error::usage(
@@ -147,7 +148,10 @@ pub(super) async fn screen_cmd(
         ));
     }
     let cap = args.session.runs.unwrap_or(DEFAULT_CAP).max(2);
-    let full = super::run::spec_of(ctx, &args)?;
+    let full = match resolved {
+        Some(spec) => spec,
+        None => super::run::spec_of(ctx, &args)?,
+    };
     if full.junit.is_none() {
         return Err(Error::usage(
             "--design screen needs per-test outcomes: no JUnit report for this command",
