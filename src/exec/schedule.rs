@@ -119,6 +119,15 @@ pub fn watch_signals() -> std::io::Result<watch::Receiver<Stop>> {
 /// Runs `jobs` in order, at most `parallel` at once, until all are done or
 /// `stop` leaves [`Stop::Run`]. Jobs are taken from `jobs` as they start
 /// (one ahead), so a lazy iterator keeps only the runs in flight.
+///
+/// When a run ends, the next ones start before its [`Event::Finished`] is
+/// handed over, and the job after them is taken from `jobs` once it has
+/// been: what the caller does with a finished run (its record, the store)
+/// and the planning of the next job happen while the next subject runs,
+/// not between two runs. Not for a run with a report file ([`Job::junit`]):
+/// the next run may write its report to the same path, and building a job
+/// removes a stale report at its path, so such a run is handed over, and
+/// the next job built, before the next run starts.
 pub async fn schedule(
     executor: &Executor,
     jobs: impl IntoIterator<Item = Job>,
@@ -127,88 +136,156 @@ pub async fn schedule(
     mut stop: watch::Receiver<Stop>,
     mut on_event: impl FnMut(Event),
 ) -> ScheduleEnd {
-    let parallel = parallel.max(1);
-    let mut queue = jobs.into_iter().peekable();
-    let mut exclusive_running = false;
-    let mut running_group: Option<usize> = None;
-    let mut running = JoinSet::new();
-    let mut task_index = std::collections::HashMap::new();
+    let mut slots = Slots {
+        queue: jobs.into_iter().peekable(),
+        parallel: parallel.max(1),
+        exclusive_running: false,
+        running_group: None,
+        running: JoinSet::new(),
+        task_index: std::collections::HashMap::new(),
+    };
     let mut interrupted = *stop.borrow() != Stop::Run;
     if interrupted {
         on_event(Event::Interrupted);
     }
     loop {
-        while !interrupted && running.len() < parallel && !exclusive_running {
-            let Some(next) = queue.peek() else { break };
-            if !running.is_empty() && (next.group.is_some() || running_group.is_some()) {
-                if next.group != running_group {
-                    break;
-                }
-            } else if next.stress.is_some() && !running.is_empty() {
-                break;
-            }
-            let Some(job) = queue.next() else { break };
-            exclusive_running = job.stress.is_some() && job.group.is_none();
-            running_group = job.group;
-            on_event(Event::Started { index: job.index });
-            let rx = stop.clone();
-            let index = job.index;
-            let executor = executor.clone();
-            let handle = running.spawn(async move {
-                let started_at = jiff::Timestamp::now();
-                let (result, measured) = executor.run(&job, limits, rx).await;
-                (job.index, started_at, result, measured)
-            });
-            task_index.insert(handle.id(), index);
+        if !interrupted {
+            slots.start_ready(executor, limits, &stop, &mut on_event);
         }
-        if running.is_empty() {
+        if slots.running.is_empty() {
             break;
         }
-        tokio::select! {
-            joined = running.join_next_with_id() => {
-                match joined {
-                    Some(Ok((id, (index, started_at, result, measured)))) => {
-                        task_index.remove(&id);
-                        exclusive_running = false;
-                        if result.end != ProcessEnd::Interrupted {
-                            on_event(Event::Finished { index, started_at, result, measured });
-                        }
-                    }
-                    Some(Err(e)) => {
-                        // A panicked run task is a harness bug: record it as an
-                        // error outcome and keep measuring.
-                        exclusive_running = false;
-                        if let Some(index) = task_index.remove(&e.id()) {
-                            on_event(Event::Finished {
-                                measured: Measured::default(),
-                                index,
-                                started_at: jiff::Timestamp::now(),
-                                result: ChildResult {
-                                    end: ProcessEnd::SpawnFailed {
-                                        message: format!("internal error in the run task: {e}"),
-                                    },
-                                    duration: std::time::Duration::ZERO,
-                                    output_bytes: 0,
-                                    output_dropped: 0,
-                                    stragglers: 0,
-                                    warnings: Vec::new(),
-                                    processes: None,
-                                },
-                            });
-                        }
-                    }
-                    None => {}
-                }
-            }
+        let finished = tokio::select! {
+            joined = slots.running.join_next_with_id() => slots.ended(joined),
             changed = stop.changed(), if !interrupted => {
                 if changed.is_err() || *stop.borrow() != Stop::Run {
                     interrupted = true;
                     on_event(Event::Interrupted);
                 }
+                None
             }
+        };
+        let Some((finished, reported)) = finished else {
+            continue;
+        };
+        if reported {
+            on_event(finished);
+            continue;
+        }
+        if !interrupted && *stop.borrow() == Stop::Run {
+            // The next runs start first; one yield lets their tasks spawn
+            // their subjects (a run's task spawns before its first wait).
+            if slots.start_ready(executor, limits, &stop, &mut on_event) {
+                tokio::task::yield_now().await;
+            }
+        }
+        on_event(finished);
+        if !interrupted {
+            // Plans the job after them while they run.
+            slots.queue.peek();
         }
     }
     ScheduleEnd { interrupted }
+}
+
+/// What one task of the run loop returns: the run's index, when it started,
+/// how it ended, what it and its stress got, and whether it has a report
+/// file.
+type Ran = (usize, jiff::Timestamp, ChildResult, Measured, bool);
+
+/// The run loop's state: the jobs not yet started and the runs in flight.
+struct Slots<I: Iterator<Item = Job>> {
+    queue: std::iter::Peekable<I>,
+    parallel: usize,
+    exclusive_running: bool,
+    running_group: Option<usize>,
+    running: JoinSet<Ran>,
+    task_index: std::collections::HashMap<tokio::task::Id, usize>,
+}
+
+impl<I: Iterator<Item = Job>> Slots<I> {
+    /// Starts the jobs that may start now: up to `parallel`, a group only
+    /// beside its own members, a stress job alone. Returns whether any
+    /// started.
+    fn start_ready(
+        &mut self,
+        executor: &Executor,
+        limits: ChildLimits,
+        stop: &watch::Receiver<Stop>,
+        on_event: &mut impl FnMut(Event),
+    ) -> bool {
+        let mut started = false;
+        while self.running.len() < self.parallel && !self.exclusive_running {
+            let Some(next) = self.queue.peek() else { break };
+            if !self.running.is_empty() && (next.group.is_some() || self.running_group.is_some()) {
+                if next.group != self.running_group {
+                    break;
+                }
+            } else if next.stress.is_some() && !self.running.is_empty() {
+                break;
+            }
+            let Some(job) = self.queue.next() else { break };
+            self.exclusive_running = job.stress.is_some() && job.group.is_none();
+            self.running_group = job.group;
+            on_event(Event::Started { index: job.index });
+            let rx = stop.clone();
+            let index = job.index;
+            let executor = executor.clone();
+            let handle = self.running.spawn(async move {
+                let started_at = jiff::Timestamp::now();
+                let (result, measured) = executor.run(&job, limits, rx).await;
+                (job.index, started_at, result, measured, job.junit.is_some())
+            });
+            self.task_index.insert(handle.id(), index);
+            started = true;
+        }
+        started
+    }
+
+    /// The event for a run task that ended (none for an interrupted run),
+    /// and whether the run has a report file.
+    fn ended(
+        &mut self,
+        joined: Option<Result<(tokio::task::Id, Ran), tokio::task::JoinError>>,
+    ) -> Option<(Event, bool)> {
+        match joined? {
+            Ok((id, (index, started_at, result, measured, reported))) => {
+                self.task_index.remove(&id);
+                self.exclusive_running = false;
+                let ran = result.end != ProcessEnd::Interrupted;
+                let finished = Event::Finished {
+                    index,
+                    started_at,
+                    result,
+                    measured,
+                };
+                ran.then_some((finished, reported))
+            }
+            Err(e) => {
+                // A panicked run task is a harness bug: record it as an
+                // error outcome and keep measuring.
+                self.exclusive_running = false;
+                let index = self.task_index.remove(&e.id())?;
+                let finished = Event::Finished {
+                    measured: Measured::default(),
+                    index,
+                    started_at: jiff::Timestamp::now(),
+                    result: ChildResult {
+                        end: ProcessEnd::SpawnFailed {
+                            message: format!("internal error in the run task: {e}"),
+                        },
+                        duration: std::time::Duration::ZERO,
+                        output_bytes: 0,
+                        output_dropped: 0,
+                        stragglers: 0,
+                        warnings: Vec::new(),
+                        processes: None,
+                    },
+                };
+                Some((finished, false))
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -251,6 +328,55 @@ mod tests {
             junit: None,
             watch: None,
         }
+    }
+
+    /// The order of `Started` and `Finished` for three one-at-a-time runs
+    /// of `true`, with or without a report file.
+    async fn order_of_events(report: Option<&std::path::Path>) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs: Vec<Job> = (0..3)
+            .map(|i| {
+                let mut job = job(dir.path(), i, 0, &format!("r{i}"), &[]);
+                job.launch.argv = vec!["true".into()];
+                job.group = None;
+                // Markers of its own: a sweep ends the processes that carry
+                // its run's marker, and tests run at once in one process.
+                job.marker = format!("schedule-order-{}-{i}", report.is_some());
+                job.junit = report.map(std::path::Path::to_path_buf);
+                job
+            })
+            .collect();
+        let (_tx, rx) = watch::channel(Stop::Run);
+        let limits = ChildLimits {
+            timeout: Some(Duration::from_secs(60)),
+            grace: Duration::from_secs(1),
+            log_head: 1024,
+            log_tail: 1024,
+        };
+        let mut events = Vec::new();
+        schedule(&Executor::Real, jobs, 1, limits, rx, |e| match e {
+            Event::Started { index } => events.push(format!("start {index}")),
+            Event::Finished { index, .. } => events.push(format!("end {index}")),
+            Event::Interrupted => events.push("interrupted".into()),
+        })
+        .await;
+        events
+    }
+
+    #[tokio::test]
+    async fn the_next_run_starts_before_the_last_is_handed_over_unless_it_has_a_report() {
+        // The next subject runs while the last run is recorded.
+        assert_eq!(
+            order_of_events(None).await,
+            ["start 0", "start 1", "end 0", "start 2", "end 1", "end 2"]
+        );
+        // A report file may be written again by the next run, at the same
+        // path: the last run is handed over (its report read) first.
+        let report = std::path::Path::new("/nonexistent/junit.xml");
+        assert_eq!(
+            order_of_events(Some(report)).await,
+            ["start 0", "end 0", "start 1", "end 1", "start 2", "end 2"]
+        );
     }
 
     #[tokio::test]
