@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 use std::fs::{self, File};
-use std::io::{self, BufReader, Read};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -220,7 +220,8 @@ fn read_report(
         message: e.to_string(),
     };
     let file = File::open(path).map_err(io_error)?;
-    if file.metadata().map_err(io_error)?.len() > crate::junit::MAX_INPUT {
+    let size = file.metadata().map_err(io_error)?.len();
+    if size > crate::junit::MAX_INPUT {
         return Err(crate::junit::JunitError::TooLarge {
             limit: crate::junit::MAX_INPUT,
         });
@@ -230,7 +231,7 @@ fn read_report(
         hash: Sha256::new(),
         bytes: 0,
     };
-    let parsed = crate::junit::parse(BufReader::with_capacity(1 << 18, &mut hashing))?;
+    let parsed = crate::junit::parse_known_size(&mut hashing, size)?;
     io::copy(&mut hashing, &mut io::sink()).map_err(io_error)?;
     let hex: String = hashing
         .hash

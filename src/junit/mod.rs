@@ -228,6 +228,12 @@ pub fn parse(input: impl BufRead) -> Result<Parsed, JunitError> {
     parse_with(input, &LIMITS).map(|(parsed, _)| parsed)
 }
 
+/// Parses a report of `size` bytes (its file's length) from a reader: as
+/// [`parse`], with the list of cases reserved from the size.
+pub fn parse_known_size(input: impl Read, size: u64) -> Result<Parsed, JunitError> {
+    parse_sized(input, &LIMITS, size).map(|(parsed, _)| parsed)
+}
+
 /// Parses the report at `path`; a missing or unreadable file is
 /// [`JunitError::Io`].
 pub fn parse_file(path: &Path) -> Result<Parsed, JunitError> {
