@@ -37,41 +37,75 @@ impl<'a> Vars<'a> {
 const MIN_SEED_CHARS: usize = 4;
 
 /// `text` with the run's values replaced by placeholders and braces doubled.
+///
+/// Only a brace, a digit or the first byte of the id or the session can
+/// start anything but a copied character, so the text between such bytes
+/// is copied whole (it holds no digit: a digit never precedes the byte
+/// after it). The same result, character for character, as trying every
+/// placeholder at every character (`tests::make_by_char`).
 pub fn make(text: &str, vars: &Vars) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
+    let mut out = String::with_capacity(text.len() + 8);
+    let bytes = text.as_bytes();
+    let first = |s: &str| s.as_bytes().first().copied();
+    let (id0, session0) = (first(vars.id), first(vars.session));
+    let special = |b: u8| {
+        b == b'{' || b == b'}' || b.is_ascii_digit() || Some(b) == id0 || Some(b) == session0
+    };
+    let mut at = 0;
     let mut after_digit = false;
+    while at < bytes.len() {
+        // Plain bytes up to the next special one, copied at once. A special
+        // byte is ASCII or the first byte of a character (the first byte of
+        // a `str`), so `at` stays on a character boundary.
+        let plain = bytes[at..]
+            .iter()
+            .position(|&b| special(b))
+            .map_or(bytes.len(), |n| at + n);
+        if plain > at {
+            out.push_str(&text[at..plain]);
+            at = plain;
+            after_digit = false;
+            continue;
+        }
+        let rest = &text[at..];
+        let (taken, digit) = step(rest, vars, after_digit, &mut out);
+        after_digit = digit;
+        at += taken;
+    }
+    out
+}
+
+/// One step of [`make`] at `rest`: the placeholder or character written to
+/// `out`, how many bytes it took and whether they end in a digit.
+fn step(rest: &str, vars: &Vars, after_digit: bool, out: &mut String) -> (usize, bool) {
     // A number alone: no digit right before or right after it.
-    let number = |rest: &str, n: &str, after_digit: bool| {
+    let number = |n: &str| {
         !after_digit
             && rest.starts_with(n)
             && !rest[n.len()..].starts_with(|c: char| c.is_ascii_digit())
     };
-    while let Some(c) = rest.chars().next() {
-        let taken = if !vars.id.is_empty() && rest.starts_with(vars.id) {
-            out.push_str("{id}");
-            vars.id.len()
-        } else if !vars.session.is_empty() && rest.starts_with(vars.session) {
-            out.push_str("{session}");
-            vars.session.len()
-        } else if vars.seed.len() >= MIN_SEED_CHARS && number(rest, &vars.seed, after_digit) {
-            out.push_str("{seed}");
-            vars.seed.len()
-        } else if number(rest, &vars.index, after_digit) {
-            out.push_str("{index}");
-            vars.index.len()
-        } else {
-            match c {
-                '{' => out.push_str("{{"),
-                '}' => out.push_str("}}"),
-                c => out.push(c),
-            }
-            c.len_utf8()
-        };
-        after_digit = rest[..taken].ends_with(|c: char| c.is_ascii_digit());
-        rest = &rest[taken..];
-    }
-    out
+    let taken = if !vars.id.is_empty() && rest.starts_with(vars.id) {
+        out.push_str("{id}");
+        vars.id.len()
+    } else if !vars.session.is_empty() && rest.starts_with(vars.session) {
+        out.push_str("{session}");
+        vars.session.len()
+    } else if vars.seed.len() >= MIN_SEED_CHARS && number(&vars.seed) {
+        out.push_str("{seed}");
+        vars.seed.len()
+    } else if number(&vars.index) {
+        out.push_str("{index}");
+        vars.index.len()
+    } else {
+        let c = rest.chars().next().unwrap_or_default();
+        match c {
+            '{' => out.push_str("{{"),
+            '}' => out.push_str("}}"),
+            c => out.push(c),
+        }
+        c.len_utf8()
+    };
+    (taken, rest[..taken].ends_with(|c: char| c.is_ascii_digit()))
 }
 
 /// One piece of a compiled template.
@@ -214,6 +248,59 @@ mod tests {
         }
     }
 
+    /// The character-by-character `make` the fast one must equal.
+    fn make_by_char(text: &str, vars: &Vars) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        let mut after_digit = false;
+        // A number alone: no digit right before or right after it.
+        let number = |rest: &str, n: &str, after_digit: bool| {
+            !after_digit
+                && rest.starts_with(n)
+                && !rest[n.len()..].starts_with(|c: char| c.is_ascii_digit())
+        };
+        while let Some(c) = rest.chars().next() {
+            let taken = if !vars.id.is_empty() && rest.starts_with(vars.id) {
+                out.push_str("{id}");
+                vars.id.len()
+            } else if !vars.session.is_empty() && rest.starts_with(vars.session) {
+                out.push_str("{session}");
+                vars.session.len()
+            } else if vars.seed.len() >= MIN_SEED_CHARS && number(rest, &vars.seed, after_digit) {
+                out.push_str("{seed}");
+                vars.seed.len()
+            } else if number(rest, &vars.index, after_digit) {
+                out.push_str("{index}");
+                vars.index.len()
+            } else {
+                match c {
+                    '{' => out.push_str("{{"),
+                    '}' => out.push_str("}}"),
+                    c => out.push(c),
+                }
+                c.len_utf8()
+            };
+            after_digit = rest[..taken].ends_with(|c: char| c.is_ascii_digit());
+            rest = &rest[taken..];
+        }
+        out
+    }
+
+    #[test]
+    fn make_equals_trying_every_character() {
+        let v = vars();
+        for text in [
+            "",
+            "{}",
+            "20250101-000000-abcd",
+            "x20250101-000000-abcd.000421",
+            "é2025ü{id}712848796 7128487961 00042 000420 100042",
+            "2 20 2025 20250101-000000-abcd.00041",
+        ] {
+            assert_eq!(make(text, &v), make_by_char(text, &v), "{text}");
+        }
+    }
+
     proptest! {
         #[test]
         fn expanding_a_template_gives_the_text_back(
@@ -226,7 +313,19 @@ mod tests {
             // Plant the values so the placeholders are exercised.
             let text = format!("{text}{id}{text}{seed}{index:05}{text}");
             let t = make(&text, &v);
+            prop_assert_eq!(&make_by_char(&text, &v), &t);
             prop_assert_eq!(Compiled::parse(&t).unwrap().expand(&v), text);
+        }
+
+        #[test]
+        fn make_equals_trying_every_character_on_any_text(
+            text in "(\\PC|[{}0-9]|s-1|s-1\\.|00|1234){0,30}",
+            seed in 1000u64..1300,
+            index in 0usize..3,
+        ) {
+            let id = format!("s-1.{index:05}");
+            let v = Vars::new(&id, "s-1", seed, index);
+            prop_assert_eq!(make(&text, &v), make_by_char(&text, &v));
         }
     }
 }
