@@ -165,7 +165,7 @@ impl Store {
     /// creating the session's log directory. The path is `root` joined with
     /// the rest, so it is absolute when `root` is.
     pub fn log_path(&self, session: &str, index: usize) -> Result<PathBuf> {
-        self.run_file(LOGS_DIR, session, &format!("{index:05}.log"))
+        self.run_file(LOGS_DIR, session, &Store::log_name(index))
     }
 
     /// Path for one run's harness-owned JUnit report (what `{junit}` in the
@@ -174,7 +174,22 @@ impl Store {
         self.run_file(JUNIT_DIR, session, &format!("{index:05}.xml"))
     }
 
+    /// The directory of `session`'s run logs, `root/logs/<session>`
+    /// (created): [`Store::log_path`] is a file in it.
+    pub fn log_dir(&self, session: &str) -> Result<PathBuf> {
+        self.run_dir(LOGS_DIR, session)
+    }
+
+    /// The name of run `index`'s log in [`Store::log_dir`].
+    pub fn log_name(index: usize) -> String {
+        format!("{index:05}.log")
+    }
+
     fn run_file(&self, kind: &str, session: &str, file: &str) -> Result<PathBuf> {
+        Ok(self.run_dir(kind, session)?.join(file))
+    }
+
+    fn run_dir(&self, kind: &str, session: &str) -> Result<PathBuf> {
         if !is_component(session) {
             return Err(Error::store(
                 self.root.join(kind),
@@ -184,7 +199,7 @@ impl Store {
         }
         let dir = self.root.join(kind).join(session);
         self.make_dir(&dir)?;
-        Ok(dir.join(file))
+        Ok(dir)
     }
 
     /// Creates `dir` (and its parents) once per store; later calls for the
@@ -795,6 +810,14 @@ mod tests {
         assert_eq!(path, store.root().join("logs/s1/00007.log"));
         assert!(path.parent().unwrap().is_dir());
         assert_eq!(store.relative(&path), PathBuf::from("logs/s1/00007.log"));
+        // The directory and the name make the same path, relative too.
+        let dir = store.log_dir("s1").unwrap();
+        assert_eq!(dir.join(Store::log_name(7)), path);
+        assert_eq!(
+            store.relative(&dir).join(Store::log_name(7)),
+            store.relative(&path)
+        );
+        assert!(store.log_dir("../x").is_err());
         assert!(store.log_path("../x", 0).is_err());
         assert!(store.log_path("", 0).is_err());
     }
