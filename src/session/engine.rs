@@ -268,13 +268,15 @@ fn jobs<'a>(
     error: &'a RefCell<Option<crate::error::Error>>,
     held: &'a Cell<usize>,
 ) -> impl Iterator<Item = Job> + 'a {
+    // What every run of a cell shares, built at its first run.
+    let mut cache = super::shared::Cache::default();
     specs
         .flat_map(move |spec| (0..settings.copies).map(move |copy| (spec, copy)))
         .map_while(move |(spec, copy)| {
             if error.borrow().is_some() {
                 return None;
             }
-            match plan_process(settings, session, cells, &spec, copy) {
+            match plan_process(settings, session, cells, &spec, copy, &mut cache) {
                 Ok(made) => Some(made),
                 Err(e) => {
                     *error.borrow_mut() = Some(e);
