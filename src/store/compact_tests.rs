@@ -569,6 +569,61 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A run whose context is its cell's last one, found without making it,
+    /// is written byte for byte as when its context is made anew: the
+    /// same context number, no context line; any field that differs
+    /// from the last run's gives a context of its own.
+    #[test]
+    fn a_context_reused_from_a_cells_last_run_writes_the_same_bytes(
+        runs in proptest::collection::vec((arb_run(), 0u8..7), 1..12),
+    ) {
+        let mut reused = Writer::new("w1".into(), SESSION.into());
+        let mut anew = Writer::new("w1".into(), SESSION.into());
+        for (mut r, change) in runs {
+            match change {
+                1 => r.argv.push("-v".into()),
+                2 => r.repro_note = Some("note".into()),
+                3 => r.env.unset.push("HOME".into()),
+                4 => r.workers = Some(2),
+                5 => r.cwd = PathBuf::from("/tmp/p/"),
+                6 => r.repro.push_str(" {x}"),
+                _ => {}
+            }
+            let a = reused.encode(&r).unwrap();
+            anew.forget_recent();
+            let b = anew.encode(&r).unwrap();
+            prop_assert_eq!(String::from_utf8_lossy(&a.text), String::from_utf8_lossy(&b.text));
+            reused.commit(a);
+            anew.commit(b);
+        }
+    }
+}
+
+#[test]
+fn runs_of_one_cell_share_their_context_and_keep_their_own_values() {
+    let mut w = Writer::new("w1".into(), SESSION.into());
+    let mut lines = Vec::new();
+    for index in 0..4 {
+        let cell = if index % 2 == 0 { "baseline" } else { "tz=UTC" };
+        let p = w.encode(&run(index, cell, vec![])).unwrap();
+        lines.push(String::from_utf8(p.text.clone()).unwrap());
+        w.commit(p);
+    }
+    // The first run of each cell writes its context; the second reuses it.
+    assert!(lines[0].starts_with(r#"{"schema":"flakelab.context/2""#));
+    assert!(lines[1].starts_with(r#"{"schema":"flakelab.context/2""#));
+    assert!(lines[2].starts_with(r#"{"schema":"flakelab.run/2""#));
+    assert!(lines[2].contains(r#","c":0,"#), "{}", lines[2]);
+    assert!(lines[3].contains(r#","c":1,"#), "{}", lines[3]);
+    // Each run line still holds its own index and seed.
+    assert!(lines[2].contains(&format!(r#""i":2,"#)));
+    assert!(lines[2].contains(&format!(r#""s":{},"#, 1_000_000 + 2 * 7919)));
+    assert!(lines[3].contains(&format!(r#""s":{},"#, 1_000_000 + 3 * 7919)));
+}
+
 #[test]
 fn a_run_line_that_contradicts_its_table_is_skipped() {
     let (_dir, store) = store();

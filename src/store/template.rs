@@ -45,6 +45,47 @@ const MIN_SEED_CHARS: usize = 4;
 /// placeholder at every character (`tests::make_by_char`).
 pub fn make(text: &str, vars: &Vars) -> String {
     let mut out = String::with_capacity(text.len() + 8);
+    make_into(text, vars, &mut out);
+    out
+}
+
+/// Whether [`make`] turns `text` into `template`, without making it.
+pub fn makes(text: &str, vars: &Vars, template: &str) -> bool {
+    let mut check = Check {
+        rest: template,
+        same: true,
+    };
+    make_into(text, vars, &mut check);
+    check.same && check.rest.is_empty()
+}
+
+/// Where [`make_into`] writes.
+trait Sink {
+    fn put(&mut self, s: &str);
+}
+
+impl Sink for String {
+    fn put(&mut self, s: &str) {
+        self.push_str(s);
+    }
+}
+
+/// A template written over an expected one: whether it is the same so far.
+struct Check<'t> {
+    rest: &'t str,
+    same: bool,
+}
+
+impl Sink for Check<'_> {
+    fn put(&mut self, s: &str) {
+        match self.rest.strip_prefix(s).filter(|_| self.same) {
+            Some(rest) => self.rest = rest,
+            None => self.same = false,
+        }
+    }
+}
+
+fn make_into(text: &str, vars: &Vars, out: &mut impl Sink) {
     let bytes = text.as_bytes();
     let first = |s: &str| s.as_bytes().first().copied();
     let (id0, session0) = (first(vars.id), first(vars.session));
@@ -62,22 +103,21 @@ pub fn make(text: &str, vars: &Vars) -> String {
             .position(|&b| special(b))
             .map_or(bytes.len(), |n| at + n);
         if plain > at {
-            out.push_str(&text[at..plain]);
+            out.put(&text[at..plain]);
             at = plain;
             after_digit = false;
             continue;
         }
         let rest = &text[at..];
-        let (taken, digit) = step(rest, vars, after_digit, &mut out);
+        let (taken, digit) = step(rest, vars, after_digit, out);
         after_digit = digit;
         at += taken;
     }
-    out
 }
 
 /// One step of [`make`] at `rest`: the placeholder or character written to
 /// `out`, how many bytes it took and whether they end in a digit.
-fn step(rest: &str, vars: &Vars, after_digit: bool, out: &mut String) -> (usize, bool) {
+fn step(rest: &str, vars: &Vars, after_digit: bool, out: &mut impl Sink) -> (usize, bool) {
     // A number alone: no digit right before or right after it.
     let number = |n: &str| {
         !after_digit
@@ -85,23 +125,23 @@ fn step(rest: &str, vars: &Vars, after_digit: bool, out: &mut String) -> (usize,
             && !rest[n.len()..].starts_with(|c: char| c.is_ascii_digit())
     };
     let taken = if !vars.id.is_empty() && rest.starts_with(vars.id) {
-        out.push_str("{id}");
+        out.put("{id}");
         vars.id.len()
     } else if !vars.session.is_empty() && rest.starts_with(vars.session) {
-        out.push_str("{session}");
+        out.put("{session}");
         vars.session.len()
     } else if vars.seed.len() >= MIN_SEED_CHARS && number(&vars.seed) {
-        out.push_str("{seed}");
+        out.put("{seed}");
         vars.seed.len()
     } else if number(&vars.index) {
-        out.push_str("{index}");
+        out.put("{index}");
         vars.index.len()
     } else {
         let c = rest.chars().next().unwrap_or_default();
         match c {
-            '{' => out.push_str("{{"),
-            '}' => out.push_str("}}"),
-            c => out.push(c),
+            '{' => out.put("{{"),
+            '}' => out.put("}}"),
+            c => out.put(c.encode_utf8(&mut [0; 4])),
         }
         c.len_utf8()
     };
@@ -186,7 +226,7 @@ impl Compiled {
         // One allocation, of the expanded length.
         let mut out = String::with_capacity(self.0.iter().map(text).sum());
         for piece in &self.0 {
-            out.push_str(match piece {
+            out.put(match piece {
                 Piece::Text(t) => t,
                 Piece::Id => vars.id,
                 Piece::Session => vars.session,
@@ -233,6 +273,30 @@ mod tests {
             Compiled::parse(&t).unwrap().expand(&other),
             "FLAKELAB_RUN_ID=20250102-000000-ffff.00007 seed=99999 junit/20250102-000000-ffff/00007.xml {run} 100042 7128487960"
         );
+    }
+
+    #[test]
+    fn makes_tells_whether_a_text_gives_a_template() {
+        let v = vars();
+        let text = "out/20250101-000000-abcd.00042/{x} 712848796";
+        assert!(makes(text, &v, "out/{id}/{{x}} {seed}"));
+        assert!(!makes(text, &v, "out/{id}/{x} {seed}"));
+        assert!(!makes(text, &v, "out/{id}/{{x}} {seed} "));
+        assert!(!makes(text, &v, "out/{id}/{{x}}"));
+        assert!(!makes(text, &v, ""));
+        assert!(makes("", &v, ""));
+        // The same text with another run's values: the same template.
+        let other = Vars::new(
+            "20250101-000000-abcd.00043",
+            "20250101-000000-abcd",
+            5151,
+            43,
+        );
+        assert!(makes(
+            "out/20250101-000000-abcd.00043/{x} 5151",
+            &other,
+            "out/{id}/{{x}} {seed}"
+        ));
     }
 
     #[test]
@@ -325,7 +389,11 @@ mod tests {
         ) {
             let id = format!("s-1.{index:05}");
             let v = Vars::new(&id, "s-1", seed, index);
-            prop_assert_eq!(make(&text, &v), make_by_char(&text, &v));
+            let made = make(&text, &v);
+            prop_assert_eq!(&made, &make_by_char(&text, &v));
+            prop_assert!(makes(&text, &v, &made));
+            let longer = format!("{made}x");
+            prop_assert!(!makes(&text, &v, &longer));
         }
     }
 }
