@@ -88,6 +88,8 @@ struct SessionWriter {
     /// The file's length after this store's last append (which ended with a
     /// newline); when the file still has it, nobody cut its last line.
     len: Option<u64>,
+    /// The session's runs file ([`Store::runs_path`]).
+    path: PathBuf,
 }
 
 /// What a tolerant read had to skip.
@@ -237,23 +239,33 @@ impl Store {
     /// the test-table and context lines it needs first, in the same write),
     /// and flushes it.
     pub fn append_run(&self, record: &RunRecord) -> Result<()> {
-        let path = self.runs_path(&record.session)?;
-        self.make_dir(&self.root.join(RUNS_DIR))?;
         let mut writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
-        let writer = writers
-            .entry(record.session.clone())
-            .or_insert_with(|| SessionWriter {
-                compact: compact::Writer::new(
-                    format!("{:08x}", rand::random::<u32>()),
-                    record.session.clone(),
-                ),
-                len: None,
-            });
+        // The session's file is found (and its directory made) at its
+        // first run, not at every run.
+        if !writers.contains_key(&record.session) {
+            let path = self.runs_path(&record.session)?;
+            self.make_dir(&self.root.join(RUNS_DIR))?;
+            writers.insert(
+                record.session.clone(),
+                SessionWriter {
+                    compact: compact::Writer::new(
+                        format!("{:08x}", rand::random::<u32>()),
+                        record.session.clone(),
+                    ),
+                    len: None,
+                    path,
+                },
+            );
+        }
+        let Some(writer) = writers.get_mut(&record.session) else {
+            unreachable!("the session's writer was just added");
+        };
+        let path = &writer.path;
         let pending = writer
             .compact
             .encode(record)
-            .map_err(|e| Error::store(&path, e, HINT_WRITE))?;
-        writer.len = Some(append_bytes_after(&path, &pending.text, writer.len)?);
+            .map_err(|e| Error::store(path, e, HINT_WRITE))?;
+        writer.len = Some(append_bytes_after(path, &pending.text, writer.len)?);
         writer.compact.commit(pending);
         Ok(())
     }
@@ -495,12 +507,15 @@ fn append_bytes_after(path: &Path, text: &[u8], known: Option<u64>) -> Result<u6
     file.lock().map_err(io_err)?;
     let result = (|| {
         let len = file.metadata()?.len();
-        let mut buf = Vec::with_capacity(text.len() + 1);
-        if known != Some(len) && !ends_with_newline(&mut file, len)? {
-            buf.push(b'\n');
-        }
-        buf.extend_from_slice(text);
-        file.write_all(&buf)?;
+        // One write either way: the text, or a newline and the text.
+        let healed;
+        let buf = if known != Some(len) && !ends_with_newline(&mut file, len)? {
+            healed = [b"\n", text].concat();
+            &healed[..]
+        } else {
+            text
+        };
+        file.write_all(buf)?;
         file.flush()?;
         Ok(len + buf.len() as u64)
     })();
