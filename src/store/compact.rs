@@ -425,8 +425,11 @@ impl Writer {
         if r.session != self.session || r.schema != RUN_SCHEMA {
             return Ok(None);
         }
-        let derived = run_id(&r.session, r.index);
         let vars = Vars::new(&r.id, &r.session, r.seed, r.index);
+        // Whether the id is `run_id(session, index)`, found without making it.
+        let derived = (r.id.strip_prefix(r.session.as_str()))
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|index| index == vars.index);
         // Tests: table entries, new ones appended in the run's order.
         let mut entries: Vec<Entry> = Vec::new();
         let mut new_ids: HashMap<&str, u32> = HashMap::new();
@@ -536,7 +539,7 @@ impl Writer {
             schema: Cow::Borrowed(RUN_SCHEMA),
             w: Cow::Borrowed(self.w.as_str()),
             i: r.index,
-            id: (r.id != derived).then_some(Cow::Borrowed(r.id.as_str())),
+            id: (!derived).then_some(Cow::Borrowed(r.id.as_str())),
             c,
             r: r.replicate,
             s: r.seed,

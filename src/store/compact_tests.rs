@@ -682,3 +682,25 @@ fn a_line_longer_than_the_read_buffer_and_a_last_line_without_newline_read_back(
     assert_eq!(stats, LoadStats::default());
     assert_eq!(back, vec![long, short]);
 }
+
+#[test]
+fn an_id_is_left_out_of_its_line_only_when_it_is_the_derived_one() {
+    let w = Writer::new("w1".into(), SESSION.into());
+    let line = |id: &str| {
+        let mut r = run(3, "baseline", vec![]);
+        r.id = id.to_string();
+        let text = String::from_utf8(w.encode(&r).unwrap().text).unwrap();
+        text.lines().last().unwrap().to_string()
+    };
+    assert!(!line(&format!("{SESSION}.00003")).contains(r#""id":"#));
+    for kept in [
+        format!("{SESSION}.0003"),
+        format!("{SESSION}.000030"),
+        format!("{SESSION}-00003"),
+        format!("{SESSION}.00004"),
+        format!("x{SESSION}.00003"),
+        "00003".to_string(),
+    ] {
+        assert!(line(&kept).contains(&format!(r#""id":"{kept}""#)), "{kept}");
+    }
+}
