@@ -263,7 +263,7 @@ mod tests {
             assert_eq!(format!("{shared:?}"), format!("{anew:?}"));
             let (job, record) = shared;
             // The run's own values, in a cell that does not set them.
-            if record.env.set.get("X").is_some() {
+            if record.env.set.contains_key("X") {
                 assert_eq!(job.launch.env_set["FLAKELAB_RUN_ID"], record.id);
                 assert_eq!(record.env.set["FLAKELAB_SEED"], run.seed.to_string());
                 assert!(record
@@ -272,7 +272,7 @@ mod tests {
                 seeds.insert(record.env.set["FLAKELAB_SEED"].clone());
                 repros.insert(record.repro.clone());
             }
-            if record.env.set.get("API_TOKEN").is_some() {
+            if record.env.set.contains_key("API_TOKEN") {
                 assert_eq!(record.env.set["API_TOKEN"], crate::redact::REDACTED);
                 assert_eq!(job.launch.env_set["API_TOKEN"], "hunter22");
                 assert!(!record.repro.contains("hunter22"));

@@ -619,7 +619,7 @@ fn runs_of_one_cell_share_their_context_and_keep_their_own_values() {
     assert!(lines[2].contains(r#","c":0,"#), "{}", lines[2]);
     assert!(lines[3].contains(r#","c":1,"#), "{}", lines[3]);
     // Each run line still holds its own index and seed.
-    assert!(lines[2].contains(&format!(r#""i":2,"#)));
+    assert!(lines[2].contains(r#""i":2,"#));
     assert!(lines[2].contains(&format!(r#""s":{},"#, 1_000_000 + 2 * 7919)));
     assert!(lines[3].contains(&format!(r#""s":{},"#, 1_000_000 + 3 * 7919)));
 }
