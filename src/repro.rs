@@ -146,7 +146,7 @@ mod tests {
             unset: vec!["HOME".into()],
         };
         let argv = vec!["sh".to_string(), "-c".to_string(), "echo $X".to_string()];
-        let cwd = Path::new("/tmp/a dir");
+        let cwd = Path::new("/srv/a dir");
         let shape = Shape::new(
             cwd,
             &env("ignored", "ignored"),
@@ -158,7 +158,7 @@ mod tests {
         let second = shape.fill(&["s.00001", "12"]);
         assert_eq!(
             first,
-            "cd '/tmp/a dir' && env -u HOME A='x y' FLAKELAB_RUN_ID=s.00000 FLAKELAB_SEED=11 Z='it'\\''s' sh -c 'echo $X'"
+            "cd '/srv/a dir' && env -u HOME A='x y' FLAKELAB_RUN_ID=s.00000 FLAKELAB_SEED=11 Z='it'\\''s' sh -c 'echo $X'"
         );
         assert_eq!(first, line(cwd, &env("s.00000", "11"), &argv));
         assert_eq!(second, line(cwd, &env("s.00001", "12"), &argv));
@@ -169,7 +169,7 @@ mod tests {
         );
         // A hole for a variable the delta does not set is no hole.
         let none = Shape::new(cwd, &EnvDelta::default(), &argv, &["FLAKELAB_SEED"]);
-        assert_eq!(none.fill(&["1"]), "cd '/tmp/a dir' && sh -c 'echo $X'");
+        assert_eq!(none.fill(&["1"]), "cd '/srv/a dir' && sh -c 'echo $X'");
     }
 
     proptest! {
