@@ -87,11 +87,17 @@ impl Sink for Check<'_> {
 
 fn make_into(text: &str, vars: &Vars, out: &mut impl Sink) {
     let bytes = text.as_bytes();
-    let first = |s: &str| s.as_bytes().first().copied();
-    let (id0, session0) = (first(vars.id), first(vars.session));
-    let special = |b: u8| {
-        b == b'{' || b == b'}' || b.is_ascii_digit() || Some(b) == id0 || Some(b) == session0
-    };
+    // The bytes that can start anything but a copied character, as a table.
+    let mut special = [false; 256];
+    let firsts = [vars.id, vars.session].map(|s| s.as_bytes().first().copied());
+    for b in b"{}0123456789"
+        .iter()
+        .copied()
+        .chain(firsts.into_iter().flatten())
+    {
+        special[usize::from(b)] = true;
+    }
+    let special = |b: u8| special[usize::from(b)];
     let mut at = 0;
     let mut after_digit = false;
     while at < bytes.len() {
