@@ -24,7 +24,7 @@ pub(super) fn plan_process(
 ) -> Result<Option<(Job, RunRecord)>> {
     let (cell, prepared) = &settings.cells[spec.cell];
     let index = spec.index * settings.copies + copy;
-    let id = format!("{}.{:05}", session.id, index);
+    let id = crate::store::compact::run_id(&session.id, index);
     let applied = cells[spec.cell].applied;
     let dir = settings
         .copy_dirs

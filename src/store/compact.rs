@@ -343,7 +343,11 @@ pub fn v1_line(record: &RunRecord) -> serde_json::Result<String> {
 
 /// The id a run of `session` at `index` gets.
 pub fn run_id(session: &str, index: usize) -> String {
-    format!("{session}.{index:05}")
+    let mut id = String::with_capacity(session.len() + 6);
+    id.push_str(session);
+    id.push('.');
+    template::push_index(&mut id, index);
+    id
 }
 
 /// What one append adds: its text and the writer state it commits.

@@ -693,6 +693,11 @@ fn an_id_is_left_out_of_its_line_only_when_it_is_the_derived_one() {
         let text = String::from_utf8(w.encode(&r).unwrap().text).unwrap();
         text.lines().last().unwrap().to_string()
     };
+    assert_eq!(
+        super::compact::run_id(SESSION, 3),
+        format!("{SESSION}.00003")
+    );
+    assert_eq!(super::compact::run_id("s", 123_456), "s.123456");
     assert!(!line(&format!("{SESSION}.00003")).contains(r#""id":"#));
     for kept in [
         format!("{SESSION}.0003"),

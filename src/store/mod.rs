@@ -184,7 +184,10 @@ impl Store {
 
     /// The name of run `index`'s log in [`Store::log_dir`].
     pub fn log_name(index: usize) -> String {
-        format!("{index:05}.log")
+        let mut name = String::with_capacity(9);
+        template::push_index(&mut name, index);
+        name.push_str(".log");
+        name
     }
 
     fn run_file(&self, kind: &str, session: &str, file: &str) -> Result<PathBuf> {

@@ -27,9 +27,32 @@ impl<'a> Vars<'a> {
             id,
             session,
             seed: seed.to_string(),
-            index: format!("{index:05}"),
+            index: {
+                let mut text = String::with_capacity(5);
+                push_index(&mut text, index);
+                text
+            },
         }
     }
+}
+
+/// Writes `index` in decimal, zero-padded to 5 digits (as `{index:05}`),
+/// at the end of `out`, without the formatting machinery (a few times per
+/// run: its id, its log's name, its template values).
+pub fn push_index(out: &mut String, index: usize) {
+    let mut digits = [b'0'; 20];
+    let mut n = index;
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let from = at.min(digits.len() - 5);
+    out.extend(digits[from..].iter().map(|&d| char::from(d)));
 }
 
 /// Seeds shorter than this are left in the text: a short number is too
@@ -303,6 +326,15 @@ mod tests {
             &other,
             "out/{id}/{{x}} {seed}"
         ));
+    }
+
+    #[test]
+    fn an_index_is_padded_to_five_digits_as_format_pads_it() {
+        for index in [0, 7, 42, 9_999, 99_999, 100_000, 1_234_567, usize::MAX] {
+            let mut text = "x".to_string();
+            push_index(&mut text, index);
+            assert_eq!(text, format!("x{index:05}"));
+        }
     }
 
     #[test]
