@@ -151,7 +151,7 @@ pub enum ProcessEnd {
 /// The environment change a run made relative to the harness's own
 /// environment. Values whose names look like credentials are redacted when
 /// recorded.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct EnvDelta {
     /// Variables set (name → value).
     pub set: BTreeMap<String, String>,

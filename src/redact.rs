@@ -318,11 +318,25 @@ fn xml_escape(text: &str, quotes: bool) -> String {
 /// Quotes one word for a POSIX shell: unchanged when it holds only safe
 /// characters, else single-quoted (with `'` written as `'\''`).
 pub fn quote(word: &str) -> String {
+    let mut out = String::with_capacity(word.len() + 2);
+    quote_into(&mut out, word);
+    out
+}
+
+/// [`quote`], written at the end of `out`.
+pub fn quote_into(out: &mut String, word: &str) {
     let safe = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c);
     if !word.is_empty() && word.chars().all(safe) {
-        word.to_string()
+        out.push_str(word);
     } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
+        out.push('\'');
+        for (i, part) in word.split('\'').enumerate() {
+            if i > 0 {
+                out.push_str("'\\''");
+            }
+            out.push_str(part);
+        }
+        out.push('\'');
     }
 }
 
@@ -440,6 +454,19 @@ mod tests {
     fn a_longer_value_is_masked_before_a_value_it_contains() {
         let r = Redaction::default().with_values([("A_TOKEN", "abcd"), ("B_TOKEN", "abcdefgh")]);
         assert_eq!(r.text("abcdefgh abcd"), "<redacted> <redacted>");
+    }
+
+    #[test]
+    fn words_are_quoted_only_as_needed() {
+        assert_eq!(quote("/bin/true"), "/bin/true");
+        assert_eq!(quote("a=b,c@d%e+f:g"), "a=b,c@d%e+f:g");
+        assert_eq!(quote(""), "''");
+        assert_eq!(quote("my dir"), "'my dir'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert_eq!(quote("''"), r"''\'''\'''");
+        let mut out = "x ".to_string();
+        quote_into(&mut out, "a b");
+        assert_eq!(out, "x 'a b'");
     }
 
     #[test]

@@ -94,7 +94,15 @@ impl Prepared {
             }
             kept.push(entry);
         }
-        let entry = |k: &str, v: &str| CString::new(format!("{k}={v}")).map_err(nul);
+        // `NAME=value`, made without the formatting machinery (once per
+        // variable per run).
+        let entry = |k: &str, v: &str| {
+            let mut e = Vec::with_capacity(k.len() + v.len() + 2);
+            e.extend_from_slice(k.as_bytes());
+            e.push(b'=');
+            e.extend_from_slice(v.as_bytes());
+            CString::new(e).map_err(nul)
+        };
         for (k, v) in &launch.env_set {
             if k == "PATH" {
                 path_var = Some(OsString::from(v));
@@ -510,6 +518,19 @@ mod tests {
         let sig_ign = lines.iter().find(|l| l.starts_with("SigIgn")).unwrap();
         let ign = u64::from_str_radix(sig_ign.split_whitespace().nth(1).unwrap(), 16).unwrap();
         assert_eq!(ign & (1 << (libc::SIGPIPE - 1)), 0, "{out}");
+    }
+
+    #[test]
+    fn the_variables_set_are_name_equals_value_and_a_nul_is_refused() {
+        let p = Prepared::new(
+            &launch(&["/bin/true"], &[("A", "1=2")], &[]),
+            Some(("B", "")),
+        )
+        .unwrap();
+        let envp: Vec<&[u8]> = p.envp.iter().map(|e| e.as_bytes()).collect();
+        assert_eq!(envp, [&b"A=1=2"[..], &b"B="[..]]);
+        let err = Prepared::new(&launch(&["/bin/true"], &[("A", "x\0y")], &[]), None).err();
+        assert_eq!(err.and_then(|e| e.raw_os_error()), Some(libc::EINVAL));
     }
 
     #[test]

@@ -167,7 +167,7 @@ pub async fn run_session_looking(
     let running = crate::liveness::Running::start(&settings.store, &session_id)?;
     settings.store.append_session(&session)?;
 
-    let held = Cell::new(0);
+    let kept = Kept::default();
     // One display for the whole session, however many blocks it runs in.
     // The recorded (redacted) cell names: a cell's name can hold a value.
     let mut progress = Progress::new(planned(settings, &plan, &session.cells), settings.jobs);
@@ -180,7 +180,7 @@ pub async fn run_session_looking(
                 plan.iter().filter(|r| owns(settings, r.replicate)),
                 &cell_records,
                 stop.clone(),
-                &held,
+                &kept,
                 progress,
             )
             .await?
@@ -195,7 +195,7 @@ pub async fn run_session_looking(
                     block,
                     &cell_records,
                     stop.clone(),
-                    &held,
+                    &kept,
                     progress,
                 )
                 .await?;
@@ -215,7 +215,7 @@ pub async fn run_session_looking(
     Ok(Some(SessionDone {
         session,
         interrupted,
-        held_at_most: held.get(),
+        held_at_most: kept.held.get(),
     }))
 }
 
@@ -254,6 +254,15 @@ fn owns(settings: &SessionSpec, replicate: u32) -> bool {
     (settings.sharding.as_ref()).is_none_or(|s| s.shard.owns(replicate))
 }
 
+/// What a session keeps across its blocks of runs.
+#[derive(Default)]
+struct Kept {
+    /// The most runs held at once.
+    held: Cell<usize>,
+    /// What every run of a cell shares, built at the cell's first run.
+    cache: RefCell<super::shared::Cache>,
+}
+
 /// The jobs of `specs`, built as the scheduler asks for them (a run's
 /// launch, record and paths exist from just before it starts until it
 /// ends, never for the whole plan at once). Each job's starting record goes
@@ -266,7 +275,7 @@ fn jobs<'a>(
     specs: impl Iterator<Item = RunSpec> + 'a,
     pending: &'a RefCell<BTreeMap<usize, RunRecord>>,
     error: &'a RefCell<Option<crate::error::Error>>,
-    held: &'a Cell<usize>,
+    kept: &'a Kept,
 ) -> impl Iterator<Item = Job> + 'a {
     specs
         .flat_map(move |spec| (0..settings.copies).map(move |copy| (spec, copy)))
@@ -274,7 +283,8 @@ fn jobs<'a>(
             if error.borrow().is_some() {
                 return None;
             }
-            match plan_process(settings, session, cells, &spec, copy) {
+            let mut cache = kept.cache.borrow_mut();
+            match plan_process(settings, session, cells, &spec, copy, &mut cache) {
                 Ok(made) => Some(made),
                 Err(e) => {
                     *error.borrow_mut() = Some(e);
@@ -286,13 +296,14 @@ fn jobs<'a>(
         .map(move |(job, record)| {
             let mut pending = pending.borrow_mut();
             pending.insert(job.index, record);
-            held.set(held.get().max(pending.len()));
+            kept.held.set(kept.held.get().max(pending.len()));
             job
         })
 }
 
 /// Runs the planned runs `specs`, appending each finished run to the store
-/// and showing it in `progress` (`held` keeps the most runs held at once).
+/// and showing it in `progress` (`kept` keeps the most runs held at once,
+/// and what the runs of each cell share).
 /// Returns whether the session was interrupted.
 async fn execute(
     settings: &SessionSpec,
@@ -300,12 +311,12 @@ async fn execute(
     specs: impl Iterator<Item = RunSpec>,
     cells: &[CellRecord],
     stop: tokio::sync::watch::Receiver<Stop>,
-    held: &Cell<usize>,
+    kept: &Kept,
     progress: &mut Progress,
 ) -> Result<bool> {
     let pending: RefCell<BTreeMap<usize, RunRecord>> = RefCell::new(BTreeMap::new());
     let plan_error = RefCell::new(None);
-    let mut queue = jobs(settings, session, cells, specs, &pending, &plan_error, held).peekable();
+    let mut queue = jobs(settings, session, cells, specs, &pending, &plan_error, kept).peekable();
     // The first job is built before anything starts, so a command the
     // recipe cannot build fails the session before its first run.
     queue.peek();

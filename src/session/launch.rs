@@ -15,12 +15,17 @@ use crate::record::CellRecord;
 
 /// How long a probe may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+/// The variable that holds a run's id.
+pub(super) const RUN_ID_VAR: &str = "FLAKELAB_RUN_ID";
+/// The variable that holds a run's seed.
+pub(super) const SEED_VAR: &str = "FLAKELAB_SEED";
+
 /// The variables every run gets, identically named in every cell.
 pub(super) fn identity_env(run_id: &str, seed: u64, cell: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
         ("FLAKELAB".to_string(), "1".to_string()),
-        ("FLAKELAB_RUN_ID".to_string(), run_id.to_string()),
-        ("FLAKELAB_SEED".to_string(), seed.to_string()),
+        (RUN_ID_VAR.to_string(), run_id.to_string()),
+        (SEED_VAR.to_string(), seed.to_string()),
         ("FLAKELAB_CELL".to_string(), cell.to_string()),
     ])
 }
@@ -35,9 +40,19 @@ pub(super) fn launch_for(
     let mut env_set = identity;
     env_set.extend(prepared.set.iter().map(|(k, v)| (k.clone(), v.clone())));
     env_set.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    launch_with(prepared, argv, settings.dir.clone(), env_set)
+}
+
+/// The launch of `argv` in `cwd` in a cell, with every variable it sets.
+pub(super) fn launch_with(
+    prepared: &Prepared,
+    argv: Vec<String>,
+    cwd: std::path::PathBuf,
+    env_set: BTreeMap<String, String>,
+) -> Launch {
     Launch {
         argv,
-        cwd: settings.dir.clone(),
+        cwd,
         env_set,
         env_unset: prepared.unset.clone(),
         isolation: prepared.isolation.clone(),

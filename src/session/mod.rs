@@ -15,6 +15,7 @@ mod launch;
 pub mod per_test;
 pub mod resolve;
 pub mod scrub;
+mod shared;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -113,13 +113,16 @@ struct TestsLine {
     tests: Vec<serde_json::Value>,
 }
 
-/// The fields every run of a context repeats, templated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The fields every run of a context repeats, templated. Two contexts are
+/// the same context when their JSON is the same: field for field, text for
+/// text (the directory as its text too, not as a path's components,
+/// which ignore a trailing `/`), as `Eq` and `Hash` compare them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Context {
     cell: String,
     perturbations: Vec<String>,
     argv: Vec<String>,
-    cwd: PathBuf,
+    cwd: String,
     env: EnvDelta,
     repro: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,6 +133,63 @@ struct Context {
     log: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     workers: Option<usize>,
+}
+
+impl Context {
+    /// The context of run `r` (`vars` being its values); None when a path
+    /// is not UTF-8.
+    fn of(r: &RunRecord, vars: &Vars) -> Option<Context> {
+        let path = |p: &Option<PathBuf>| -> Option<Option<String>> {
+            match p {
+                None => Some(None),
+                Some(p) => p.to_str().map(|s| Some(template::make(s, vars))),
+            }
+        };
+        Some(Context {
+            cell: r.cell.clone(),
+            perturbations: r.perturbations.clone(),
+            argv: r.argv.iter().map(|a| template::make(a, vars)).collect(),
+            cwd: r.cwd.to_str()?.to_string(),
+            env: EnvDelta {
+                set: r
+                    .env
+                    .set
+                    .iter()
+                    .map(|(k, v)| (k.clone(), template::make(v, vars)))
+                    .collect::<BTreeMap<_, _>>(),
+                unset: r.env.unset.clone(),
+            },
+            repro: template::make(&r.repro, vars),
+            repro_note: r.repro_note.clone(),
+            junit: path(&r.junit)?,
+            log: path(&r.log)?,
+            workers: r.workers,
+        })
+    }
+
+    /// Whether this is [`Context::of`] `r`, found without making it.
+    fn made_from(&self, r: &RunRecord, vars: &Vars) -> bool {
+        let makes = |text: &str, template: &str| template::makes(text, vars, template);
+        let path = |p: &Option<PathBuf>, template: &Option<String>| match (p, template) {
+            (None, None) => true,
+            (Some(p), Some(t)) => p.to_str().is_some_and(|p| makes(p, t)),
+            _ => false,
+        };
+        self.cell == r.cell
+            && self.perturbations == r.perturbations
+            && self.argv.len() == r.argv.len()
+            && self.argv.iter().zip(&r.argv).all(|(t, a)| makes(a, t))
+            && r.cwd.to_str() == Some(self.cwd.as_str())
+            && self.env.set.len() == r.env.set.len()
+            && (self.env.set.iter().zip(&r.env.set))
+                .all(|((tk, tv), (k, v))| tk == k && makes(v, tv))
+            && self.env.unset == r.env.unset
+            && makes(&r.repro, &self.repro)
+            && self.repro_note == r.repro_note
+            && path(&r.junit, &self.junit)
+            && path(&r.log, &self.log)
+            && self.workers == r.workers
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -182,7 +242,7 @@ impl CompiledContext {
             log: opt(c.log)?,
             cell: c.cell,
             perturbations: c.perturbations,
-            cwd: c.cwd,
+            cwd: PathBuf::from(c.cwd),
             repro_note: c.repro_note,
             workers: c.workers,
         })
@@ -283,7 +343,11 @@ pub fn v1_line(record: &RunRecord) -> serde_json::Result<String> {
 
 /// The id a run of `session` at `index` gets.
 pub fn run_id(session: &str, index: usize) -> String {
-    format!("{session}.{index:05}")
+    let mut id = String::with_capacity(session.len() + 6);
+    id.push_str(session);
+    id.push('.');
+    template::push_index(&mut id, index);
+    id
 }
 
 /// What one append adds: its text and the writer state it commits.
@@ -292,7 +356,9 @@ pub struct Pending {
     /// The lines to write in one write, each ending in a newline.
     pub text: Vec<u8>,
     entries: Vec<Entry>,
-    context: Option<(String, u32)>,
+    context: Option<(Context, u32)>,
+    /// The context of the run, when it is not its cell's last one.
+    recent: Option<(Context, u32)>,
 }
 
 /// The encoding state of one writer of one session.
@@ -302,7 +368,9 @@ pub struct Writer {
     session: String,
     table: Vec<Entry>,
     by_id: HashMap<String, u32>,
-    contexts: HashMap<String, u32>,
+    contexts: HashMap<Context, u32>,
+    /// The context of each cell's last run.
+    recent: HashMap<String, (Context, u32)>,
 }
 
 impl Writer {
@@ -315,6 +383,7 @@ impl Writer {
             table: Vec::new(),
             by_id: HashMap::new(),
             contexts: HashMap::new(),
+            recent: HashMap::new(),
         }
     }
 
@@ -330,9 +399,16 @@ impl Writer {
                     text,
                     entries: Vec::new(),
                     context: None,
+                    recent: None,
                 })
             }
         }
+    }
+
+    /// Forgets each cell's last context: the next run's is made anew.
+    #[cfg(test)]
+    pub(super) fn forget_recent(&mut self) {
+        self.recent.clear();
     }
 
     /// Takes in what a written [`Pending`] added.
@@ -344,47 +420,20 @@ impl Writer {
         if let Some((key, c)) = pending.context {
             self.contexts.insert(key, c);
         }
+        if let Some((context, c)) = pending.recent {
+            self.recent.insert(context.cell.clone(), (context, c));
+        }
     }
 
     fn compact(&self, r: &RunRecord) -> serde_json::Result<Option<Pending>> {
         if r.session != self.session || r.schema != RUN_SCHEMA {
             return Ok(None);
         }
-        let derived = run_id(&r.session, r.index);
         let vars = Vars::new(&r.id, &r.session, r.seed, r.index);
-        let path = |p: &Option<PathBuf>| -> Option<Option<String>> {
-            match p {
-                None => Some(None),
-                Some(p) => p.to_str().map(|s| Some(template::make(s, &vars))),
-            }
-        };
-        let (Some(junit), Some(log)) = (path(&r.junit), path(&r.log)) else {
-            return Ok(None);
-        };
-        if r.cwd.to_str().is_none() {
-            return Ok(None);
-        }
-        let context = Context {
-            cell: r.cell.clone(),
-            perturbations: r.perturbations.clone(),
-            argv: r.argv.iter().map(|a| template::make(a, &vars)).collect(),
-            cwd: r.cwd.clone(),
-            env: EnvDelta {
-                set: r
-                    .env
-                    .set
-                    .iter()
-                    .map(|(k, v)| (k.clone(), template::make(v, &vars)))
-                    .collect::<BTreeMap<_, _>>(),
-                unset: r.env.unset.clone(),
-            },
-            repro: template::make(&r.repro, &vars),
-            repro_note: r.repro_note.clone(),
-            junit,
-            log,
-            workers: r.workers,
-        };
-
+        // Whether the id is `run_id(session, index)`, found without making it.
+        let derived = (r.id.strip_prefix(r.session.as_str()))
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|index| index == vars.index);
         // Tests: table entries, new ones appended in the run's order.
         let mut entries: Vec<Entry> = Vec::new();
         let mut new_ids: HashMap<&str, u32> = HashMap::new();
@@ -470,16 +519,31 @@ impl Writer {
             }
             _ => None,
         };
-        let key = serde_json::to_string(&context)?;
-        let (c, new_context) = match self.contexts.get(&key) {
-            Some(&c) => (c, None),
-            None => (self.contexts.len() as u32, Some(key)),
+        // Most runs have the context their cell's last run had: checked
+        // against it without making it anew.
+        let recent = (self.recent.get(&r.cell))
+            .filter(|(context, _)| context.made_from(r, &vars))
+            .map(|&(_, c)| c);
+        let (c, new_context, recent) = match recent {
+            Some(c) => (c, None, None),
+            None => {
+                let Some(context) = Context::of(r, &vars) else {
+                    return Ok(None);
+                };
+                match self.contexts.get(&context) {
+                    Some(&c) => (c, None, Some((context, c))),
+                    None => {
+                        let c = self.contexts.len() as u32;
+                        (c, Some(context.clone()), Some((context, c)))
+                    }
+                }
+            }
         };
         let line = RunLine {
             schema: Cow::Borrowed(RUN_SCHEMA),
             w: Cow::Borrowed(self.w.as_str()),
             i: r.index,
-            id: (r.id != derived).then_some(Cow::Borrowed(r.id.as_str())),
+            id: (!derived).then_some(Cow::Borrowed(r.id.as_str())),
             c,
             r: r.replicate,
             s: r.seed,
@@ -506,7 +570,8 @@ impl Writer {
             t: exceptions,
         };
 
-        let mut text = Vec::new();
+        // A run line is a few hundred bytes: one allocation for most.
+        let mut text = Vec::with_capacity(512);
         if !entries.is_empty() {
             serde_json::to_writer(
                 &mut text,
@@ -520,7 +585,7 @@ impl Writer {
             )?;
             text.push(b'\n');
         }
-        if new_context.is_some() {
+        if let Some(context) = &new_context {
             serde_json::to_writer(
                 &mut text,
                 &ContextLine {
@@ -528,7 +593,7 @@ impl Writer {
                     w: self.w.clone(),
                     session: self.session.clone(),
                     c,
-                    context,
+                    context: context.clone(),
                 },
             )?;
             text.push(b'\n');
@@ -539,6 +604,7 @@ impl Writer {
             text,
             entries,
             context: new_context.map(|k| (k, c)),
+            recent,
         }))
     }
 }

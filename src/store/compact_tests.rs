@@ -569,6 +569,62 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A run whose context is its cell's last one, found without making it,
+    /// is written byte for byte as when its context is made anew: the
+    /// same context number, no context line; any field that differs
+    /// from the last run's gives a context of its own.
+    #[test]
+    fn a_context_reused_from_a_cells_last_run_writes_the_same_bytes(
+        runs in proptest::collection::vec((arb_run(), 0u8..7), 1..12),
+    ) {
+        let mut reused = Writer::new("w1".into(), SESSION.into());
+        let mut anew = Writer::new("w1".into(), SESSION.into());
+        for (mut r, change) in runs {
+            match change {
+                1 => r.argv.push("-v".into()),
+                2 => r.repro_note = Some("note".into()),
+                3 => r.env.unset.push("HOME".into()),
+                4 => r.workers = Some(2),
+                // The same directory with a trailing `/`: another context.
+                5 => r.cwd.as_mut_os_string().push("/"),
+                6 => r.repro.push_str(" {x}"),
+                _ => {}
+            }
+            let a = reused.encode(&r).unwrap();
+            anew.forget_recent();
+            let b = anew.encode(&r).unwrap();
+            prop_assert_eq!(String::from_utf8_lossy(&a.text), String::from_utf8_lossy(&b.text));
+            reused.commit(a);
+            anew.commit(b);
+        }
+    }
+}
+
+#[test]
+fn runs_of_one_cell_share_their_context_and_keep_their_own_values() {
+    let mut w = Writer::new("w1".into(), SESSION.into());
+    let mut lines = Vec::new();
+    for index in 0..4 {
+        let cell = if index % 2 == 0 { "baseline" } else { "tz=UTC" };
+        let p = w.encode(&run(index, cell, vec![])).unwrap();
+        lines.push(String::from_utf8(p.text.clone()).unwrap());
+        w.commit(p);
+    }
+    // The first run of each cell writes its context; the second reuses it.
+    assert!(lines[0].starts_with(r#"{"schema":"flakelab.context/2""#));
+    assert!(lines[1].starts_with(r#"{"schema":"flakelab.context/2""#));
+    assert!(lines[2].starts_with(r#"{"schema":"flakelab.run/2""#));
+    assert!(lines[2].contains(r#","c":0,"#), "{}", lines[2]);
+    assert!(lines[3].contains(r#","c":1,"#), "{}", lines[3]);
+    // Each run line still holds its own index and seed.
+    assert!(lines[2].contains(r#""i":2,"#));
+    assert!(lines[2].contains(&format!(r#""s":{},"#, 1_000_000 + 2 * 7919)));
+    assert!(lines[3].contains(&format!(r#""s":{},"#, 1_000_000 + 3 * 7919)));
+}
+
 #[test]
 fn a_run_line_that_contradicts_its_table_is_skipped() {
     let (_dir, store) = store();
@@ -626,4 +682,31 @@ fn a_line_longer_than_the_read_buffer_and_a_last_line_without_newline_read_back(
     let (back, stats) = read(&store);
     assert_eq!(stats, LoadStats::default());
     assert_eq!(back, vec![long, short]);
+}
+
+#[test]
+fn an_id_is_left_out_of_its_line_only_when_it_is_the_derived_one() {
+    let w = Writer::new("w1".into(), SESSION.into());
+    let line = |id: &str| {
+        let mut r = run(3, "baseline", vec![]);
+        r.id = id.to_string();
+        let text = String::from_utf8(w.encode(&r).unwrap().text).unwrap();
+        text.lines().last().unwrap().to_string()
+    };
+    assert_eq!(
+        super::compact::run_id(SESSION, 3),
+        format!("{SESSION}.00003")
+    );
+    assert_eq!(super::compact::run_id("s", 123_456), "s.123456");
+    assert!(!line(&format!("{SESSION}.00003")).contains(r#""id":"#));
+    for kept in [
+        format!("{SESSION}.0003"),
+        format!("{SESSION}.000030"),
+        format!("{SESSION}-00003"),
+        format!("{SESSION}.00004"),
+        format!("x{SESSION}.00003"),
+        "00003".to_string(),
+    ] {
+        assert!(line(&kept).contains(&format!(r#""id":"{kept}""#)), "{kept}");
+    }
 }

@@ -88,6 +88,8 @@ struct SessionWriter {
     /// The file's length after this store's last append (which ended with a
     /// newline); when the file still has it, nobody cut its last line.
     len: Option<u64>,
+    /// The session's runs file ([`Store::runs_path`]).
+    path: PathBuf,
 }
 
 /// What a tolerant read had to skip.
@@ -165,7 +167,7 @@ impl Store {
     /// creating the session's log directory. The path is `root` joined with
     /// the rest, so it is absolute when `root` is.
     pub fn log_path(&self, session: &str, index: usize) -> Result<PathBuf> {
-        self.run_file(LOGS_DIR, session, &format!("{index:05}.log"))
+        self.run_file(LOGS_DIR, session, &Store::log_name(index))
     }
 
     /// Path for one run's harness-owned JUnit report (what `{junit}` in the
@@ -174,7 +176,25 @@ impl Store {
         self.run_file(JUNIT_DIR, session, &format!("{index:05}.xml"))
     }
 
+    /// The directory of `session`'s run logs, `root/logs/<session>`
+    /// (created): [`Store::log_path`] is a file in it.
+    pub fn log_dir(&self, session: &str) -> Result<PathBuf> {
+        self.run_dir(LOGS_DIR, session)
+    }
+
+    /// The name of run `index`'s log in [`Store::log_dir`].
+    pub fn log_name(index: usize) -> String {
+        let mut name = String::with_capacity(9);
+        template::push_index(&mut name, index);
+        name.push_str(".log");
+        name
+    }
+
     fn run_file(&self, kind: &str, session: &str, file: &str) -> Result<PathBuf> {
+        Ok(self.run_dir(kind, session)?.join(file))
+    }
+
+    fn run_dir(&self, kind: &str, session: &str) -> Result<PathBuf> {
         if !is_component(session) {
             return Err(Error::store(
                 self.root.join(kind),
@@ -184,7 +204,7 @@ impl Store {
         }
         let dir = self.root.join(kind).join(session);
         self.make_dir(&dir)?;
-        Ok(dir.join(file))
+        Ok(dir)
     }
 
     /// Creates `dir` (and its parents) once per store; later calls for the
@@ -222,23 +242,33 @@ impl Store {
     /// the test-table and context lines it needs first, in the same write),
     /// and flushes it.
     pub fn append_run(&self, record: &RunRecord) -> Result<()> {
-        let path = self.runs_path(&record.session)?;
-        self.make_dir(&self.root.join(RUNS_DIR))?;
         let mut writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
-        let writer = writers
-            .entry(record.session.clone())
-            .or_insert_with(|| SessionWriter {
-                compact: compact::Writer::new(
-                    format!("{:08x}", rand::random::<u32>()),
-                    record.session.clone(),
-                ),
-                len: None,
-            });
+        // The session's file is found (and its directory made) at its
+        // first run, not at every run.
+        if !writers.contains_key(&record.session) {
+            let path = self.runs_path(&record.session)?;
+            self.make_dir(&self.root.join(RUNS_DIR))?;
+            writers.insert(
+                record.session.clone(),
+                SessionWriter {
+                    compact: compact::Writer::new(
+                        format!("{:08x}", rand::random::<u32>()),
+                        record.session.clone(),
+                    ),
+                    len: None,
+                    path,
+                },
+            );
+        }
+        let Some(writer) = writers.get_mut(&record.session) else {
+            unreachable!("the session's writer was just added");
+        };
+        let path = &writer.path;
         let pending = writer
             .compact
             .encode(record)
-            .map_err(|e| Error::store(&path, e, HINT_WRITE))?;
-        writer.len = Some(append_bytes_after(&path, &pending.text, writer.len)?);
+            .map_err(|e| Error::store(path, e, HINT_WRITE))?;
+        writer.len = Some(append_bytes_after(path, &pending.text, writer.len)?);
         writer.compact.commit(pending);
         Ok(())
     }
@@ -480,12 +510,15 @@ fn append_bytes_after(path: &Path, text: &[u8], known: Option<u64>) -> Result<u6
     file.lock().map_err(io_err)?;
     let result = (|| {
         let len = file.metadata()?.len();
-        let mut buf = Vec::with_capacity(text.len() + 1);
-        if known != Some(len) && !ends_with_newline(&mut file, len)? {
-            buf.push(b'\n');
-        }
-        buf.extend_from_slice(text);
-        file.write_all(&buf)?;
+        // One write either way: the text, or a newline and the text.
+        let healed;
+        let buf = if known != Some(len) && !ends_with_newline(&mut file, len)? {
+            healed = [b"\n", text].concat();
+            &healed[..]
+        } else {
+            text
+        };
+        file.write_all(buf)?;
         file.flush()?;
         Ok(len + buf.len() as u64)
     })();
@@ -795,6 +828,14 @@ mod tests {
         assert_eq!(path, store.root().join("logs/s1/00007.log"));
         assert!(path.parent().unwrap().is_dir());
         assert_eq!(store.relative(&path), PathBuf::from("logs/s1/00007.log"));
+        // The directory and the name make the same path, relative too.
+        let dir = store.log_dir("s1").unwrap();
+        assert_eq!(dir.join(Store::log_name(7)), path);
+        assert_eq!(
+            store.relative(&dir).join(Store::log_name(7)),
+            store.relative(&path)
+        );
+        assert!(store.log_dir("../x").is_err());
         assert!(store.log_path("../x", 0).is_err());
         assert!(store.log_path("", 0).is_err());
     }
