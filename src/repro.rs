@@ -15,10 +15,10 @@ pub fn line(cwd: &Path, env: &EnvDelta, argv: &[String]) -> String {
     Shape::new(cwd, env, argv, &[]).fill(&[])
 }
 
-/// A repro [`line`] with holes where the values of some variables go: built
+/// A repro [`line()`] with holes where the values of some variables go: built
 /// once for what every run of a cell shares, filled per run with the values
 /// that are the run's own (its id, its seed). Filled with the values a
-/// delta holds, it is that delta's [`line`], byte for byte.
+/// delta holds, it is that delta's [`line()`], byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {
     parts: Vec<Part>,
