@@ -330,6 +330,16 @@ mod tests {
         }
     }
 
+    /// Limits no test run here comes near.
+    fn limits() -> ChildLimits {
+        ChildLimits {
+            timeout: Some(Duration::from_secs(60)),
+            grace: Duration::from_secs(1),
+            log_head: 1024,
+            log_tail: 1024,
+        }
+    }
+
     /// The order of `Started` and `Finished` for three one-at-a-time runs
     /// of `true`, with or without a report file.
     async fn order_of_events(report: Option<&std::path::Path>) -> Vec<String> {
@@ -347,12 +357,7 @@ mod tests {
             })
             .collect();
         let (_tx, rx) = watch::channel(Stop::Run);
-        let limits = ChildLimits {
-            timeout: Some(Duration::from_secs(60)),
-            grace: Duration::from_secs(1),
-            log_head: 1024,
-            log_tail: 1024,
-        };
+        let limits = limits();
         let mut events = Vec::new();
         schedule(&Executor::Real, jobs, 1, limits, rx, |e| match e {
             Event::Started { index } => events.push(format!("start {index}")),
@@ -392,12 +397,7 @@ mod tests {
             job(d, 3, 1, "b1", &[]),
         ];
         let (_tx, rx) = watch::channel(Stop::Run);
-        let limits = ChildLimits {
-            timeout: Some(Duration::from_secs(60)),
-            grace: Duration::from_secs(1),
-            log_head: 1024,
-            log_tail: 1024,
-        };
+        let limits = limits();
         let mut events = Vec::new();
         let mut ended = Vec::new();
         schedule(&Executor::Real, jobs, 4, limits, rx, |e| match e {
