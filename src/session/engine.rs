@@ -367,6 +367,18 @@ async fn execute(
     }
 }
 
+/// Runs `spec`'s session to its end on a runtime of its own, never
+/// interrupted: for tests through the fake executor.
+#[cfg(test)]
+pub(super) fn run_to_end(spec: &SessionSpec) -> SessionDone {
+    let (_tx, stop) = tokio::sync::watch::channel(Stop::Run);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(run_session(spec, &stop)).unwrap().unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,12 +403,7 @@ mod tests {
         intent.flags.runs = Some(runs);
         intent.flags.jobs = Some(jobs);
         let spec = resolve(intent, &Layers::none(), &executor).unwrap();
-        let (_tx, stop) = tokio::sync::watch::channel(Stop::Run);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let done = rt.block_on(run_session(&spec, &stop)).unwrap().unwrap();
+        let done = run_to_end(&spec);
         let mut fold = crate::report::Fold::new(&done.session);
         let load = spec
             .store

@@ -213,7 +213,6 @@ fn command_for(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::child::Stop;
     use crate::exec::Executor;
     use crate::session::resolve::{resolve, Intent, Layers};
 
@@ -231,15 +230,7 @@ mod tests {
         };
         intent.flags.runs = Some(1);
         let spec = resolve(intent, &Layers::none(), &executor).unwrap();
-        let (_tx, stop) = tokio::sync::watch::channel(Stop::Run);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let done = rt
-            .block_on(super::super::engine::run_session(&spec, &stop))
-            .unwrap()
-            .unwrap();
+        let done = super::super::engine::run_to_end(&spec);
         (spec, done.session)
     }
 
