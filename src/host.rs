@@ -3,7 +3,6 @@
 //! never perturbed.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use sysinfo::{CpuRefreshKind, MemoryRefreshKind, RefreshKind, System};
 
@@ -94,14 +93,7 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
 
 /// Runs `git -C dir args…` and returns its raw stdout when it exited 0.
 fn git_output(dir: &Path, args: &[&str]) -> Option<String> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
+    let output = crate::exec::git::output(dir, args).ok()?;
     if !output.status.success() {
         return None;
     }
@@ -111,6 +103,7 @@ fn git_output(dir: &Path, args: &[&str]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::{Command, Stdio};
 
     fn run_git(dir: &Path, args: &[&str]) {
         let status = Command::new("git")

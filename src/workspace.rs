@@ -8,7 +8,6 @@
 //! catches), including their `git worktree` registrations.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// Directory names never copied: flakelab's own store.
 const NEVER_COPIED: &[&str] = &[".flakelab"];
@@ -25,13 +24,7 @@ pub struct WorkingCopies {
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
+    let out = crate::exec::git::output(dir, args).map_err(|e| format!("cannot run git: {e}"))?;
     if !out.status.success() {
         return Err(format!(
             "git {} failed: {}",
@@ -118,11 +111,7 @@ impl WorkingCopies {
             .unwrap_or(Path::new(""))
             .to_path_buf();
         let head = git(&top, &["rev-parse", "HEAD"])?.trim().to_string();
-        let diff = Command::new("git")
-            .arg("-C")
-            .arg(&top)
-            .args(["diff", "HEAD", "--binary"])
-            .output()
+        let diff = crate::exec::git::output(&top, &["diff", "HEAD", "--binary"])
             .map_err(|e| format!("cannot run git: {e}"))?
             .stdout;
         let untracked = git(&top, &["ls-files", "--others", "--exclude-standard", "-z"])?;
@@ -145,21 +134,12 @@ impl WorkingCopies {
             )?;
             self.copies.push(copy.clone());
             if !diff.is_empty() {
-                let mut child = Command::new("git")
-                    .arg("-C")
-                    .arg(&copy)
-                    .args(["apply", "--binary", "--whitespace=nowarn", "-"])
-                    .stdin(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| format!("cannot run git apply: {e}"))?;
-                use std::io::Write as _;
-                if let Some(mut stdin) = child.stdin.take() {
-                    stdin
-                        .write_all(&diff)
-                        .map_err(|e| format!("git apply: {e}"))?;
-                }
-                let out = child.wait_with_output().map_err(|e| e.to_string())?;
+                let out = crate::exec::git::output_with_input(
+                    &copy,
+                    &["apply", "--binary", "--whitespace=nowarn", "-"],
+                    &diff,
+                )
+                .map_err(|e| format!("cannot run git apply: {e}"))?;
                 if !out.status.success() {
                     return Err(format!(
                         "cannot carry the uncommitted changes into a worktree: {}",
@@ -283,6 +263,7 @@ impl Drop for WorkingCopies {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn sh(dir: &Path, script: &str) {
         let ok = Command::new("sh")

@@ -11,6 +11,7 @@ pub mod cellns;
 pub mod child;
 pub mod executor;
 pub mod fake;
+pub mod git;
 pub mod inspect;
 mod leftovers;
 pub mod query;
