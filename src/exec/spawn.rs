@@ -219,6 +219,7 @@ pub(super) fn spawn(
     err: RawFd,
     setup: Option<&Armed>,
 ) -> io::Result<Leader> {
+    reap_abandoned();
     let null = dev_null()?;
     let argv: Vec<*const libc::c_char> = prepared
         .argv
@@ -433,15 +434,57 @@ impl Leader {
 
 impl Drop for Leader {
     /// Reaps a leader that has already ended; one still running (its run
-    /// abandoned) is left to the sweep's group kill and reaped by the
-    /// kernel only when flakelab ends.
+    /// abandoned) is left to the sweep's group kill and reaped, without
+    /// waiting, at a later spawn ([`reap_abandoned`]).
     fn drop(&mut self) {
         if self.status.is_none() {
             let mut raw = 0;
             // SAFETY: our own child, not yet reaped.
-            unsafe { libc::waitpid(self.pid, &mut raw, libc::WNOHANG) };
+            if unsafe { libc::waitpid(self.pid, &mut raw, libc::WNOHANG) } == 0 {
+                // SAFETY: duplicates the pidfd we own; the copy is owned here.
+                let copy = unsafe { libc::dup(self.pidfd.as_raw_fd()) };
+                if copy >= 0 {
+                    // SAFETY: a new descriptor nothing else owns.
+                    abandoned().push(unsafe { OwnedFd::from_raw_fd(copy) });
+                }
+            }
         }
     }
+}
+
+/// Pidfds of the leaders dropped while still running. A pidfd names one
+/// process, never a later one with the same pid, so reaping through it
+/// cannot take another child's status (the sweep may have reaped it first).
+fn abandoned() -> std::sync::MutexGuard<'static, Vec<OwnedFd>> {
+    static ABANDONED: std::sync::Mutex<Vec<OwnedFd>> = std::sync::Mutex::new(Vec::new());
+    ABANDONED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Reaps the abandoned leaders that have ended since, without waiting for
+/// the others: none stays a zombie until flakelab ends. One reaped
+/// elsewhere is forgotten.
+fn reap_abandoned() {
+    let mut list = abandoned();
+    if list.is_empty() {
+        return;
+    }
+    list.retain(|pidfd| {
+        // SAFETY: waitid on a pidfd we own, into a zeroed siginfo.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let done = unsafe {
+            libc::waitid(
+                libc::P_PIDFD,
+                pidfd.as_raw_fd() as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG,
+            )
+        };
+        // Still running: waitid returns 0 with no pid filled in.
+        // SAFETY: reads the pid field waitid filled in (or left zeroed).
+        done == 0 && unsafe { info.si_pid() } == 0
+    });
 }
 
 #[cfg(test)]
@@ -531,6 +574,49 @@ mod tests {
         assert_eq!(envp, [&b"A=1=2"[..], &b"B="[..]]);
         let err = Prepared::new(&launch(&["/bin/true"], &[("A", "x\0y")], &[]), None).err();
         assert_eq!(err.and_then(|e| e.raw_os_error()), Some(libc::EINVAL));
+    }
+
+    /// The state letter of process `pid` (`Z` for a zombie), if it exists.
+    fn state_of(pid: libc::pid_t) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(") ")?.1.chars().next()
+    }
+
+    #[test]
+    fn a_leader_dropped_while_running_is_reaped_once_it_ended() {
+        let l = launch(&["sleep", "1000"], &[], &[]);
+        let prepared = Prepared::new(&l, None).unwrap();
+        let null = dev_null().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let pid = rt.block_on(async {
+            let leader = spawn(&prepared, null, null, None).unwrap();
+            leader.pid
+            // dropped here, still running
+        });
+        let held = || abandoned().iter().any(|fd| pidfd_pid(fd) == Some(pid));
+        assert!(held());
+        // SAFETY: signals our own child, which is not reaped (its pid is ours).
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+        // Readiness, not a pause: the kernel has made it a zombie (or
+        // another test's spawn has reaped it already).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while state_of(pid).is_some_and(|state| state != 'Z') {
+            assert!(std::time::Instant::now() < deadline, "{pid} never ended");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        reap_abandoned();
+        assert_eq!(state_of(pid), None, "{pid} is still a zombie");
+        assert!(!held());
+    }
+
+    /// The pid a pidfd names, from its fdinfo.
+    fn pidfd_pid(fd: &OwnedFd) -> Option<libc::pid_t> {
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
+        let line = info.lines().find(|l| l.starts_with("Pid:"))?;
+        line[4..].trim().parse().ok()
     }
 
     #[test]
