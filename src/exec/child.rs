@@ -319,7 +319,7 @@ pub async fn run_child_watched(
         let cleaned = leftovers::remove_faketime_files(pgid.as_raw(), seen, wall_started);
         for path in cleaned.stale {
             warnings.push(format!(
-                "{} was in /dev/shm before this run, left by an earlier process with the leader's pid: libfaketime in the leader found it in its way (it runs without its shared segment then, or exits when only the segment is there); it was not removed, as it is not this run's",
+                "{} was in /dev/shm before this run, left by an earlier process with the leader's pid: if libfaketime loaded in the leader, it found the file in its way (libfaketime then runs without its shared segment, or exits when only the segment is there); it was not removed, as it is not this run's",
                 path.display()
             ));
         }

@@ -38,9 +38,10 @@ pub(super) struct Cleaned {
     /// Files made during the run, removed.
     pub removed: usize,
     /// Files named after the run's leader but older than the run: an
-    /// earlier process with the same pid left them. libfaketime in the
-    /// leader then found them in its way (it runs without its shared segment,
-    /// or exits when only the segment was there). Kept: they are not ours.
+    /// earlier process with the same pid left them. Where libfaketime loaded
+    /// in the leader, it found them in its way (it runs without its shared
+    /// segment, or exits when only the segment was there). Kept: they are
+    /// not ours.
     pub stale: Vec<PathBuf>,
 }
 
