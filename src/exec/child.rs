@@ -689,34 +689,18 @@ fn nothing_left(pgid: Pid, entry: &[u8]) -> bool {
     if !matches!(killpg(pgid, None), Err(Errno::ESRCH)) {
         return false;
     }
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+    let Ok(children) = super::children::list() else {
         return false;
     };
     // The warden is our child and no run's: its environment is empty.
     let warden = warden::pid();
-    let mut list = Vec::new();
-    for task in tasks.flatten() {
-        list.clear();
-        let read = File::open(task.path().join("children"))
-            .and_then(|mut f| io::Read::read_to_end(&mut f, &mut list));
-        if read.is_err() {
-            return false;
+    for pid in children {
+        if Some(pid) == warden {
+            continue;
         }
-        for pid in list
-            .split(|b| b.is_ascii_whitespace())
-            .filter(|p| !p.is_empty())
-        {
-            let pid = std::str::from_utf8(pid)
-                .ok()
-                .and_then(|p| p.parse::<i32>().ok());
-            if pid.is_some() && pid == warden {
-                continue;
-            }
-            let Some(pid) = pid else { return false };
-            match std::fs::read(format!("/proc/{pid}/environ")) {
-                Ok(environ) if environ_has(&environ, entry) => return false,
-                _ => {}
-            }
+        match std::fs::read(format!("/proc/{pid}/environ")) {
+            Ok(environ) if environ_has(&environ, entry) => return false,
+            _ => {}
         }
     }
     true

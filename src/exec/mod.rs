@@ -9,12 +9,14 @@
 
 pub mod cellns;
 pub mod child;
+mod children;
 pub mod executor;
 pub mod fake;
 pub mod git;
 pub mod inspect;
 mod leftovers;
 pub mod query;
+mod roll_map;
 pub mod schedule;
 pub mod setup;
 mod spawn;

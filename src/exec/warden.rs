@@ -32,7 +32,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -46,6 +45,7 @@ use nix::sys::signal::{kill, killpg, signal, SigHandler, Signal};
 use nix::unistd::{pipe2, Pid};
 
 use super::child::{environ_has, proc_stats, RUN_ID_VAR};
+use super::roll_map::{RollMap, HELD, LEN, MARKER, MARKER_MAX, PGID, SLOT};
 
 /// The hidden switch that keeps the warden from starting, so the fallback
 /// can be tested (documented as test-only in the book).
@@ -58,18 +58,6 @@ const ROUNDS: usize = 1000;
 const QUIET_ROUNDS: usize = 3;
 /// Pause between rounds, so killed processes get to die.
 const PAUSE: Duration = Duration::from_millis(10);
-/// Bytes per slot of the roll: a power of two, so no slot crosses a page
-/// and each `pwrite` lands whole or not at all.
-const SLOT: usize = 256;
-/// Where a slot's fields start: held flag, process group, marker length,
-/// marker.
-const HELD: usize = 0;
-const PGID: usize = 1;
-const LEN: usize = 5;
-const MARKER: usize = 6;
-/// The longest marker a slot holds.
-const MARKER_MAX: usize = SLOT - MARKER;
-
 /// The running warden, or why there is none.
 static WARDEN: OnceLock<Result<Lifeline, String>> = OnceLock::new();
 
@@ -88,7 +76,7 @@ struct Lifeline {
 /// What [`Lifeline`] guards.
 struct State {
     pipe: Option<File>,
-    roll: File,
+    roll: RollMap,
     slots: Slots,
     /// Why a run could not be put on the roll, once one could not.
     broken: Option<String>,
@@ -192,7 +180,7 @@ fn spawn_helper(exe: &Path, lifeline: File, roll: &File) -> Result<std::process:
         .map_err(|e| format!("cannot start {} {SUBCOMMAND}: {e}", exe.display()))
 }
 
-fn spawn_warden() -> Result<(File, File, std::process::Child), String> {
+fn spawn_warden() -> Result<(File, RollMap, std::process::Child), String> {
     if std::env::var_os(DISABLE_VAR).is_some_and(|v| !v.is_empty()) {
         return Err(format!("{DISABLE_VAR} is set (a test-only switch)"));
     }
@@ -200,16 +188,16 @@ fn spawn_warden() -> Result<(File, File, std::process::Child), String> {
         .map_err(|e| format!("cannot find flakelab's own executable: {e}"))?;
     let (read, write) =
         pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let roll = new_roll()?;
+    let roll = RollMap::new(new_roll()?)?;
     // The roll is read only once flakelab is gone, so a kill right after the
     // first spawn is covered even if the warden has not been scheduled yet.
-    let child = spawn_helper(&exe, File::from(read), &roll)?;
+    let child = spawn_helper(&exe, File::from(read), roll.file())?;
     Ok((File::from(write), roll, child))
 }
 
 /// Applies one change to the roll. A roll that cannot be written (memory
 /// exhausted) is remembered, and [`status`] says so.
-fn update(change: impl FnOnce(&mut Slots, &File) -> Result<(), String>) {
+fn update(change: impl FnOnce(&mut Slots, &mut RollMap) -> Result<(), String>) {
     let Some(Ok(lifeline)) = WARDEN.get() else {
         return;
     };
@@ -253,7 +241,7 @@ struct Slots {
 }
 
 impl Slots {
-    fn enlist(&mut self, roll: &File, marker: &str) -> Result<(), String> {
+    fn enlist(&mut self, roll: &mut RollMap, marker: &str) -> Result<(), String> {
         let bytes = marker.as_bytes();
         if bytes.len() > MARKER_MAX {
             return Err(format!(
@@ -267,34 +255,29 @@ impl Slots {
                 self.len - 1
             }),
         };
-        self.held.insert(marker.to_string(), index);
-        let mut slot = [0u8; SLOT];
-        slot[HELD] = 1;
-        slot[LEN] = bytes.len() as u8;
-        slot[MARKER..MARKER + bytes.len()].copy_from_slice(bytes);
-        write_slot(roll, index, 0, &slot[..MARKER + bytes.len()])
-    }
-
-    fn grouped(&mut self, roll: &File, marker: &str, pgid: i32) -> Result<(), String> {
-        match self.held.get(marker) {
-            Some(&index) => write_slot(roll, index, PGID, &pgid.to_le_bytes()),
-            None => Ok(()),
+        if let Err(why) = roll.hold(index, bytes) {
+            self.free.push(index);
+            return Err(why);
         }
+        self.held.insert(marker.to_string(), index);
+        Ok(())
     }
 
-    fn release(&mut self, roll: &File, marker: &str) -> Result<(), String> {
+    fn grouped(&mut self, roll: &mut RollMap, marker: &str, pgid: i32) -> Result<(), String> {
+        if let Some(&index) = self.held.get(marker) {
+            roll.set_group(index, pgid);
+        }
+        Ok(())
+    }
+
+    fn release(&mut self, roll: &mut RollMap, marker: &str) -> Result<(), String> {
         let Some(index) = self.held.remove(marker) else {
             return Ok(());
         };
         self.free.push(index);
-        write_slot(roll, index, HELD, &[0])
+        roll.free(index);
+        Ok(())
     }
-}
-
-fn write_slot(roll: &File, index: usize, field: usize, bytes: &[u8]) -> Result<(), String> {
-    let offset = (index * SLOT + field) as u64;
-    roll.write_all_at(bytes, offset)
-        .map_err(|e| format!("the warden's roll cannot be written: {e}"))
 }
 
 /// The runs the warden holds: marker to process group (once known), as read
@@ -443,8 +426,8 @@ pub fn check(self_exe: &Path) -> Result<String, String> {
     let marker = format!("doctor-{}", std::process::id());
     let (read, write) =
         pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let roll = new_roll()?;
-    let mut warden = spawn_helper(self_exe, File::from(read), &roll)?;
+    let mut roll = RollMap::new(new_roll()?)?;
+    let mut warden = spawn_helper(self_exe, File::from(read), roll.file())?;
     let mut slots = Slots::default();
     let mut sleeper = Command::new("setsid")
         .args(["sleep", "60"])
@@ -456,7 +439,7 @@ pub fn check(self_exe: &Path) -> Result<String, String> {
     let outcome = match &mut sleeper {
         Err(e) => Err(format!("cannot start a test process (setsid sleep): {e}")),
         Ok(sleeper) => {
-            let _ = slots.enlist(&roll, &marker);
+            let _ = slots.enlist(&mut roll, &marker);
             drop(write);
             let _ = warden.wait();
             // The sleeper is our child: its end (by SIGKILL) is its status.
@@ -491,26 +474,27 @@ pub fn check(self_exe: &Path) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::FileExt as _;
 
     #[test]
     fn the_roll_reads_back_what_the_runs_wrote() {
-        let roll = new_roll().unwrap();
+        let (file, mut roll) = mapped_roll();
         let mut slots = Slots::default();
         for marker in ["s.1", "s.2", "s.probe a b.0"] {
-            slots.enlist(&roll, marker).unwrap();
+            slots.enlist(&mut roll, marker).unwrap();
         }
-        slots.grouped(&roll, "s.1", 1234).unwrap();
-        slots.grouped(&roll, "s.probe a b.0", 77).unwrap();
-        slots.release(&roll, "s.2").unwrap();
+        slots.grouped(&mut roll, "s.1", 1234).unwrap();
+        slots.grouped(&mut roll, "s.probe a b.0", 77).unwrap();
+        slots.release(&mut roll, "s.2").unwrap();
         // Unknown markers change nothing.
-        slots.grouped(&roll, "s.9", 5).unwrap();
-        slots.release(&roll, "s.9").unwrap();
+        slots.grouped(&mut roll, "s.9", 5).unwrap();
+        slots.release(&mut roll, "s.9").unwrap();
         let read = |roll: &File| {
             let mut all = vec![0; slots_len(roll)];
             roll.read_exact_at(&mut all, 0).unwrap();
             Roll::parse(&all)
         };
-        let got = read(&roll);
+        let got = read(&file);
         assert_eq!(
             got.runs,
             BTreeMap::from([
@@ -520,30 +504,64 @@ mod tests {
         );
         assert_eq!(got.groups(), BTreeSet::from([77, 1234]));
         // A freed slot is reused, and what it held before does not show.
-        slots.enlist(&roll, "s.3").unwrap();
+        slots.enlist(&mut roll, "s.3").unwrap();
         assert_eq!(slots.len, 3);
-        let got = read(&roll);
+        let got = read(&file);
         assert_eq!(got.runs.get("s.3"), Some(&None));
-        slots.release(&roll, "s.1").unwrap();
-        slots.release(&roll, "s.3").unwrap();
-        slots.release(&roll, "s.probe a b.0").unwrap();
-        assert!(read(&roll).runs.is_empty());
+        slots.release(&mut roll, "s.1").unwrap();
+        slots.release(&mut roll, "s.3").unwrap();
+        slots.release(&mut roll, "s.probe a b.0").unwrap();
+        assert!(read(&file).runs.is_empty());
     }
 
     fn slots_len(roll: &File) -> usize {
         roll.metadata().unwrap().len() as usize
     }
 
+    /// A new roll, mapped, and a descriptor of it to read it back as the
+    /// warden does.
+    fn mapped_roll() -> (File, RollMap) {
+        let file = new_roll().unwrap();
+        let roll = RollMap::new(file.try_clone().unwrap()).unwrap();
+        (file, roll)
+    }
+
+    #[test]
+    fn a_roll_grows_by_pages_and_refuses_a_slot_past_its_room() {
+        let (file, mut roll) = mapped_roll();
+        let mut slots = Slots::default();
+        slots.enlist(&mut roll, "s.1").unwrap();
+        assert_eq!(slots_len(&file), 4096, "one page");
+        for run in 2..=17 {
+            slots.enlist(&mut roll, &format!("s.{run}")).unwrap();
+        }
+        assert_eq!(
+            slots_len(&file),
+            2 * 4096,
+            "the 17th slot is on a second page"
+        );
+        slots.len = super::super::roll_map::SLOTS_MAX;
+        let err = slots.enlist(&mut roll, "s.full").unwrap_err();
+        assert!(err.contains("full"), "{err}");
+        let mut all = vec![0; slots_len(&file)];
+        file.read_exact_at(&mut all, 0).unwrap();
+        assert_eq!(
+            Roll::parse(&all).runs.len(),
+            17,
+            "the refused run is not held"
+        );
+    }
+
     #[test]
     fn a_marker_too_long_for_a_slot_is_refused_not_cut() {
-        let roll = new_roll().unwrap();
+        let (file, mut roll) = mapped_roll();
         let mut slots = Slots::default();
         let long = "m".repeat(MARKER_MAX + 1);
-        let err = slots.enlist(&roll, &long).unwrap_err();
+        let err = slots.enlist(&mut roll, &long).unwrap_err();
         assert!(err.contains("longer"), "{err}");
-        slots.enlist(&roll, &"m".repeat(MARKER_MAX)).unwrap();
-        let mut all = vec![0; slots_len(&roll)];
-        roll.read_exact_at(&mut all, 0).unwrap();
+        slots.enlist(&mut roll, &"m".repeat(MARKER_MAX)).unwrap();
+        let mut all = vec![0; slots_len(&file)];
+        file.read_exact_at(&mut all, 0).unwrap();
         assert_eq!(Roll::parse(&all).entries().len(), 1);
     }
 

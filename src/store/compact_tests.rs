@@ -710,3 +710,28 @@ fn an_id_is_left_out_of_its_line_only_when_it_is_the_derived_one() {
         assert!(line(&kept).contains(&format!(r#""id":"{kept}""#)), "{kept}");
     }
 }
+
+#[test]
+fn a_runs_file_removed_or_replaced_mid_session_gets_the_next_record_at_its_path() {
+    // The runs file stays open between appends; a record must still land
+    // in the file a reader finds at the path, never in an unlinked one.
+    let (_dir, store) = store();
+    store.append_run(&run(0, "baseline", suite(2))).unwrap();
+    let path = store.runs_path(SESSION).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    store.append_run(&run(1, "baseline", suite(2))).unwrap();
+    let after_removal = file(&store);
+    assert!(
+        !after_removal.is_empty(),
+        "the record went to a new file at the path"
+    );
+    let copy = path.with_extension("tmp");
+    std::fs::write(&copy, &after_removal).unwrap();
+    std::fs::rename(&copy, &path).unwrap();
+    store.append_run(&run(2, "baseline", suite(2))).unwrap();
+    let after_rename = file(&store);
+    assert!(
+        after_rename.len() > after_removal.len() && after_rename.starts_with(&after_removal),
+        "the record was appended to the file that replaced the old one"
+    );
+}
