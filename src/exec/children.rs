@@ -101,15 +101,20 @@ fn open() -> io::Result<Kept> {
     })
 }
 
-/// Appends the whole of `file`, read from offset 0, to `text`.
+/// Appends the whole of `file`, read from offset 0, to `text`. A
+/// `seq_file` fills a read until the buffer is full or its text ends, so a
+/// read shorter than the buffer was the last (no second read to see the
+/// end); a full one is followed by more.
 fn read_from_start(file: &File, text: &mut Vec<u8>) -> io::Result<()> {
-    let mut buf = [0u8; 4096];
+    let mut buf = [0u8; 16 * 1024];
     let mut offset = 0u64;
     loop {
         match file.read_at(&mut buf, offset) {
-            Ok(0) => return Ok(()),
             Ok(n) => {
                 text.extend_from_slice(&buf[..n]);
+                if n < buf.len() {
+                    return Ok(());
+                }
                 offset += n as u64;
             }
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
