@@ -90,10 +90,6 @@ struct SessionWriter {
     len: Option<u64>,
     /// The session's runs file ([`Store::runs_path`]).
     path: PathBuf,
-    /// The runs file, open since this store's first append to it: a run's
-    /// record costs no path lookup. Opened again when the file at `path`
-    /// is no longer this one (removed or replaced).
-    file: Option<File>,
 }
 
 /// What a tolerant read had to skip.
@@ -261,7 +257,6 @@ impl Store {
                     ),
                     len: None,
                     path,
-                    file: None,
                 },
             );
         }
@@ -273,12 +268,7 @@ impl Store {
             .compact
             .encode(record)
             .map_err(|e| Error::store(path, e, HINT_WRITE))?;
-        writer.len = Some(append_kept(
-            &mut writer.file,
-            path,
-            &pending.text,
-            writer.len,
-        )?);
+        writer.len = Some(append_bytes_after(path, &pending.text, writer.len)?);
         writer.compact.commit(pending);
         Ok(())
     }
@@ -509,44 +499,17 @@ fn append_bytes(path: &Path, text: &[u8]) -> Result<()> {
 /// (which ended with a newline): a file still that long needs no look at
 /// its last byte. Returns the file's length after this append.
 fn append_bytes_after(path: &Path, text: &[u8], known: Option<u64>) -> Result<u64> {
-    append_kept(&mut None, path, text, known)
-}
-
-/// [`append_bytes_after`] through `kept`, the file left open by the last
-/// append (opened, and left there, when `None`). A kept file that is no
-/// longer linked (removed, or replaced by a rename) is dropped and `path`
-/// opened again, so a record never goes to a file nobody can find.
-fn append_kept(
-    kept: &mut Option<File>,
-    path: &Path,
-    text: &[u8],
-    known: Option<u64>,
-) -> Result<u64> {
-    use std::os::unix::fs::MetadataExt as _;
     let io_err = |e: std::io::Error| Error::store_io(path, &e, HINT_WRITE);
-    let open = || {
-        OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(io_err)
-    };
-    let mut file = match kept.take() {
-        Some(file) => file,
-        None => open()?,
-    };
+
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(io_err)?;
     file.lock().map_err(io_err)?;
-    let mut meta = file.metadata().map_err(io_err)?;
-    if meta.nlink() == 0 {
-        // Unlocking is closing.
-        drop(file);
-        file = open()?;
-        file.lock().map_err(io_err)?;
-        meta = file.metadata().map_err(io_err)?;
-    }
     let result = (|| {
-        let len = meta.len();
+        let len = file.metadata()?.len();
         // One write either way: the text, or a newline and the text.
         let healed;
         let buf = if known != Some(len) && !ends_with_newline(&mut file, len)? {
@@ -562,7 +525,6 @@ fn append_kept(
     let unlocked = file.unlock();
     let len = result.map_err(io_err)?;
     unlocked.map_err(io_err)?;
-    *kept = Some(file);
     Ok(len)
 }
 
