@@ -3,7 +3,8 @@
 //! measured in this one process, alternating, so host drift hits both alike.
 //!
 //! The same loop with the warden switched off (`FLAKELAB_TEST_NO_WARDEN=1`),
-//! for what the warden's three writes to its roll per run cost.
+//! for what the warden's roll costs per run (three stores to a shared
+//! mapping).
 //!
 //! Then the per-run cost of the `netns`, `cpu-pin`, `rlimit` and `faketime`
 //! cells as ratios to the baseline cell, from one interleaved session's own
