@@ -20,6 +20,9 @@ use super::{Case, CaseOutcome, Check, JunitError, Limits, Parsed, MAX_DETAIL, MA
 /// The most cases reserved up front (about 200 MB of address space), so a
 /// report near the 1 GiB input limit does not ask for gigabytes at once.
 const RESERVE_MAX: usize = 1 << 20;
+/// Attributes an element may have before their keys are checked for a
+/// repeat through a set rather than against each other.
+const MANY_ATTRIBUTES: usize = 16;
 
 /// What an open element is, for the reference reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -410,6 +413,11 @@ impl Doc {
             Some(text) if !attr.has_ref() => text.get(attr.value_range()),
             _ => None,
         };
+        // Past a few attributes, the keys seen go into a set: comparing each
+        // key with every earlier one is quadratic, and an element may carry
+        // any number of attributes.
+        let mut keys: Option<std::collections::HashSet<&[u8]>> = (list.len() > MANY_ATTRIBUTES)
+            .then(|| std::collections::HashSet::with_capacity(list.len()));
         for (n, attr) in list.iter().enumerate() {
             let key = attr.key(tag);
             let value = attr.value(tag);
@@ -419,7 +427,11 @@ impl Doc {
                 let k = a.key(tag);
                 k.len() == key.len() && k.last() == key.last() && k == key
             };
-            if list[..n].iter().any(same) {
+            let repeated = match keys.as_mut() {
+                Some(keys) => !keys.insert(key),
+                None => list[..n].iter().any(same),
+            };
+            if repeated {
                 return Err(format!(
                     "duplicate attribute {:?}",
                     String::from_utf8_lossy(key)
@@ -923,6 +935,15 @@ mod tests {
             assert!(malformed(xml.as_bytes()).contains(repeat), "{repeat}");
         }
         assert!(malformed(b"<a ab='1' cb='2' ab='3'/>").contains("duplicate"));
+        // Past MANY_ATTRIBUTES the keys are kept in a set: the same answers.
+        let lots: String = (0..MANY_ATTRIBUTES * 3)
+            .map(|i| format!(" k{i:03}='v'"))
+            .collect();
+        assert!(parse(format!("<a{lots}/>").as_bytes()).is_ok());
+        for repeat in ["k000", "k020", "k047"] {
+            let xml = format!("<a{lots} {repeat}='w'/>");
+            assert!(malformed(xml.as_bytes()).contains(repeat), "{repeat}");
+        }
     }
 
     #[test]
