@@ -38,16 +38,13 @@ static KEPT: Mutex<Option<Kept>> = Mutex::new(None);
 /// Every child of every thread of this process, in the kernel's order.
 pub(super) fn list() -> io::Result<Vec<i32>> {
     let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
-    if kept.is_none() {
-        *kept = Some(open()?);
-    }
-    let Some(Kept {
+    let Kept {
         tasks,
         me,
         main_children,
-    }) = kept.as_mut()
-    else {
-        unreachable!("opened above");
+    } = match &mut *kept {
+        Some(kept) => kept,
+        none => none.insert(open()?),
     };
     let mut text = Vec::new();
     // The directory's link count is 2 plus the number of threads: with the

@@ -10,8 +10,8 @@
 //! close-on-exec, so no subject inherits them). Every run writes its marker
 //! (the `FLAKELAB_RUN_ID` value) into a free slot before it is spawned, its
 //! process group once it is, and frees the slot once its sweep is over
-//! ([`enlist`], [`grouped`], [`release`]: one `pwrite` each, inside one
-//! page, which no reader waits for).
+//! ([`enlist`], [`grouped`], [`release`]: stores to the roll, which
+//! flakelab maps shared (`exec::roll_map`), and which no reader waits for).
 //!
 //! The warden never reads while flakelab lives: it sleeps in a `read` of the
 //! lifeline, which nobody writes to. When flakelab dies the kernel closes
@@ -22,7 +22,7 @@
 //! round finds nothing alive, and exits. A normal exit frees every slot
 //! first, so the warden then has nothing to do.
 //!
-//! The cost of a plain run is three `pwrite`s to a file in memory: no extra
+//! The cost of a plain run is three stores to memory: no system call, no
 //! process woken, no namespace, nothing in the run's own process. Where
 //! the warden cannot start,
 //! [`status`] says why: the session records it as a warning and runs as
@@ -222,12 +222,18 @@ pub fn enlist(marker: &str) {
 
 /// Tells the warden the run with `marker` leads process group `pgid`.
 pub fn grouped(marker: &str, pgid: i32) {
-    update(|slots, roll| slots.grouped(roll, marker, pgid));
+    update(|slots, roll| {
+        slots.grouped(roll, marker, pgid);
+        Ok(())
+    });
 }
 
 /// Tells the warden the run with `marker` is over and swept.
 pub fn release(marker: &str) {
-    update(|slots, roll| slots.release(roll, marker));
+    update(|slots, roll| {
+        slots.release(roll, marker);
+        Ok(())
+    });
 }
 
 /// Which slot of the roll each run in flight holds.
@@ -263,20 +269,17 @@ impl Slots {
         Ok(())
     }
 
-    fn grouped(&mut self, roll: &mut RollMap, marker: &str, pgid: i32) -> Result<(), String> {
+    fn grouped(&self, roll: &RollMap, marker: &str, pgid: i32) {
         if let Some(&index) = self.held.get(marker) {
             roll.set_group(index, pgid);
         }
-        Ok(())
     }
 
-    fn release(&mut self, roll: &mut RollMap, marker: &str) -> Result<(), String> {
-        let Some(index) = self.held.remove(marker) else {
-            return Ok(());
-        };
-        self.free.push(index);
-        roll.free(index);
-        Ok(())
+    fn release(&mut self, roll: &RollMap, marker: &str) {
+        if let Some(index) = self.held.remove(marker) {
+            self.free.push(index);
+            roll.free(index);
+        }
     }
 }
 
@@ -476,6 +479,8 @@ mod tests {
     use super::*;
     use std::os::unix::fs::FileExt as _;
 
+    use super::super::roll_map::SLOTS_MAX;
+
     #[test]
     fn the_roll_reads_back_what_the_runs_wrote() {
         let (file, mut roll) = mapped_roll();
@@ -483,12 +488,12 @@ mod tests {
         for marker in ["s.1", "s.2", "s.probe a b.0"] {
             slots.enlist(&mut roll, marker).unwrap();
         }
-        slots.grouped(&mut roll, "s.1", 1234).unwrap();
-        slots.grouped(&mut roll, "s.probe a b.0", 77).unwrap();
-        slots.release(&mut roll, "s.2").unwrap();
+        slots.grouped(&roll, "s.1", 1234);
+        slots.grouped(&roll, "s.probe a b.0", 77);
+        slots.release(&roll, "s.2");
         // Unknown markers change nothing.
-        slots.grouped(&mut roll, "s.9", 5).unwrap();
-        slots.release(&mut roll, "s.9").unwrap();
+        slots.grouped(&roll, "s.9", 5);
+        slots.release(&roll, "s.9");
         let read = |roll: &File| {
             let mut all = vec![0; slots_len(roll)];
             roll.read_exact_at(&mut all, 0).unwrap();
@@ -508,9 +513,9 @@ mod tests {
         assert_eq!(slots.len, 3);
         let got = read(&file);
         assert_eq!(got.runs.get("s.3"), Some(&None));
-        slots.release(&mut roll, "s.1").unwrap();
-        slots.release(&mut roll, "s.3").unwrap();
-        slots.release(&mut roll, "s.probe a b.0").unwrap();
+        slots.release(&roll, "s.1");
+        slots.release(&roll, "s.3");
+        slots.release(&roll, "s.probe a b.0");
         assert!(read(&file).runs.is_empty());
     }
 
@@ -540,7 +545,7 @@ mod tests {
             2 * 4096,
             "the 17th slot is on a second page"
         );
-        slots.len = super::super::roll_map::SLOTS_MAX;
+        slots.len = SLOTS_MAX;
         let err = slots.enlist(&mut roll, "s.full").unwrap_err();
         assert!(err.contains("full"), "{err}");
         let mut all = vec![0; slots_len(&file)];
