@@ -346,12 +346,14 @@ async fn execute(
                 record.cpu_busy = measured.host_busy;
                 record.cpu = measured.cpu;
                 let cell = settings.cell_index(&record.cell).unwrap_or(0);
+                let report_before = kept.cache.borrow_mut().report_before(index);
                 finish_record(
                     &mut record,
                     started_at,
                     result,
                     settings,
                     &settings.cells[cell].1,
+                    report_before,
                 );
                 progress.finished(cell, record.outcome == Outcome::Fail, record.duration_s);
                 if let Err(e) = settings.store.append_run(&record) {

@@ -8,6 +8,8 @@ use crate::exec::child::ChildResult;
 use crate::perturb::{self, Prepared};
 use crate::record::{Outcome, ProcessEnd, RunRecord};
 
+use super::report_path::Noted;
+
 use super::SessionSpec;
 
 /// Fills a planned record from how its child ended, with the session's
@@ -19,8 +21,16 @@ pub(super) fn finish_record(
     result: ChildResult,
     settings: &SessionSpec,
     prepared: &Prepared,
+    report_before: Option<Noted>,
 ) {
-    classify(record, started_at, result, settings, prepared);
+    classify(
+        record,
+        started_at,
+        result,
+        settings,
+        prepared,
+        report_before,
+    );
     super::scrub::run(&settings.redaction, record);
     drop_report(record, settings);
 }
@@ -64,6 +74,7 @@ fn classify(
     result: ChildResult,
     settings: &SessionSpec,
     prepared: &Prepared,
+    report_before: Option<Noted>,
 ) {
     record.started_at = started_at
         .round(jiff::Unit::Millisecond)
@@ -130,7 +141,7 @@ fn classify(
         }
     }
     if !matches!(record.outcome, Outcome::Pass | Outcome::Fail) {
-        read_tests(record, settings, &text);
+        read_tests(record, settings, &text, report_before);
         return;
     }
     let text = String::from_utf8_lossy(&text);
@@ -178,7 +189,7 @@ fn classify(
             }
         }
     }
-    let empty = read_tests(record, settings, text.as_bytes());
+    let empty = read_tests(record, settings, text.as_bytes(), report_before);
     if let (Some(recipe), Some(shown), Some(0)) = (&settings.recipe, empty, record.exit_code) {
         // An exit 0 whose report lists no test measured nothing (mocha's
         // xunit reporter prints no summary when --grep matches nothing).
@@ -208,8 +219,14 @@ fn classify(
 }
 
 /// Reads the run's per-test outcomes into the record; `Some` names the
-/// report when it was read and held no test case.
-fn read_tests(record: &mut RunRecord, settings: &SessionSpec, log: &[u8]) -> Option<String> {
+/// report when it was read and held no test case. `report_before`: what was
+/// at a report path of the user's before the run (never read as its report).
+fn read_tests(
+    record: &mut RunRecord,
+    settings: &SessionSpec,
+    log: &[u8],
+    report_before: Option<Noted>,
+) -> Option<String> {
     if !matches!(
         record.outcome,
         Outcome::Pass | Outcome::Fail | Outcome::Timeout
@@ -237,11 +254,20 @@ fn read_tests(record: &mut RunRecord, settings: &SessionSpec, log: &[u8]) -> Opt
         }
         (per_test, Some(path)) => {
             let in_store = path.starts_with(settings.store.root());
+            if !in_store {
+                if let Some(why) = super::report_path::not_the_runs(&path, report_before) {
+                    record.tests_missing = Some(why);
+                    return None;
+                }
+            }
             let masked = match super::scrub::junit_file(&settings.redaction, &path, in_store) {
                 Ok(masked) => masked,
                 Err(why) => {
-                    // A report that keeps a credential is not left in the store.
-                    let _ = std::fs::remove_file(&path);
+                    // A report that keeps a credential is not left in the store
+                    // (one outside it is the user's, never deleted).
+                    if in_store {
+                        let _ = std::fs::remove_file(&path);
+                    }
                     record.tests_missing = Some(why);
                     return None;
                 }

@@ -41,9 +41,16 @@ pub(super) fn plan_process(
         }
         _ => None,
     };
-    if let Some(path) = &junit {
-        // A report left by an earlier run must never pass as this run's.
-        let _ = std::fs::remove_file(path);
+    match (&settings.junit, &junit) {
+        // A path of the user's is never deleted: what is there now is
+        // noted, and read after the run only if the run wrote it.
+        (Some(JunitSource::Path(_)), Some(path)) => cache.note_report(index, path),
+        // A report left in the store by an earlier run must never pass as
+        // this run's (the path is flakelab's own).
+        (_, Some(path)) => {
+            let _ = std::fs::remove_file(path);
+        }
+        _ => {}
     }
     let report = match (&settings.junit, junit.as_deref()) {
         (Some(JunitSource::Harness), Some(path)) => Some(argv::Report::InCommand(path)),

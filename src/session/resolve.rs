@@ -180,7 +180,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
     let catalog = Catalog::load(Some(&dir.join(".flakelab").join("perturbations")))?;
     let recipes = recipe::load(Some(&dir.join(".flakelab").join("recipes")))?;
     let (recipe, runner_note) = runner(&recipes, intent.runner.as_deref(), &command)?;
-    let mut junit = junit_source(&command, given, &layered)?;
+    let mut junit = junit_source(&command, given, &layered, &dir)?;
     if junit.is_none() {
         junit = super::per_test::default_source(recipe.as_ref(), &command, &dir, executor);
     }
@@ -356,11 +356,13 @@ pub fn runner(
 }
 
 /// `command_given`: the command came after `--`, so its `{junit}` beats a
-/// JUnit path from a variable or flakelab.toml.
+/// JUnit path from a variable or flakelab.toml. A path from flakelab.toml
+/// must stay inside the project `dir` (a flag or variable may name any).
 fn junit_source(
     command: &[String],
     command_given: bool,
     layered: &RunSettings,
+    dir: &std::path::Path,
 ) -> Result<Option<JunitSource>> {
     let in_command = command.iter().any(|w| w.contains("{junit}"));
     let from = &layered.junit.origin;
@@ -397,6 +399,14 @@ fn junit_source(
                     ),
                     "put {run} in the path (e.g. --junit 'reports/{run}.xml') or use {junit} in the command",
                 ));
+            }
+            if let Origin::File { .. } = from {
+                super::report_path::inside_project(dir, path).map_err(|why| {
+                    Error::usage(
+                        format!("{from}: {why}"),
+                        "a path in flakelab.toml must stay inside the project; to have the report written elsewhere, name it with --junit PATH",
+                    )
+                })?;
             }
             Ok(Some(JunitSource::Path(path.clone())))
         }

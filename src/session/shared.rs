@@ -171,6 +171,9 @@ pub(super) struct Cache {
     cells: HashMap<(usize, usize), Shared>,
     /// The session's log directory, absolute and relative to the store.
     logs: Option<(PathBuf, PathBuf)>,
+    /// What was at each pending run's report path of the user's just
+    /// before it started (`report_path`), by run index.
+    reports: HashMap<usize, Option<super::report_path::Noted>>,
     /// Off: every run builds everything anew (to check the reuse against).
     #[cfg(test)]
     off: bool,
@@ -202,6 +205,17 @@ impl Cache {
             perturbations: perturbations(),
             fixed: None,
         })
+    }
+
+    /// Notes what is at run `index`'s report path of the user's before it starts.
+    pub(super) fn note_report(&mut self, index: usize, path: &std::path::Path) {
+        self.reports.insert(index, super::report_path::note(path));
+    }
+
+    /// What was at run `index`'s report path of the user's before it
+    /// started (`None`: nothing, or not such a path); forgotten once asked.
+    pub(super) fn report_before(&mut self, index: usize) -> Option<super::report_path::Noted> {
+        self.reports.remove(&index).flatten()
     }
 
     /// The log of run `index` of `session`: its path, and that path

@@ -15,6 +15,7 @@ mod fuzz_replay;
 mod history;
 mod honest;
 mod hostile;
+mod hostile_input;
 mod html_report;
 mod junit_corpus;
 mod junit_e2e;

@@ -1,0 +1,168 @@
+//! Hostile input stays input (issue #33): a path, a store or an archive
+//! from a user, a config file or CI never makes flakelab delete a file it
+//! did not write, nor read one through a link. Every attack is tried on
+//! stand-ins made here, never on a real system file.
+
+use std::path::Path;
+
+use super::{files, Lab};
+
+const REPORT: &str =
+    r#"<testsuite name="s" tests="1"><testcase classname="c" name="written"/></testsuite>"#;
+
+/// `flakelab run --format json -n 2 ARGS -- sh -c SCRIPT` in `lab`, with
+/// `env` set; returns the exit code, stderr and the run records.
+fn run(
+    lab: &Lab,
+    env: &[(&str, &str)],
+    args: &[&str],
+    script: &str,
+) -> (i32, String, Vec<serde_json::Value>) {
+    let mut cmd = lab.cmd();
+    cmd.envs(env.iter().copied())
+        .args(["run", "--format", "json", "-n", "2"])
+        .args(args)
+        .args(["--", "sh", "-c", script]);
+    let out = cmd.output().unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let runs = if lab.store().exists() {
+        lab.runs()
+    } else {
+        Vec::new()
+    };
+    (code, stderr, runs)
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Each way of naming the report path: the flag, the variable, the file.
+enum Layer {
+    Flag,
+    Variable,
+    File,
+}
+
+impl Layer {
+    /// `flakelab run` in `lab` with the report path `path` given this way.
+    fn run(&self, lab: &Lab, path: &str, script: &str) -> (i32, String, Vec<serde_json::Value>) {
+        match self {
+            Layer::Flag => run(lab, &[], &["--junit", path], script),
+            Layer::Variable => run(lab, &[("FLAKELAB_JUNIT", path)], &[], script),
+            Layer::File => {
+                write(
+                    &lab.path().join("flakelab.toml"),
+                    &format!("[run]\njunit = {}\n", toml_string(path)),
+                );
+                run(lab, &[], &[], script)
+            }
+        }
+    }
+}
+
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+#[test]
+fn a_file_at_a_report_path_of_the_users_is_never_deleted_through_any_layer() {
+    for layer in [Layer::Flag, Layer::Variable, Layer::File] {
+        let lab = Lab::new();
+        let victim = lab.path().join("victim.txt");
+        write(&victim, "precious");
+        // The subject writes no report: what is there is not the run's.
+        let (code, stderr, runs) = layer.run(&lab, "victim.txt", "exit 0");
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(runs.len(), 2);
+        for r in &runs {
+            let why = r["tests_missing"].as_str().unwrap_or_default();
+            assert!(why.contains("the run wrote no report"), "{r}");
+            assert_eq!(r["tests"].as_array().map_or(0, Vec::len), 0, "{r}");
+        }
+    }
+}
+
+#[test]
+fn a_report_the_run_writes_over_a_users_file_is_read_as_its_own() {
+    let lab = Lab::new();
+    let report = lab.path().join("reports/junit.xml");
+    write(&report, "old");
+    // Written beside, then moved over: a new file each run, so no test
+    // rides on the filesystem's timestamp granularity.
+    let script =
+        format!("printf '%s' '{REPORT}' > reports/new && mv reports/new reports/junit.xml");
+    let (code, stderr, runs) = run(&lab, &[], &["--junit", "reports/junit.xml"], &script);
+    assert_eq!(code, 0, "{stderr}");
+    for r in &runs {
+        assert_eq!(r["tests_missing"], serde_json::Value::Null, "{r}");
+        assert_eq!(r["tests"][0]["id"], "c::written", "{r}");
+    }
+}
+
+#[test]
+fn an_etc_like_target_outside_the_project_is_never_deleted_and_refused_from_the_file() {
+    let outside = tempfile::tempdir().unwrap();
+    let passwd = outside.path().join("etc/passwd");
+    write(&passwd, "root:x:0:0");
+    let absolute = passwd.to_str().unwrap();
+    // By flag or variable the user names it: flakelab still deletes nothing.
+    for layer in [Layer::Flag, Layer::Variable] {
+        let lab = Lab::new();
+        let (code, stderr, _) = layer.run(&lab, absolute, "exit 0");
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(std::fs::read_to_string(&passwd).unwrap(), "root:x:0:0");
+    }
+    // From flakelab.toml (a cloned repository's), a path outside the
+    // project is refused before anything runs: absolute, `..`, or a link.
+    let lab = Lab::new();
+    let relative = format!("../../../../../../../..{absolute}");
+    std::os::unix::fs::symlink(outside.path().join("etc"), lab.path().join("reports")).unwrap();
+    for path in [absolute, relative.as_str(), "reports/passwd"] {
+        let (code, stderr, runs) = Layer::File.run(&lab, path, "exit 0");
+        assert_eq!(code, 2, "{path}: {stderr}");
+        assert!(stderr.contains("[run] junit"), "{stderr}");
+        assert!(stderr.contains("--junit PATH"), "{stderr}");
+        assert!(runs.is_empty(), "{path}: nothing ran");
+        assert_eq!(std::fs::read_to_string(&passwd).unwrap(), "root:x:0:0");
+    }
+}
+
+#[test]
+fn a_report_path_that_is_a_link_or_a_fifo_is_never_read() {
+    let lab = Lab::new();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("environ");
+    write(&secret, "TOKEN=s3cr3t-4711");
+    std::os::unix::fs::symlink(&secret, lab.path().join("link.xml")).unwrap();
+    let (code, stderr, runs) = run(&lab, &[], &["--junit", "link.xml"], "exit 0");
+    assert_eq!(code, 0, "{stderr}");
+    for r in &runs {
+        let why = r["tests_missing"].as_str().unwrap_or_default();
+        assert!(why.contains("symbolic link"), "{r}");
+    }
+    for file in files(&lab.store()) {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("s3cr3t-4711"),
+            "{} holds the linked file's bytes",
+            file.display()
+        );
+    }
+    assert!(secret.exists());
+    // A FIFO would block a reader forever: it is named, never opened.
+    let lab = Lab::new();
+    let fifo = lab.path().join("fifo.xml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let (code, stderr, runs) = run(&lab, &[], &["--junit", "fifo.xml"], "exit 0");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(runs.len(), 2);
+    for r in &runs {
+        let why = r["tests_missing"].as_str().unwrap_or_default();
+        assert!(why.contains("a FIFO"), "{r}");
+    }
+    assert!(fifo.exists());
+}
