@@ -527,6 +527,35 @@ pub struct MergeArgs {
     /// [default: .flakelab in the current directory].
     #[arg(long, value_name = "DIR")]
     pub into: Option<PathBuf>,
+    /// The most bytes one archive may unpack (its files' sizes added up),
+    /// e.g. `4GiB`: an archive past it is refused before it fills $TMPDIR.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_size)]
+    pub unpack_limit: u64,
+    /// The most entries (files and directories) one archive may unpack.
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub unpack_entries: u64,
+}
+
+/// A size in bytes: a number, optionally with `K`, `M`, `G` or `T` (powers
+/// of 1024, `KiB` … and `KB` … alike).
+fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        other => return Err(format!("unknown unit `{other}` (use K, M, G or T)")),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (e.g. 512MiB, 4GiB)"))?;
+    n.checked_mul(1 << shift)
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("`{text}` is not a size between 1 byte and 16 EiB"))
 }
 
 const MERGE_AFTER_HELP: &str = "\
@@ -537,6 +566,11 @@ seed, command, cells, runs per cell, shard count or flakelab version), is
 refused with the differing field named, and nothing is written. Missing
 shards are named (\"shard 3 of 8 not present: 1,250 planned runs missing\"),
 here and by `flakelab report`. Merging a store a second time changes nothing.
+
+A store to merge holds regular files only: a symbolic link, a FIFO, a device
+or a hard-linked file in it (or in an archive) is refused, naming it, and
+nothing is written. An archive unpacks into $TMPDIR within --unpack-limit
+bytes and --unpack-entries entries.
 
 Exit codes: 0 merged (or nothing new), 2 a conflict, an unreadable input or
 a usage error (nothing written).

@@ -145,7 +145,15 @@ pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {
     let sources: Vec<Source> = args
         .stores
         .iter()
-        .map(|p| open_source(p))
+        .map(|p| {
+            open_source(
+                p,
+                Limits {
+                    bytes: args.unpack_limit,
+                    entries: args.unpack_entries,
+                },
+            )
+        })
         .collect::<Result<_>>()?;
     let existed = Store::is_store(&into);
     let dest = existed.then(|| Store::open(&into)).transpose()?;
@@ -391,22 +399,73 @@ fn copy_files(from: &Store, to: &Store, run: &RunRecord) -> Result<()> {
         }
         let src = from.root().join(rel);
         let dst = to.root().join(rel);
-        if !src.is_file() || dst.exists() {
+        if std::fs::symlink_metadata(&dst).is_ok() {
             continue;
         }
+        // Never through a link: the inputs were checked, and are opened
+        // without following one all the same.
+        let mut input = match crate::store::open::read(&src) {
+            Ok(input) => input,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::store(&src, e, NOTHING_LINKED)),
+        };
+        let writable = |e| Error::store(&dst, e, "check that the merged store is writable");
         if let Some(parent) = dst.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| Error::store(parent, e, "check that the merged store is writable"))?;
+            std::fs::create_dir_all(parent).map_err(writable)?;
         }
-        std::fs::copy(&src, &dst)
-            .map_err(|e| Error::store(&dst, e, "check that the merged store is writable"))?;
+        let mut output = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&dst)
+            .map_err(writable)?;
+        std::io::copy(&mut input, &mut output).map_err(writable)?;
+    }
+    Ok(())
+}
+
+/// The fix for a store that holds something other than regular files.
+const NOTHING_LINKED: &str =
+    "a store to merge holds regular files and directories only: replace the link, FIFO or device by the file it stands for (nothing was written)";
+
+/// Refuses a store directory that holds anything but directories and
+/// regular files with one link each: a symbolic link (to `/proc/self/environ`,
+/// another store, any host file), a FIFO, a device or a hard link to a file
+/// outside it would carry what is not the store's into the merged one.
+fn only_files(root: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| Error::store(&dir, e, NOTHING_LINKED))?;
+        for entry in entries {
+            let path = entry
+                .map_err(|e| Error::store(&dir, e, NOTHING_LINKED))?
+                .path();
+            let meta = std::fs::symlink_metadata(&path)
+                .map_err(|e| Error::store(&path, e, NOTHING_LINKED))?;
+            let kind = meta.file_type();
+            let refused = if kind.is_dir() {
+                dirs.push(path.clone());
+                None
+            } else if kind.is_symlink() {
+                Some("is a symbolic link")
+            } else if !kind.is_file() {
+                Some("is not a regular file (a FIFO, a socket or a device)")
+            } else if meta.nlink() > 1 {
+                Some("is a hard link to a file that may be outside the store")
+            } else {
+                None
+            };
+            if let Some(what) = refused {
+                return Err(Error::store(&path, what, NOTHING_LINKED));
+            }
+        }
     }
     Ok(())
 }
 
 /// Opens one input: a store directory, a directory holding one store, or
 /// an archive of one (unpacked into a temporary directory).
-fn open_source(path: &Path) -> Result<Source> {
+fn open_source(path: &Path, limits: Limits) -> Result<Source> {
     let shown = path.display().to_string();
     let not_store = |what: &str| {
         Error::usage(
@@ -416,6 +475,7 @@ fn open_source(path: &Path) -> Result<Source> {
     };
     if path.is_dir() {
         let root = find_store(path).ok_or_else(|| not_store("holds no flakelab store"))?;
+        only_files(&root)?;
         return Ok(Source {
             shown,
             store: Store::open(&root)?,
@@ -446,10 +506,19 @@ fn open_source(path: &Path) -> Result<Source> {
     } else {
         Box::new(file)
     };
-    // `unpack` refuses entries that would land outside the directory.
-    tar::Archive::new(reader)
-        .unpack(tmp.path())
-        .map_err(|e| not_store(&format!("cannot be unpacked: {e}")))?;
+    unpack(reader, tmp.path(), limits).map_err(|e| match e {
+        Unpack::Refused(why) => Error::usage(format!("{shown}: {why}"), NOTHING_LINKED),
+        Unpack::TooBig(why) => Error::usage(
+            format!("{shown}: {why}"),
+            "raise --unpack-limit / --unpack-entries if the archive is a store you trust (nothing was written)",
+        ),
+        Unpack::Full(e) => Error::store_io(
+            tmp.path(),
+            &e,
+            "the temporary directory is full: set TMPDIR to a directory with room for the unpacked store",
+        ),
+        Unpack::Other(e) => not_store(&format!("cannot be unpacked: {e}")),
+    })?;
     let root = find_store(tmp.path()).ok_or_else(|| not_store("holds no flakelab store"))?;
     Ok(Source {
         shown,
@@ -473,7 +542,8 @@ fn find_store(dir: &Path) -> Option<PathBuf> {
             };
             let mut children: Vec<PathBuf> = entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_dir())
+                // A link to a directory is not followed to find a store.
+                .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
                 .collect();
             children.sort();
             if let Some(found) = children.iter().find(|p| Store::is_store(p)) {
@@ -484,4 +554,109 @@ fn find_store(dir: &Path) -> Option<PathBuf> {
         level = next;
     }
     None
+}
+
+/// How much one archive may unpack.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// Bytes of file content, added up.
+    bytes: u64,
+    /// Entries, files and directories alike.
+    entries: u64,
+}
+
+/// Why an archive was not unpacked.
+#[derive(Debug)]
+enum Unpack {
+    /// It holds an entry a store must not (a link, a device, a FIFO, a
+    /// path leaving the directory).
+    Refused(String),
+    /// It is larger than the limits.
+    TooBig(String),
+    /// The temporary directory's filesystem is full (ENOSPC, EDQUOT).
+    Full(std::io::Error),
+    /// Anything else (a corrupt archive).
+    Other(std::io::Error),
+}
+
+/// Unpacks the archive `reader` into `dir`, entry by entry: directories and
+/// regular files only, each inside `dir`, within `limits` (checked from the
+/// headers, before any byte of the entry is written).
+fn unpack(
+    reader: impl std::io::Read,
+    dir: &Path,
+    limits: Limits,
+) -> std::result::Result<(), Unpack> {
+    use tar::EntryType;
+    let mut archive = tar::Archive::new(reader);
+    let (mut bytes, mut entries) = (0u64, 0u64);
+    for entry in archive.entries().map_err(Unpack::Other)? {
+        let mut entry = entry.map_err(Unpack::Other)?;
+        let kind = entry.header().entry_type();
+        let name = entry
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "an entry".into());
+        match kind {
+            EntryType::Regular | EntryType::Continuous | EntryType::Directory => {}
+            EntryType::XGlobalHeader | EntryType::XHeader => continue,
+            EntryType::Symlink => {
+                return Err(Unpack::Refused(format!("{name} is a symbolic link")))
+            }
+            EntryType::Link => return Err(Unpack::Refused(format!("{name} is a hard link"))),
+            _ => {
+                return Err(Unpack::Refused(format!(
+                    "{name} is not a regular file or a directory ({kind:?})"
+                )))
+            }
+        }
+        entries += 1;
+        bytes = bytes.saturating_add(entry.header().size().map_err(Unpack::Other)?);
+        if entries > limits.entries {
+            return Err(Unpack::TooBig(format!(
+                "it holds more than {} entries (--unpack-entries)",
+                limits.entries
+            )));
+        }
+        if bytes > limits.bytes {
+            return Err(Unpack::TooBig(format!(
+                "it unpacks to more than {} bytes (--unpack-limit)",
+                limits.bytes
+            )));
+        }
+        // `unpack_in` refuses a path that would land outside `dir`.
+        match entry.unpack_in(dir) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(Unpack::Refused(format!(
+                    "{name} would land outside the store"
+                )))
+            }
+            Err(e) if full(&e) => {
+                return Err(Unpack::Full(std::io::Error::from_raw_os_error(
+                    nix::libc::ENOSPC,
+                )))
+            }
+            Err(e) => return Err(Unpack::Other(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Whether `e` (or an error it wraps: the tar crate adds the entry's path)
+/// says the filesystem is full.
+fn full(e: &std::io::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.raw_os_error(),
+                Some(nix::libc::ENOSPC | nix::libc::EDQUOT)
+            ) {
+                return true;
+            }
+        }
+        cause = c.source();
+    }
+    false
 }

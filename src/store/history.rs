@@ -22,7 +22,7 @@
 //! records it whole.
 
 use std::collections::HashSet;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{BufRead, BufReader, ErrorKind, Write as _};
 use std::path::PathBuf;
 
@@ -416,7 +416,7 @@ impl Store {
     /// Calls `f` with each non-blank line of the history file.
     fn each_line(&self, mut f: impl FnMut(&[u8])) -> Result<()> {
         let path = self.history_path();
-        let file = match File::open(&path) {
+        let file = match super::open::read(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(Error::store(&path, e, HINT_READ)),

@@ -18,6 +18,7 @@ mod fast;
 #[cfg(test)]
 mod fast_tests;
 pub mod history;
+pub(crate) mod open;
 mod runs;
 mod template;
 mod view;
@@ -30,7 +31,7 @@ pub use view::{RunView, TestView, Tests};
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -501,12 +502,7 @@ fn append_bytes(path: &Path, text: &[u8]) -> Result<()> {
 fn append_bytes_after(path: &Path, text: &[u8], known: Option<u64>) -> Result<u64> {
     let io_err = |e: std::io::Error| Error::store_io(path, &e, HINT_WRITE);
 
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(io_err)?;
+    let mut file = open::append(path).map_err(io_err)?;
     file.lock().map_err(io_err)?;
     let result = (|| {
         let len = file.metadata()?.len();
@@ -563,7 +559,7 @@ where
     S: FnMut(T),
 {
     let mut stats = LoadStats::default();
-    let file = match File::open(path) {
+    let file = match open::read(path) {
         Ok(file) => file,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(stats),
         Err(e) => return Err(Error::store(path, e, HINT_READ)),
@@ -606,7 +602,9 @@ impl Store {
     /// Whether `dir` holds a store (its sessions file), as opposed to a
     /// directory that merely contains one.
     pub fn is_store(dir: &Path) -> bool {
-        dir.join(SESSIONS_FILE).is_file()
+        // Whatever the entry is: a link or a FIFO in its place is then named
+        // by the reader that refuses it, rather than hiding the store.
+        fs::symlink_metadata(dir.join(SESSIONS_FILE)).is_ok()
     }
 
     /// Puts `record` in place of the stored session with its id (or appends
@@ -617,12 +615,7 @@ impl Store {
         let path = self.root.join(SESSIONS_FILE);
         let io_err = |e: std::io::Error| Error::store_io(&path, &e, HINT_WRITE);
         let json = serde_json::to_string(record).map_err(|e| Error::store(&path, e, HINT_WRITE))?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&path)
-            .map_err(io_err)?;
+        let mut file = open::append(&path).map_err(io_err)?;
         file.lock().map_err(io_err)?;
         let result = (|| {
             let mut text = Vec::new();
@@ -663,6 +656,7 @@ mod tests {
     use super::*;
     use crate::record::HostInfo;
     use crate::record::{EnvDelta, Outcome, ProcessEnd, RUN_SCHEMA, SESSION_SCHEMA};
+    use std::fs::OpenOptions;
 
     fn run(session: &str, index: usize) -> RunRecord {
         RunRecord {

@@ -154,7 +154,7 @@ impl RunIter {
     /// Opens the next file that exists; false when none is left.
     fn open_next(&mut self) -> bool {
         while let Some(path) = self.files.pop_front() {
-            match File::open(&path) {
+            match super::open::read(&path) {
                 Ok(file) => {
                     self.current = Some((
                         path,

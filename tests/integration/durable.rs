@@ -302,7 +302,12 @@ fn in_small_store(
 
 /// A subject that, at run index `at`, runs `act` (with `$S` the store).
 fn acting_at(at: usize, act: &str) -> String {
-    format!("case \"$FLAKELAB_RUN_ID\" in *.{at:05}) {act};; esac; exit 0")
+    // flakelab starts run `at` before it appends run `at - 1`'s record: the
+    // act waits for that record (a rendezvous on the store, no timing window).
+    let before = at - 1;
+    format!(
+        "case \"$FLAKELAB_RUN_ID\" in *.{at:05}) until grep -qs '\"i\":{before},' \"$S\"/runs/*.jsonl; do :; done; {act};; esac; exit 0"
+    )
 }
 
 #[test]

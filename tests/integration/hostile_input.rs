@@ -166,3 +166,141 @@ fn a_report_path_that_is_a_link_or_a_fifo_is_never_read() {
     }
     assert!(fifo.exists());
 }
+
+/// A lab whose store holds one session of two runs, each with a log.
+fn lab_with_a_store() -> Lab {
+    let lab = Lab::new();
+    let (code, stderr, runs) = run(&lab, &[], &[], "echo hi");
+    assert_eq!((code, runs.len()), (0, 2), "{stderr}");
+    lab
+}
+
+/// The first run's log in `store`.
+fn first_log(store: &Path) -> std::path::PathBuf {
+    let mut logs: Vec<_> = files(&store.join("logs"));
+    logs.sort();
+    logs.into_iter().next().expect("a log")
+}
+
+/// `store` packed as a `.tar.gz` at `to`, links kept as links.
+fn pack(store: &Path, to: &Path) {
+    let file = std::fs::File::create(to).unwrap();
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    tar.follow_symlinks(false);
+    tar.append_dir_all(".flakelab", store).unwrap();
+    tar.into_inner().unwrap().finish().unwrap();
+}
+
+/// `flakelab merge ARGS` in `lab`: exit code and stderr.
+fn merge(lab: &Lab, args: &[&str]) -> (i32, String) {
+    let out = lab.cmd().arg("merge").args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Asserts that nothing under `dir` holds `secret`.
+fn nowhere_in(dir: &Path, secret: &str) {
+    for file in files(dir) {
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        assert!(!text.contains(secret), "{} holds {secret}", file.display());
+    }
+}
+
+#[test]
+fn merge_refuses_a_store_whose_log_is_a_link_to_a_host_file_directory_or_archive() {
+    let lab = lab_with_a_store();
+    let environ = lab.path().join("environ");
+    write(&environ, "AWS_SECRET_ACCESS_KEY=s3cr3t-4711");
+    let log = first_log(&lab.store());
+    std::fs::remove_file(&log).unwrap();
+    std::os::unix::fs::symlink(&environ, &log).unwrap();
+    let archive = lab.path().join("shard.tar.gz");
+    pack(&lab.store(), &archive);
+    for input in [".flakelab", "shard.tar.gz"] {
+        let into = lab.path().join(format!("merged-{}", input.len()));
+        let (code, stderr) = merge(&lab, &[input, "--into", into.to_str().unwrap()]);
+        assert_eq!(code, 2, "{input}: {stderr}");
+        assert!(stderr.contains("symbolic link"), "{stderr}");
+        assert!(stderr.contains("00000.log"), "the link is named: {stderr}");
+        assert!(!into.exists(), "{input}: nothing is written");
+    }
+    nowhere_in(&lab.store().join("runs"), "s3cr3t-4711");
+}
+
+#[test]
+fn merge_refuses_a_runs_file_linked_to_another_store_and_a_hard_link() {
+    let lab = lab_with_a_store();
+    let other = lab_with_a_store();
+    let runs = files(&lab.store().join("runs"));
+    let theirs = files(&other.store().join("runs"));
+    std::fs::remove_file(&runs[0]).unwrap();
+    std::os::unix::fs::symlink(&theirs[0], &runs[0]).unwrap();
+    let (code, stderr) = merge(&lab, &[".flakelab", "--into", "merged"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    assert!(!lab.path().join("merged").exists());
+    // A hard link may name a file outside the store: refused the same way.
+    std::fs::remove_file(&runs[0]).unwrap();
+    std::fs::hard_link(&theirs[0], &runs[0]).unwrap();
+    let (code, stderr) = merge(&lab, &[".flakelab", "--into", "merged"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("hard link"), "{stderr}");
+    assert!(!lab.path().join("merged").exists());
+}
+
+#[test]
+fn an_archive_that_unpacks_past_the_limit_is_refused_from_its_headers() {
+    let lab = lab_with_a_store();
+    // 8 MiB of zeros packs into a few KiB.
+    write(&first_log(&lab.store()), &"\0".repeat(8 << 20));
+    let archive = lab.path().join("bomb.tar.gz");
+    pack(&lab.store(), &archive);
+    assert!(std::fs::metadata(&archive).unwrap().len() < 1 << 20);
+    let (code, stderr) = merge(
+        &lab,
+        &["bomb.tar.gz", "--into", "m", "--unpack-limit", "1MiB"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("more than 1048576 bytes (--unpack-limit)"),
+        "{stderr}"
+    );
+    let (code, stderr) = merge(
+        &lab,
+        &["bomb.tar.gz", "--into", "m", "--unpack-entries", "3"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("more than 3 entries (--unpack-entries)"),
+        "{stderr}"
+    );
+    assert!(!lab.path().join("m").exists());
+    // Within the limits it merges.
+    let (code, stderr) = merge(&lab, &["bomb.tar.gz", "--into", "m"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stderr) = merge(
+        &lab,
+        &["bomb.tar.gz", "--into", "m", "--unpack-limit", "1Q"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("unknown unit `Q`"), "{stderr}");
+}
+
+#[test]
+fn a_fifo_in_the_store_is_named_and_never_waited_on() {
+    let lab = lab_with_a_store();
+    let sessions = lab.store().join("sessions.jsonl");
+    std::fs::remove_file(&sessions).unwrap();
+    nix::unistd::mkfifo(&sessions, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    // No writer ever opens the FIFO: a reader that opened it would wait forever.
+    let out = lab.cmd().args(["report"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is a FIFO"), "{stderr}");
+    let (code, stderr) = merge(&lab, &[".flakelab", "--into", "m"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("FIFO"), "{stderr}");
+}
