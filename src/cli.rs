@@ -478,7 +478,7 @@ pub struct RunArgs {
     pub max_runs: Option<u64>,
     /// `--design screen`: a candidate is cleared once the difference of its
     /// failure rates is bounded below this.
-    #[arg(long, default_value_t = 0.3, value_name = "RATE")]
+    #[arg(long, default_value_t = 0.3, value_name = "RATE", value_parser = parse_rate)]
     pub clear_below: f64,
     /// `--design screen`: run the screen alone and record its candidates,
     /// for shards to confirm (`--shard I/N` with the same --session-id, each
@@ -534,6 +534,17 @@ pub struct MergeArgs {
     /// The most entries (files and directories) one archive may unpack.
     #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub unpack_entries: u64,
+}
+
+/// A rate: a number from 0 to 1 (`0.3`), never NaN.
+pub(crate) fn parse_rate(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        Ok(_) => Err(format!("`{text}` is not a rate from 0 to 1 (e.g. 0.3)")),
+        Err(_) => Err(format!(
+            "`{text}` is not a number (a rate from 0 to 1, e.g. 0.3)"
+        )),
+    }
 }
 
 /// A size in bytes: a number, optionally with `K`, `M`, `G` or `T` (powers

@@ -140,7 +140,7 @@ pub fn parse(text: &str, source: &Path) -> Result<ProjectConfig> {
     type Parse = fn(&str) -> std::result::Result<Duration, String>;
     let parsers: [(&str, &Option<String>, Parse); 2] = [
         ("timeout", &config.run.timeout, parse_timeout),
-        ("kill_grace", &config.run.kill_grace, parse_duration),
+        ("kill_grace", &config.run.kill_grace, duration),
     ];
     for (key, value, parse) in parsers {
         if let Some(text) = value {
@@ -461,6 +461,12 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
 /// every run as it starts and measure nothing).
 pub fn parse_timeout(text: &str) -> std::result::Result<Duration, String> {
     let d = parse_duration(text)?;
+    if d > MAX_TIMEOUT {
+        return Err(format!(
+            "a per-run timeout above {}h is not a test run's; leave the timeout out for no limit",
+            MAX_TIMEOUT.as_secs() / 3600
+        ));
+    }
     if d.is_zero() {
         return Err(
             "a timeout of zero would stop every run as it starts; leave the timeout out for no limit, or give one the slowest passing run stays under, such as `10m`"
@@ -470,9 +476,25 @@ pub fn parse_timeout(text: &str) -> std::result::Result<Duration, String> {
     Ok(d)
 }
 
+/// The grace between SIGTERM and SIGKILL, at most [`MAX_KILL_GRACE`].
 fn duration(text: &str) -> std::result::Result<Duration, String> {
-    parse_duration(text)
+    let d = parse_duration(text)?;
+    if d > MAX_KILL_GRACE {
+        return Err(format!(
+            "a grace above {} would leave a run that ignores SIGTERM running that long",
+            humantime::format_duration(MAX_KILL_GRACE)
+        ));
+    }
+    Ok(d)
 }
+
+/// The most runs per cell a session plans (the plan is walked whole for
+/// its counts: this keeps that walk well under a second).
+pub const MAX_RUNS: u32 = 100_000;
+/// The longest per-run timeout.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+/// The longest grace between SIGTERM and SIGKILL.
+pub const MAX_KILL_GRACE: Duration = Duration::from_secs(3600);
 
 fn text(t: &str) -> std::result::Result<String, String> {
     Ok(t.to_string())
@@ -510,12 +532,15 @@ pub fn resolve_run_with(
         run.and_then(|r| r.runs),
         parse_number,
     )?;
-    let runs = convert(
-        &RUNS,
-        defaulted(runs, default_runs),
-        u32::to_string,
-        at_least_one("runs per cell measure nothing"),
-    )?;
+    let runs = convert(&RUNS, defaulted(runs, default_runs), u32::to_string, |n| {
+        match *n {
+            0 => Err("0 runs per cell measure nothing".into()),
+            n if n > MAX_RUNS => Err(format!(
+                "{n} runs per cell is more than flakelab plans ({MAX_RUNS}); 299 runs see a 1% rate at 95%"
+            )),
+            n => Ok(n),
+        }
+    })?;
 
     let jobs = pick(
         &JOBS,

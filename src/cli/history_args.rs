@@ -119,7 +119,7 @@ pub struct CheckArgs {
     pub write_baseline: bool,
     /// Margin, in failure rate, the new interval must clear the baseline's
     /// by to count as worse (or better).
-    #[arg(long, default_value_t = 0.0, value_name = "RATE")]
+    #[arg(long, default_value_t = 0.0, value_name = "RATE", value_parser = super::parse_rate)]
     pub tolerance: f64,
     /// Write GitHub Actions annotations [default: when GITHUB_ACTIONS=true].
     #[arg(long)]
@@ -166,7 +166,7 @@ pub struct QuarantineArgs {
     pub min_failures: u64,
     /// Also select tests whose failure rate's lower bound in some context
     /// is at least RATE, proven or not (0: off).
-    #[arg(long, default_value_t = 0.0, value_name = "RATE")]
+    #[arg(long, default_value_t = 0.0, value_name = "RATE", value_parser = super::parse_rate)]
     pub min_rate: f64,
     /// With `--format go`: the output of `go test -list . PACKAGES` (a
     /// file, or `-` for stdin). The list is then the complement, one

@@ -304,3 +304,56 @@ fn a_fifo_in_the_store_is_named_and_never_waited_on() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("FIFO"), "{stderr}");
 }
+
+#[test]
+fn values_that_would_overflow_or_mean_nothing_are_refused_before_work_starts() {
+    let lab = Lab::new();
+    let refused = |args: &[&str], env: &[(&str, &str)], says: &str| {
+        let out = lab
+            .cmd()
+            .envs(env.iter().copied())
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!lab.store().exists(), "{args:?}: nothing ran");
+    };
+    fn run<'a>(flags: &[&'a str]) -> Vec<&'a str> {
+        [&["run"], flags, &["--", "true"]].concat()
+    }
+    refused(
+        &run(&["-n", "4294967295"]),
+        &[],
+        "more than flakelab plans (100000)",
+    );
+    refused(
+        &run(&[]),
+        &[("FLAKELAB_RUNS", "4294967295")],
+        "FLAKELAB_RUNS",
+    );
+    for t in ["213503982334601d", "18446744073709551615s", "1y"] {
+        refused(&run(&["--timeout", t]), &[], "a per-run timeout above 24h");
+    }
+    refused(&run(&["--kill-grace", "1y"]), &[], "a grace above 1h");
+    for rate in ["5", "NaN", "-0.1", "inf"] {
+        let flag = format!("--clear-below={rate}");
+        let min = format!("--min-rate={rate}");
+        refused(
+            &run(&["--design", "screen", &flag]),
+            &[],
+            "is not a rate from 0 to 1",
+        );
+        refused(
+            &["quarantine", "--format", "pytest", &min],
+            &[],
+            "a rate from 0 to 1",
+        );
+    }
+    write(
+        &lab.path().join("flakelab.toml"),
+        "[run]\ntimeout = \"213503982334601d\"\n",
+    );
+    refused(&run(&[]), &[], "a per-run timeout above 24h");
+}
