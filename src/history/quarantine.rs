@@ -60,10 +60,21 @@ pub fn split(id: &str) -> (&str, &str) {
 pub fn emit(syntax: Syntax, entries: &[Entry]) -> Emitted {
     let mut left_out = Vec::new();
     let text = match syntax {
-        Syntax::Pytest => entries
-            .iter()
-            .map(|e| format!("--deselect={}\n", pytest_node(e)))
-            .collect(),
+        Syntax::Pytest => {
+            let mut lines = String::new();
+            for e in entries {
+                let node = pytest_node(e);
+                if node.chars().any(char::is_control) {
+                    left_out.push(format!(
+                        "{}: a line break or control character in a node id cannot be given on one line",
+                        printable(&e.test)
+                    ));
+                } else {
+                    lines.push_str(&format!("--deselect={node}\n"));
+                }
+            }
+            lines
+        }
         Syntax::Go => {
             let mut names = Vec::new();
             for e in entries {
@@ -71,7 +82,12 @@ pub fn emit(syntax: Syntax, entries: &[Entry]) -> Emitted {
                 if name.contains('/') {
                     left_out.push(format!(
                         "{}: a subtest; `go test -skip` cannot skip one subtest beside others without skipping more",
-                        e.test
+                        printable(&e.test)
+                    ));
+                } else if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    left_out.push(format!(
+                        "{}: a space or a control character is in no Go test's name",
+                        printable(&e.test)
                     ));
                 } else {
                     names.push(regex::escape(name));
@@ -100,7 +116,7 @@ pub fn emit(syntax: Syntax, entries: &[Entry]) -> Emitted {
             } else {
                 let parts: Vec<String> = entries
                     .iter()
-                    .map(|e| format!("test(={})", split(&e.test).1))
+                    .map(|e| format!("test(={})", nextest_escape(split(&e.test).1)))
                     .collect();
                 format!("not ({})\n", parts.join(" | "))
             }
@@ -108,7 +124,7 @@ pub fn emit(syntax: Syntax, entries: &[Entry]) -> Emitted {
         Syntax::Rspec => {
             let names: Vec<String> = entries
                 .iter()
-                .map(|e| json_quote(split(&e.test).1))
+                .map(|e| ruby_quote(split(&e.test).1))
                 .collect();
             format!(
                 "# flakelab quarantine: put in spec/spec_helper.rb\nFLAKELAB_QUARANTINE = [{}].freeze\nRSpec.configure do |config|\n  config.filter_run_excluding(full_description: ->(d) {{ FLAKELAB_QUARANTINE.include?(d) }})\nend\n",
@@ -126,7 +142,10 @@ pub fn emit(syntax: Syntax, entries: &[Entry]) -> Emitted {
                         pcre_escape(&format!("{class}::{name}"))
                     })
                     .collect();
-                format!("--exclude-filter=/^(?:{})(?: |$)/\n", names.join("|"))
+                format!(
+                    "--exclude-filter=/^(?:{})(?:\\x{{20}}|$)/\n",
+                    names.join("|")
+                )
             }
         }
         Syntax::Yaml => {
@@ -258,26 +277,91 @@ fn pytest_node(e: &Entry) -> String {
     node
 }
 
+/// A JavaScript regex matching `s` literally, with no space, line break or
+/// control character left raw (`\xHH`), so it survives a shell's word
+/// splitting and stays on one line.
 fn js_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if "\\^$.*+?()[]{}|/".contains(c) {
             out.push('\\');
+        } else if c.is_ascii_whitespace() || c.is_ascii_control() {
+            out.push_str(&format!("\\x{:02X}", c as u32));
+            continue;
+        } else if c.is_control() || c.is_whitespace() {
+            out.push_str(&format!("\\u{:04X}", c as u32));
+            continue;
         }
         out.push(c);
     }
     out
 }
 
+/// A PCRE (PHPUnit's `--filter`) pattern matching `s` literally, spaces
+/// and control characters as `\x{HH}`.
 fn pcre_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if "\\^$.*+?()[]{}|/#:-".contains(c) {
             out.push('\\');
+        } else if c.is_whitespace() || c.is_control() {
+            out.push_str(&format!("\\x{{{:X}}}", c as u32));
+            continue;
         }
         out.push(c);
     }
     out
+}
+
+/// A nextest name matcher's text for `s`: its escape sequences for `\`,
+/// `/`, `)`, `,` and line breaks, `\u{..}` for any other space or control
+/// character.
+fn nextest_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' | '/' | ')' | ',' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_whitespace() || c.is_control() => {
+                out.push_str(&format!("\\u{{{:X}}}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A Ruby double-quoted string of `s` on one line: `#` escaped, so nothing
+/// in it is interpolated (`#{…}` stays text), line breaks and other
+/// control characters as escapes.
+fn ruby_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\\' | '"' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:X}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `s` with its control characters shown escaped, for a message line.
+fn printable(s: &str) -> String {
+    s.chars().flat_map(char::escape_debug).collect()
 }
 
 fn json_quote(s: &str) -> String {
@@ -318,7 +402,7 @@ mod tests {
         assert_eq!(go.left_out.len(), 1);
         assert_eq!(
             emit(Syntax::Jest, &[e("sum adds::sum adds (1+1)")]).text,
-            "--testNamePattern=^(?!(?:sum adds \\(1\\+1\\))$)\n"
+            "--testNamePattern=^(?!(?:sum\\x20adds\\x20\\(1\\+1\\))$)\n"
         );
         assert_eq!(
             emit(
@@ -333,7 +417,7 @@ mod tests {
             .contains("[\"User saves\"]"));
         assert_eq!(
             emit(Syntax::Phpunit, &[e("Tests\\FooTest::testBar")]).text,
-            "--exclude-filter=/^(?:Tests\\\\FooTest\\:\\:testBar)(?: |$)/\n"
+            "--exclude-filter=/^(?:Tests\\\\FooTest\\:\\:testBar)(?:\\x{20}|$)/\n"
         );
         let yaml = emit(Syntax::Yaml, &[e("a::b")]).text;
         assert_eq!(
@@ -345,6 +429,182 @@ mod tests {
             emit(Syntax::Yaml, &[]).text,
             "# flakelab.quarantine/1\nquarantine: []\n"
         );
+    }
+}
+
+#[cfg(test)]
+mod hostile_ids {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn entry(test: String) -> Entry {
+        Entry {
+            test,
+            evidence: "e".into(),
+            file: None,
+        }
+    }
+
+    /// Test names as an attacker writes them: line breaks, workflow-command
+    /// prefixes, interpolation, quotes, spaces, backticks, pipes, escapes.
+    fn hostile() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just("\n".to_string()),
+                Just("::error ::".to_string()),
+                Just("#{system('touch x')}".to_string()),
+                Just("'".to_string()),
+                Just("\"".to_string()),
+                Just(" ".to_string()),
+                Just("`".to_string()),
+                Just("|".to_string()),
+                Just("\\".to_string()),
+                Just(")".to_string()),
+                Just(",".to_string()),
+                Just("/".to_string()),
+                Just("\t".to_string()),
+                "[a-zA-Z0-9_.]{1,4}",
+            ],
+            1..6,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    /// The Ruby double-quoted literals of `text`, read back as Ruby does
+    /// (the escapes `ruby_quote` writes).
+    fn ruby_strings(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            if c != '"' {
+                continue;
+            }
+            let mut s = String::new();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => match chars.next() {
+                        Some('n') => s.push('\n'),
+                        Some('r') => s.push('\r'),
+                        Some('t') => s.push('\t'),
+                        Some('u') => {
+                            let hex: String =
+                                chars.by_ref().skip(1).take_while(|&c| c != '}').collect();
+                            s.push(char::from_u32(u32::from_str_radix(&hex, 16).unwrap()).unwrap());
+                        }
+                        Some(n) => s.push(n),
+                        None => {}
+                    },
+                    '"' => break,
+                    c => s.push(c),
+                }
+            }
+            out.push(s);
+        }
+        out
+    }
+
+    /// A nextest matcher's text, unescaped as nextest does.
+    fn nextest_unescape(m: &str) -> String {
+        let mut out = String::new();
+        let mut chars = m.chars();
+        while let Some(c) = chars.next() {
+            if c != '\\' {
+                out.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('r') => out.push('\r'),
+                Some('t') => out.push('\t'),
+                Some('u') => {
+                    let hex: String = chars.by_ref().skip(1).take_while(|&c| c != '}').collect();
+                    out.push(char::from_u32(u32::from_str_radix(&hex, 16).unwrap()).unwrap());
+                }
+                Some(c) => out.push(c),
+                None => {}
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn every_format_reads_back_exactly_the_ids_given(
+            names in proptest::collection::vec(hostile(), 1..4),
+            other in hostile(),
+        ) {
+            prop_assume!(!names.contains(&other));
+            let entries: Vec<Entry> = names.iter().map(|n| entry(format!("c::{n}"))).collect();
+            for syntax in [
+                Syntax::Pytest, Syntax::Go, Syntax::Jest, Syntax::Vitest,
+                Syntax::CargoNextest, Syntax::Rspec, Syntax::Phpunit, Syntax::Yaml,
+            ] {
+                let out = emit(syntax, &entries);
+                // One line per argument: no line break of a test's own, and
+                // nothing a CI log reads as a workflow command.
+                for line in out.text.lines() {
+                    prop_assert!(!line.starts_with("::"), "{syntax:?}: {line}");
+                }
+                match syntax {
+                    Syntax::Rspec => {
+                        let read = ruby_strings(out.text.lines().nth(1).unwrap());
+                        prop_assert_eq!(&read, &names);
+                        let interpolated = out.text.contains("\"#{") || out.text.contains(" #{");
+                        prop_assert!(!interpolated);
+                    }
+                    Syntax::Yaml => {
+                        let read: Vec<String> = out.text.lines()
+                            .filter_map(|l| l.strip_prefix("  - test: "))
+                            .map(|q| serde_json::from_str::<String>(q).unwrap())
+                            .collect();
+                        let given: Vec<String> = names.iter().map(|n| format!("c::{n}")).collect();
+                        prop_assert_eq!(read, given);
+                    }
+                    Syntax::Pytest => {
+                        let lines = out.text.lines().count();
+                        prop_assert_eq!(lines + out.left_out.len(), names.len());
+                        prop_assert!(out.text.lines().all(|l| l.starts_with("--deselect=c.py::")));
+                    }
+                    Syntax::Go | Syntax::Phpunit => {
+                        // A single word, read as a regex matching exactly
+                        // the kept names.
+                        prop_assert!(!out.text.trim_end().contains(char::is_whitespace), "{}", out.text);
+                        if out.text.is_empty() {
+                            prop_assert_eq!(out.left_out.len(), names.len());
+                            continue;
+                        }
+                        let pattern = match syntax {
+                            Syntax::Go => out.text.trim_end().strip_prefix("-skip=").unwrap().to_string(),
+                            _ => {
+                                let p = out.text.trim_end().strip_prefix("--exclude-filter=/").unwrap();
+                                p.strip_suffix("(?:\\x{20}|$)/").unwrap().replace("\\/", "/").to_string() + "$"
+                            }
+                        };
+                        let re = regex::Regex::new(&pattern).unwrap();
+                        let prefix = if syntax == Syntax::Phpunit { "c::" } else { "" };
+                        for n in &names {
+                            let kept = syntax == Syntax::Phpunit || !n.contains(|c: char| c.is_whitespace() || c.is_control() || c == '/');
+                            prop_assert_eq!(re.is_match(&format!("{prefix}{n}")), kept, "{}", n);
+                        }
+                        let stranger = format!("{prefix}{other}");
+                        prop_assert!(!re.is_match(&stranger));
+                    }
+                    Syntax::Jest | Syntax::Vitest => {
+                        prop_assert!(!out.text.trim_end().contains(char::is_whitespace), "{}", out.text);
+                    }
+                    Syntax::CargoNextest => {
+                        let text = out.text.trim_end();
+                        prop_assert!(!text.contains('\n'));
+                        let inner = text.strip_prefix("not (").unwrap().strip_suffix(')').unwrap();
+                        let read: Vec<String> = inner
+                            .split(" | ")
+                            .map(|t| nextest_unescape(t.strip_prefix("test(=").unwrap().strip_suffix(')').unwrap()))
+                            .collect();
+                        prop_assert_eq!(&read, &names);
+                    }
+                }
+            }
+        }
     }
 }
 

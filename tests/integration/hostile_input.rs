@@ -357,3 +357,95 @@ fn values_that_would_overflow_or_mean_nothing_are_refused_before_work_starts() {
     );
     refused(&run(&[]), &[], "a per-run timeout above 24h");
 }
+
+fn entry(test: &str, file: Option<&str>) -> flakelab::history::quarantine::Entry {
+    flakelab::history::quarantine::Entry {
+        test: test.into(),
+        evidence: "passed and failed on commit c1".into(),
+        file: file.map(String::from),
+    }
+}
+
+#[test]
+fn the_rspec_snippet_loads_in_real_ruby_without_running_a_test_name() {
+    use flakelab::history::quarantine::{emit, Syntax};
+    if !super::capable("ruby", super::sh_ok("ruby --version")) {
+        return;
+    }
+    let lab = Lab::new();
+    let names = [
+        "flaky #{File.write('pwned', 'x')} ok",
+        "quote ' and \" and \\ and #@x",
+        "two\nlines",
+        "::error ::forged",
+    ];
+    let entries: Vec<_> = names
+        .iter()
+        .map(|n| entry(&format!("spec.x::{n}"), None))
+        .collect();
+    let snippet = emit(Syntax::Rspec, &entries).text;
+    write(&lab.path().join("quarantine.rb"), &snippet);
+    let out = std::process::Command::new("ruby")
+        .args([
+            "-rjson",
+            "-e",
+            "module RSpec; def self.configure; end; end; load './quarantine.rb'; print JSON.generate(FLAKELAB_QUARANTINE)",
+        ])
+        .current_dir(lab.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(read, names);
+    assert!(
+        !lab.path().join("pwned").exists(),
+        "a test name ran as code"
+    );
+}
+
+#[test]
+fn the_pytest_list_deselects_exactly_ids_with_spaces_through_an_argument_file() {
+    use flakelab::history::quarantine::{emit, Syntax};
+    if !super::capable("pytest", super::sh_ok("python3 -m pytest --version")) {
+        return;
+    }
+    let lab = Lab::new();
+    write(
+        &lab.path().join("test_ids.py"),
+        "import pytest\n\n@pytest.mark.parametrize('v', ['hello world', 'hello', 'world', '-k x'])\ndef test_p(v):\n    pass\n",
+    );
+    let entries = [
+        entry("test_ids::test_p[hello world]", Some("test_ids.py")),
+        entry("test_ids::test_p[-k x]", Some("test_ids.py")),
+    ];
+    let list = emit(Syntax::Pytest, &entries).text;
+    write(&lab.path().join("quarantine.args"), &list);
+    let out = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+        ])
+        .args(["--junitxml=out.xml", "@quarantine.args"])
+        .current_dir(lab.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let ran = flakelab::junit::parse_file(&lab.path().join("out.xml")).unwrap();
+    let mut names: Vec<String> = ran.cases.iter().map(|c| c.name.clone()).collect();
+    names.sort();
+    assert_eq!(names, ["test_p[hello]", "test_p[world]"]);
+}
