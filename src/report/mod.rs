@@ -5,6 +5,7 @@
 //! holds one run at a time.
 //! Pure: no I/O here except in the renderers' callers.
 
+pub mod assemble;
 pub mod beside;
 pub mod catalog;
 pub mod color;
