@@ -76,7 +76,7 @@ pub(super) fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
     let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
     super::print_report(&report, args.format, &redaction);
     if args.format != cli::Format::Github {
-        super::outputs::auto_summary(&report, args.summary, &redaction);
+        report::outputs::auto_summary(&report, args.summary, &redaction);
     }
     Ok(report.exit_code())
 }

@@ -3,7 +3,9 @@
 //! `flakelab report` go through the same [`Fold`] (which [`build`] runs over
 //! a slice), so they cannot disagree, and reading a store of a million runs
 //! holds one run at a time.
-//! Pure: no I/O here except in the renderers' callers.
+//! `assemble` reads a stored session into the model, `render` turns it
+//! into the format asked for, and `outputs` writes GitHub's step summary
+//! and artifacts; everything else here is pure.
 
 pub mod assemble;
 pub mod beside;
@@ -22,10 +24,12 @@ pub mod html;
 pub mod json;
 pub mod ladder;
 pub mod markdown;
+pub(crate) mod outputs;
 pub mod per_test;
 pub mod progress;
 #[doc(hidden)]
 pub mod reference;
+mod render;
 pub mod scan;
 pub mod sham;
 #[cfg(test)]
@@ -45,6 +49,7 @@ use crate::store::LoadStats;
 use crate::verdict::{Findings, Verdict};
 
 pub use fold::Fold;
+pub(crate) use render::render;
 
 /// JSON schema tag of the report document.
 pub const REPORT_SCHEMA: &str = "flakelab.report/1";
