@@ -24,6 +24,7 @@ pub mod html;
 pub mod json;
 pub mod ladder;
 pub mod markdown;
+mod markup;
 pub(crate) mod outputs;
 pub mod per_test;
 pub mod progress;
