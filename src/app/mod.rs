@@ -21,7 +21,6 @@ mod ingest;
 mod internal;
 mod ladder;
 mod merge;
-mod outputs;
 mod prove;
 mod quarantine;
 mod replay;
@@ -32,6 +31,9 @@ mod screen;
 mod verify;
 
 pub use ingest::{ingest_reports, IngestSummary};
+
+// `run` and `report` write GitHub's step summary beside their output.
+use crate::report::outputs;
 
 /// What every subcommand shares: how subjects and probes are started.
 #[derive(Debug, Clone, Default)]
@@ -156,17 +158,9 @@ fn run_and_report(spec: &crate::session::SessionSpec, format: Format) -> Result<
     })
 }
 
-/// Prints a report, with `redaction`'s credential values masked (the
-/// records it is built from are masked already; this is the net).
+/// Prints a report in `format`, masked by `redaction` ([`report::render`]).
 fn print_report(report: &Report, format: Format, redaction: &crate::redact::Redaction) {
-    let text = match format {
-        Format::Table => report::table::render_colored(report, report::color::stdout()),
-        Format::Json => report::json::render(report),
-        Format::Markdown => report::markdown::render(report),
-        Format::Html => report::html::render(report),
-        Format::Github => outputs::github(report, redaction),
-    };
-    print_text(&redaction.text(&text));
+    print_text(&report::render(report, format, redaction));
 }
 
 /// Writes a rendered output to stdout.

@@ -2,69 +2,45 @@
 //! through the same model the live output used ([`shown`]): the report,
 //! the screen design's confirmations, and `--confirm`'s replays.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::cli;
 use crate::error::{Error, Result, EXIT_OK};
 use crate::exec::Executor;
-use crate::record::{RunRecord, SessionRecord};
+use crate::record::SessionRecord;
 use crate::redact::Redaction;
 use crate::report::{self, Report};
 use crate::session::{resolve::store_root, subject_dir};
 use crate::store::Store;
 
-/// The report of `session` as the user sees it, live or later: its cells
-/// and tests, the screen design's verdicts when it was screened, and the
-/// confirmations of the sessions that are part of it; with the evidence's
-/// facts about its runs. The session's runs are read once, one at a time,
-/// into the report's fold: memory follows the cells and tests, not the runs.
+/// What rides along the report's pass over a session's runs: the
+/// evidence's facts and the screen runs' counts (for the screen's verdicts).
+#[derive(Default)]
+struct Along {
+    facts: crate::evidence::RunFacts,
+    screen_runs: super::screen::ScreenRuns,
+}
+
+impl report::assemble::Along for Along {
+    fn add(&mut self, run: &crate::store::RunView) {
+        self.facts.add(run);
+        self.screen_runs.add(run);
+    }
+
+    fn screened(&self, report: &mut Report, screen: &crate::screen::ScreenRecord) {
+        super::screen::apply(report, screen, &self.screen_runs);
+    }
+}
+
+/// The report of `session` as the user sees it, live or later
+/// ([`report::assemble::shown`]), with the evidence's facts about its runs.
 pub(super) fn shown(
     store: &Store,
     session: &SessionRecord,
 ) -> Result<(Report, crate::evidence::RunFacts)> {
-    let (sessions, _) = store.load_sessions()?;
-    let replays: Vec<SessionRecord> = sessions
-        .into_iter()
-        .filter(|s| s.part_of.as_deref() == Some(session.id.as_str()) && s.replay_of.is_some())
-        .collect();
-    // The runs the confirmations replayed: the only runs kept whole.
-    let replayed: BTreeSet<&str> = replays
-        .iter()
-        .filter_map(|s| s.replay_of.as_deref())
-        .collect();
-    let mut fold = report::Fold::new(session);
-    let mut facts = crate::evidence::RunFacts::default();
-    let mut screen_runs = super::screen::ScreenRuns::default();
-    let mut kept: Vec<RunRecord> = Vec::new();
-    let load = store.each_view(&session.id, |r| {
-        fold.add(r);
-        facts.add(r);
-        screen_runs.add(r);
-        if !replayed.is_empty() && replayed.contains(r.id().as_ref()) {
-            kept.push(r.to_record());
-        }
-        Ok(())
-    })?;
-    let mut report = fold.finish(load);
-    if session.records_end {
-        report.session_end = Some(crate::liveness::state(store, &session.id)?.word());
-    }
-    if let Some(screen) = store.screen_of(&session.id)? {
-        super::screen::apply(&mut report, &screen, &screen_runs);
-    } else {
-        report::undecided::mark(&mut report, session.confidence);
-    }
-    report::handover::mark(&mut report);
-    report.scan_prove = store.prove_of(&session.id)?;
-    kept.sort_by_key(|r| r.index);
-    let mut again = Vec::new();
-    for s in replays {
-        let (runs, _) = store.runs_of(&s.id)?;
-        again.push((s, runs));
-    }
-    report.confirmations = report::confirmations(session, &kept, &again);
-    Ok((report, facts))
+    let mut along = Along::default();
+    let report = report::assemble::shown(store, session, &mut along)?;
+    Ok((report, along.facts))
 }
 
 /// The store of a command that reads one: it must exist.
@@ -100,7 +76,7 @@ pub(super) fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
     let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
     super::print_report(&report, args.format, &redaction);
     if args.format != cli::Format::Github {
-        super::outputs::auto_summary(&report, args.summary, &redaction);
+        report::outputs::auto_summary(&report, args.summary, &redaction);
     }
     Ok(report.exit_code())
 }

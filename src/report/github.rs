@@ -8,8 +8,11 @@
 
 use std::fmt::Write as _;
 
+use super::beside::CiHistory;
 use super::gha::{self, Level};
-use super::{CellReport, Report};
+use super::markup::{walk, Markup};
+use super::per_test::TestRow;
+use super::{CellReport, Confirmation, Report};
 
 /// Test rows listed in the summary (the rest are counted).
 pub const MAX_TESTS: usize = 30;
@@ -68,128 +71,177 @@ pub fn test_file(id: &str) -> Option<&str> {
 
 /// The step summary.
 pub fn summary(report: &Report, plot: Option<&PlotLink>) -> String {
-    let mut out = String::new();
-    let pct = (report.confidence * 100.0).round();
-    let verdict = match report.exit_code() {
-        0 => "no cell differs from the baseline",
-        1 => "**differs**: a cell or a test differs from the baseline",
-        3 => "a perturbation was **not applied**",
-        2 => "nothing was measured",
-        _ => "see the report",
+    let mut summary = Summary {
+        out: String::new(),
+        plot,
     };
-    let _ = writeln!(
-        out,
-        "### flakelab `{}`: {verdict}\n",
-        report.session.replace('`', "'")
-    );
-    let _ = writeln!(
-        out,
-        "{} · seed {} · {} · {pct}% Clopper–Pearson intervals\n",
-        code(&crate::repro::join(&report.command)),
-        report.seed,
-        super::runs_text(report)
-    );
-    let _ = writeln!(
-        out,
-        "| cell | {} | interval | vs baseline |",
-        super::failure_heading(report)
-    );
-    let _ = writeln!(out, "| --- | ---: | --- | --- |");
-    for c in &report.cells {
-        let mark = if !c.applied {
-            " ⚠ not applied"
-        } else if c.sham_of.is_some() {
-            " (sham)"
-        } else if differs(c) {
-            " ❗"
-        } else {
-            ""
+    walk(report, &mut summary);
+    summary.out
+}
+
+/// The step summary's markup: GitHub-flavoured Markdown, compact (a
+/// summary of the report: capped lists, no design sections).
+struct Summary<'a> {
+    out: String,
+    plot: Option<&'a PlotLink>,
+}
+
+impl Markup for Summary<'_> {
+    fn code(&self, text: &str) -> String {
+        code(text)
+    }
+
+    fn lead(&mut self, term: &str, rest: &str) {
+        let _ = writeln!(self.out, "\n**{term}**{rest}\n");
+    }
+
+    fn item(&mut self, text: &str) {
+        let _ = writeln!(self.out, "- {}", cell_md(text));
+    }
+
+    fn header(&mut self, report: &Report) {
+        let out = &mut self.out;
+        let pct = (report.confidence * 100.0).round();
+        let verdict = match report.exit_code() {
+            0 => "no cell differs from the baseline",
+            1 => "**differs**: a cell or a test differs from the baseline",
+            3 => "a perturbation was **not applied**",
+            2 => "nothing was measured",
+            _ => "see the report",
         };
         let _ = writeln!(
             out,
-            "| {}{mark} | {} of {} | {} | {} |",
-            code(&c.name),
-            c.k,
-            c.n,
-            cell_md(&super::interval_text(c)),
-            cell_md(&super::versus_text(c))
+            "### flakelab `{}`: {verdict}\n",
+            report.session.replace('`', "'")
         );
-    }
-    let rows = super::html::test_rows(report);
-    if !rows.is_empty() {
         let _ = writeln!(
             out,
-            "\n{} (test, cell) row(s) differ from the baseline, largest effect first:\n",
-            rows.len()
+            "{} · seed {} · {} · {pct}% Clopper–Pearson intervals\n",
+            code(&crate::repro::join(&report.command)),
+            report.seed,
+            super::runs_text(report)
         );
-        let _ = writeln!(out, "| test | cell | failed | baseline |");
-        let _ = writeln!(out, "| --- | --- | ---: | ---: |");
-        for r in rows.iter().take(MAX_TESTS) {
-            let base = report
-                .cells
-                .iter()
-                .find(|c| c.name == "baseline")
-                .and_then(|b| b.tests.iter().find(|t| Some(&t.id) == r.test.as_ref()))
-                .map(|t| format!("{} of {}", t.k, t.n))
-                .unwrap_or_else(|| "—".into());
+    }
+
+    fn cells(&mut self, report: &Report) {
+        let out = &mut self.out;
+        let _ = writeln!(
+            out,
+            "| cell | {} | interval | vs baseline |",
+            super::failure_heading(report)
+        );
+        let _ = writeln!(out, "| --- | ---: | --- | --- |");
+        for c in &report.cells {
+            let mark = if !c.applied {
+                " ⚠ not applied"
+            } else if c.sham_of.is_some() {
+                " (sham)"
+            } else if differs(c) {
+                " ❗"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} of {} | {base} |",
-                code(r.test.as_deref().unwrap_or("")),
-                code(&r.cell),
-                r.k,
-                r.n
-            );
-        }
-        if rows.len() > MAX_TESTS {
-            let _ = writeln!(
-                out,
-                "\n…and {} more; `flakelab report --format html` lists them all.",
-                rows.len() - MAX_TESTS
+                "| {}{mark} | {} of {} | {} | {} |",
+                code(&c.name),
+                c.k,
+                c.n,
+                cell_md(&super::interval_text(c)),
+                cell_md(&super::versus_text(c))
             );
         }
     }
-    if let Some(p) = plot {
-        match &p.url {
-            Some(url) => {
+
+    fn tests(&mut self, report: &Report) {
+        let out = &mut self.out;
+        let rows = super::html::test_rows(report);
+        if !rows.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{} (test, cell) row(s) differ from the baseline, largest effect first:\n",
+                rows.len()
+            );
+            let _ = writeln!(out, "| test | cell | failed | baseline |");
+            let _ = writeln!(out, "| --- | --- | ---: | ---: |");
+            for r in rows.iter().take(MAX_TESTS) {
+                let base = report
+                    .cells
+                    .iter()
+                    .find(|c| c.name == "baseline")
+                    .and_then(|b| b.tests.iter().find(|t| Some(&t.id) == r.test.as_ref()))
+                    .map(|t| format!("{} of {}", t.k, t.n))
+                    .unwrap_or_else(|| "—".into());
                 let _ = writeln!(
                     out,
-                    "\nForest plot: [{}]({url}) (an artifact of this run, when the workflow uploads it).",
-                    p.path
+                    "| {} | {} | {} of {} | {base} |",
+                    code(r.test.as_deref().unwrap_or("")),
+                    code(&r.cell),
+                    r.k,
+                    r.n
                 );
             }
-            None => {
-                let _ = writeln!(out, "\nForest plot: `{}`.", p.path);
+            if rows.len() > MAX_TESTS {
+                let _ = writeln!(
+                    out,
+                    "\n…and {} more; `flakelab report --format html` lists them all.",
+                    rows.len() - MAX_TESTS
+                );
             }
         }
     }
-    let failures = super::shown_failures(report);
-    if !failures.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n<details><summary>Repro lines ({})</summary>\n",
-            failures.len()
-        );
-        for (c, f) in failures.iter().take(MAX_REPROS) {
+
+    fn under(&mut self, report: &Report) {
+        let (out, plot) = (&mut self.out, self.plot);
+        if let Some(p) = plot {
+            match &p.url {
+                Some(url) => {
+                    let _ = writeln!(
+                        out,
+                        "\nForest plot: [{}]({url}) (an artifact of this run, when the workflow uploads it).",
+                        p.path
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "\nForest plot: `{}`.", p.path);
+                }
+            }
+        }
+        let failures = super::shown_failures(report);
+        if !failures.is_empty() {
             let _ = writeln!(
                 out,
-                "First failure in `{}` (run `{}`):\n\n```sh\n{}\n```\n",
-                c.name, f.run, f.repro
+                "\n<details><summary>Repro lines ({})</summary>\n",
+                failures.len()
             );
+            for (c, f) in failures.iter().take(MAX_REPROS) {
+                let _ = writeln!(
+                    out,
+                    "First failure in `{}` (run `{}`):\n\n```sh\n{}\n```\n",
+                    c.name, f.run, f.repro
+                );
+            }
+            if failures.len() > MAX_REPROS {
+                let _ = writeln!(out, "…and {} more.\n", failures.len() - MAX_REPROS);
+            }
+            let _ = writeln!(out, "</details>");
         }
-        if failures.len() > MAX_REPROS {
-            let _ = writeln!(out, "…and {} more.\n", failures.len() - MAX_REPROS);
+        let notes = super::notes(report);
+        if !notes.is_empty() {
+            let _ = writeln!(out);
+            for n in notes.iter().take(10) {
+                let _ = writeln!(out, "- {}", cell_md(n));
+            }
         }
-        let _ = writeln!(out, "</details>");
     }
-    let notes = super::notes(report);
-    if !notes.is_empty() {
-        let _ = writeln!(out);
-        for n in notes.iter().take(10) {
-            let _ = writeln!(out, "- {}", cell_md(n));
-        }
-    }
-    out
+
+    // The summary leaves the design sections to the full report.
+    fn design_chosen(&mut self, _why: &str) {}
+    fn prove(&mut self, _lines: &[String]) {}
+    fn undecided(&mut self, _rows: &[(&str, &TestRow)]) {}
+    fn screen(&mut self, _design: &crate::screen::DesignSummary, _confirmed: &[(&str, &TestRow)]) {}
+    fn confirmations(&mut self, _confirmations: &[Confirmation]) {}
+    fn history(&mut self, _history: &CiHistory) {}
 }
 
 /// The annotations: an error per (test, cell) row that differs (on its

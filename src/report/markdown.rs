@@ -2,6 +2,9 @@
 
 use std::fmt::Write as _;
 
+use super::beside::CiHistory;
+use super::markup::{walk, Markup};
+use super::per_test::TestRow;
 use super::{
     applied_text, failure_heading, interval_text, notes, runs_text, shown_failures,
     shown_test_rows, test_count_text, test_counts, test_interval_text, test_versus_text,
@@ -10,172 +13,207 @@ use super::{
 
 /// Renders the report as Markdown.
 pub fn render(report: &Report) -> String {
-    let mut out = String::new();
-    let pct = (report.confidence * 100.0).round();
-    let _ = writeln!(out, "### flakelab session `{}`\n", report.session);
-    let _ = writeln!(
-        out,
-        "Command: `{}` · seed {} · {} · {pct}% confidence\n",
-        crate::repro::join(&report.command).replace('`', "\\`"),
-        report.seed,
-        runs_text(report)
-    );
-    if let Some(sig) = &report.signature {
-        let _ = writeln!(
-            out,
-            "Counting runs that reproduced the signature `{sig}` (in their output or a failing test's message).\n"
-        );
+    let mut markdown = Markdown { out: String::new() };
+    walk(report, &mut markdown);
+    markdown.out
+}
+
+/// Markdown's markup: code in backticks, tables in pipes.
+struct Markdown {
+    out: String,
+}
+
+impl Markup for Markdown {
+    fn code(&self, text: &str) -> String {
+        format!("`{text}`")
     }
-    if let Some(run) = &report.replay_of {
-        let _ = writeln!(
-            out,
-            "Replay of run `{run}`: its command, cell and seed, re-run exactly.\n"
-        );
+
+    fn lead(&mut self, term: &str, rest: &str) {
+        let mut chars = term.chars();
+        let term: String = chars
+            .next()
+            .map(|c| c.to_uppercase().chain(chars).collect())
+            .unwrap_or_default();
+        let _ = writeln!(self.out, "\n**{term}**{rest}\n");
     }
-    let _ = writeln!(
-        out,
-        "| cell | {} | rate | {pct}% interval | vs baseline | probe |",
-        failure_heading(report)
-    );
-    let _ = writeln!(out, "| --- | ---: | ---: | --- | --- | --- |");
-    for c in &report.cells {
-        let rate = if c.n == 0 {
-            "—".to_string()
-        } else {
-            format!("{:.1}%", c.rate * 100.0)
-        };
-        let _ = writeln!(
-            out,
-            "| `{}`{} | {} of {} | {} | {} | {} | {} |",
-            c.name,
-            if c.sham_of.is_some() { " (sham)" } else { "" },
-            c.k,
-            c.n,
-            rate,
-            interval_text(c),
-            versus_text(c),
-            applied_text(c, report.cells.iter().find(|b| b.name == "baseline")).replace('|', "\\|")
-        );
+
+    fn item(&mut self, text: &str) {
+        let _ = writeln!(self.out, "- {text}");
     }
-    let (total, clean, skipped) = test_counts(report);
-    let rows = shown_test_rows(report);
-    if total > 0 {
+
+    fn header(&mut self, report: &Report) {
+        let out = &mut self.out;
+        let pct = (report.confidence * 100.0).round();
+        let _ = writeln!(out, "### flakelab session `{}`\n", report.session);
         let _ = writeln!(
             out,
-            "\nPer-test outcomes ({}), {total} tests: {}.\n",
-            report.per_test_source(),
-            super::counting_text(report)
+            "Command: `{}` · seed {} · {} · {pct}% confidence\n",
+            crate::repro::join(&report.command).replace('`', "\\`"),
+            report.seed,
+            runs_text(report)
         );
-        if !rows.is_empty() {
+        if let Some(sig) = &report.signature {
             let _ = writeln!(
                 out,
-                "| cell | test | {} | interval | vs baseline | signature |",
-                failure_heading(report)
+                "Counting runs that reproduced the signature `{sig}` (in their output or a failing test's message).\n"
             );
-            let _ = writeln!(out, "| --- | --- | ---: | --- | --- | --- |");
-            for (c, t) in &rows {
-                let sig = t
-                    .signatures
-                    .first()
-                    .map(|s| {
-                        format!(
-                            "`{}` ({}×)",
-                            s.signature.replace('`', "'").replace('|', "\\|"),
-                            s.count
-                        )
-                    })
-                    .unwrap_or_default();
+        }
+        if let Some(run) = &report.replay_of {
+            let _ = writeln!(
+                out,
+                "Replay of run `{run}`: its command, cell and seed, re-run exactly.\n"
+            );
+        }
+    }
+
+    fn cells(&mut self, report: &Report) {
+        let out = &mut self.out;
+        let pct = (report.confidence * 100.0).round();
+        let _ = writeln!(
+            out,
+            "| cell | {} | rate | {pct}% interval | vs baseline | probe |",
+            failure_heading(report)
+        );
+        let _ = writeln!(out, "| --- | ---: | ---: | --- | --- | --- |");
+        for c in &report.cells {
+            let rate = if c.n == 0 {
+                "—".to_string()
+            } else {
+                format!("{:.1}%", c.rate * 100.0)
+            };
+            let _ = writeln!(
+                out,
+                "| `{}`{} | {} of {} | {} | {} | {} | {} |",
+                c.name,
+                if c.sham_of.is_some() { " (sham)" } else { "" },
+                c.k,
+                c.n,
+                rate,
+                interval_text(c),
+                versus_text(c),
+                applied_text(c, report.cells.iter().find(|b| b.name == "baseline"))
+                    .replace('|', "\\|")
+            );
+        }
+    }
+
+    fn tests(&mut self, report: &Report) {
+        let out = &mut self.out;
+        let (total, clean, skipped) = test_counts(report);
+        let rows = shown_test_rows(report);
+        if total > 0 {
+            let _ = writeln!(
+                out,
+                "\nPer-test outcomes ({}), {total} tests: {}.\n",
+                report.per_test_source(),
+                super::counting_text(report)
+            );
+            if !rows.is_empty() {
                 let _ = writeln!(
                     out,
-                    "| `{}` | `{}` | {} | {} | {} | {} |",
-                    c.name,
-                    t.id,
-                    test_count_text(t),
-                    test_interval_text(t),
-                    match super::test_shift_text(t) {
-                        Some(shift) => format!("{}; {shift}", test_versus_text(c, t)),
-                        None => test_versus_text(c, t),
-                    },
-                    sig
+                    "| cell | test | {} | interval | vs baseline | signature |",
+                    failure_heading(report)
                 );
-            }
-            for (c, t) in &rows {
-                if let Some(bisect) = &t.bisect {
+                let _ = writeln!(out, "| --- | --- | ---: | --- | --- | --- |");
+                for (c, t) in &rows {
+                    let sig = t
+                        .signatures
+                        .first()
+                        .map(|s| {
+                            format!(
+                                "`{}` ({}×)",
+                                s.signature.replace('`', "'").replace('|', "\\|"),
+                                s.count
+                            )
+                        })
+                        .unwrap_or_default();
                     let _ = writeln!(
                         out,
-                        "\n`{}` in `{}` is order-dependent: `{bisect}` finds what ran before it and made it fail.",
-                        t.id, c.name
+                        "| `{}` | `{}` | {} | {} | {} | {} |",
+                        c.name,
+                        t.id,
+                        test_count_text(t),
+                        test_interval_text(t),
+                        match super::test_shift_text(t) {
+                            Some(shift) => format!("{}; {shift}", test_versus_text(c, t)),
+                            None => test_versus_text(c, t),
+                        },
+                        sig
                     );
                 }
+                for (c, t) in &rows {
+                    if let Some(bisect) = &t.bisect {
+                        let _ = writeln!(
+                            out,
+                            "\n`{}` in `{}` is order-dependent: `{bisect}` finds what ran before it and made it fail.",
+                            t.id, c.name
+                        );
+                    }
+                }
+            }
+            if clean > 0 {
+                let _ = writeln!(
+                    out,
+                    "\n{clean} other test(s) passed in every run that ran them, in every cell."
+                );
+            }
+            if skipped > 0 {
+                let _ = writeln!(
+                    out,
+                    "\n{skipped} test(s) were skipped in every run of every cell."
+                );
             }
         }
-        if clean > 0 {
-            let _ = writeln!(
-                out,
-                "\n{clean} other test(s) passed in every run that ran them, in every cell."
-            );
+    }
+
+    fn under(&mut self, report: &Report) {
+        let out = &mut self.out;
+        let notes = notes(report);
+        if !notes.is_empty() {
+            let _ = writeln!(out);
+            for n in notes {
+                let _ = writeln!(out, "- {n}");
+            }
         }
-        if skipped > 0 {
-            let _ = writeln!(
-                out,
-                "\n{skipped} test(s) were skipped in every run of every cell."
-            );
+        for (c, f) in shown_failures(report) {
+            let _ = writeln!(out, "\nFirst failure in `{}` (run `{}`):\n", c.name, f.run);
+            let _ = writeln!(out, "```sh\n{}\n```", f.repro);
+            if let Some(note) = &f.repro_note {
+                let _ = writeln!(out, "\n{note}");
+            }
         }
     }
-    let notes = notes(report);
-    if !notes.is_empty() {
-        let _ = writeln!(out);
-        for n in notes {
-            let _ = writeln!(out, "- {n}");
-        }
-    }
-    for (c, f) in shown_failures(report) {
-        let _ = writeln!(out, "\nFirst failure in `{}` (run `{}`):\n", c.name, f.run);
-        let _ = writeln!(out, "```sh\n{}\n```", f.repro);
-        if let Some(note) = &f.repro_note {
-            let _ = writeln!(out, "\n{note}");
-        }
-    }
-    if let Some(prove) = &report.scan_prove {
-        let lines = super::scan::prove_lines(prove);
-        let _ = writeln!(out, "\n**{}**\n", lines[0]);
+
+    /// Not in Markdown.
+    fn design_chosen(&mut self, _why: &str) {}
+
+    fn prove(&mut self, lines: &[String]) {
+        let _ = writeln!(self.out, "\n**{}**\n", lines[0]);
         for line in &lines[1..] {
-            let _ = writeln!(out, "- {}", line.trim_start().replace('|', "\\|"));
+            let _ = writeln!(self.out, "- {}", line.trim_start().replace('|', "\\|"));
         }
     }
-    if let Some(d) = &report.design {
+
+    /// Not in Markdown.
+    fn undecided(&mut self, _rows: &[(&str, &TestRow)]) {}
+
+    fn screen(&mut self, design: &crate::screen::DesignSummary, confirmed: &[(&str, &TestRow)]) {
         let _ = writeln!(
-            out,
+            self.out,
             "\n**Screen, then confirm.** {}\n",
-            super::design_text(d)
+            super::design_text(design)
         );
-        for (cell, row) in super::confirmed_rows(report) {
+        for (cell, row) in confirmed {
             let _ = writeln!(
-                out,
+                self.out,
                 "- `{cell}` · `{}`: {}",
                 row.id,
                 row.verdict.as_deref().unwrap_or("")
             );
         }
     }
-    if !report.confirmations.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n**Confirmation** (each failing run's conditions replayed):\n"
-        );
-        for c in &report.confirmations {
-            let _ = writeln!(
-                out,
-                "- `{}` ({}, seed {}): {}",
-                c.run,
-                c.cell,
-                c.seed,
-                c.sentence()
-            );
-        }
+
+    fn history(&mut self, history: &CiHistory) {
+        self.out.push_str(&super::beside::markdown(history));
     }
-    if let Some(h) = &report.ci_history {
-        out.push_str(&super::beside::markdown(h));
-    }
-    out
 }

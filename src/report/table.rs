@@ -3,6 +3,9 @@
 
 use std::fmt::Write as _;
 
+use super::beside::CiHistory;
+use super::markup::{walk, Markup};
+use super::per_test::TestRow;
 use super::{
     applied_text, failure_heading, interval_text, notes, runs_text, shown_failures,
     shown_test_rows, test_count_text, test_counts, test_interval_text, test_versus_text,
@@ -18,167 +21,180 @@ pub fn render(report: &Report) -> String {
 /// red, a cell not applied or a difference its sham leaves unexplained
 /// yellow, the reference dim); without color, byte for byte [`render`].
 pub fn render_colored(report: &Report, color: bool) -> String {
-    let mut out = String::new();
-    let pct = (report.confidence * 100.0).round();
-    let _ = writeln!(
-        out,
-        "session {} · seed {} · {} · {pct}% confidence",
-        report.session,
-        report.seed,
-        runs_text(report)
-    );
-    let _ = writeln!(out, "command: {}", crate::repro::join(&report.command));
-    if let Some(runner) = &report.runner {
-        let _ = writeln!(out, "runner: {runner} (recipe)");
-    }
-    if let Some(sig) = &report.signature {
-        let _ = writeln!(
-            out,
-            "counting runs that reproduced the signature (in their output or a failing test's message): {sig}"
-        );
-    }
-    if let Some(run) = &report.replay_of {
-        let _ = writeln!(
-            out,
-            "replay of run {run}: its command, cell and seed, re-run exactly"
-        );
-    }
-    let _ = writeln!(out);
-    let what = failure_heading(report);
-    let header = [
-        "cell".to_string(),
-        what.to_string(),
-        "rate".to_string(),
-        format!("{pct}% interval"),
-        "vs baseline".to_string(),
-        "probe".to_string(),
-    ];
-    let rows: Vec<[String; 6]> = report
-        .cells
-        .iter()
-        .map(|c| {
-            [
-                super::shown_name(c),
-                format!("{} of {}", c.k, c.n),
-                if c.n == 0 {
-                    "—".into()
-                } else {
-                    format!("{:.1}%", c.rate * 100.0)
-                },
-                interval_text(c),
-                versus_text(c),
-                applied_text(c, report.cells.iter().find(|b| b.name == "baseline")),
-            ]
-        })
-        .collect();
-    let mut widths = header.clone().map(|h| h.chars().count());
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cols: &[String; 6], color: bool| {
-        let mut s = String::new();
-        for (i, (col, w)) in cols.iter().zip(widths).enumerate() {
-            let shown = if i >= 4 {
-                painted(col, color)
-            } else {
-                col.clone()
-            };
-            if i == 5 {
-                s.push_str(&shown);
-            } else {
-                // Padded by the plain text's width: escapes take no column.
-                let pad = w.saturating_sub(col.chars().count()) + 2;
-                let _ = write!(s, "{shown}{:pad$}", "");
-            }
-        }
-        s.trim_end().to_string()
+    let mut table = Table {
+        out: String::new(),
+        color,
     };
-    let _ = writeln!(out, "{}", line(&header, false));
-    for row in &rows {
-        let _ = writeln!(out, "{}", line(row, color));
+    walk(report, &mut table);
+    table.out
+}
+
+/// The terminal table's markup: plain text, columns padded to their width.
+struct Table {
+    out: String,
+    color: bool,
+}
+
+impl Markup for Table {
+    fn code(&self, text: &str) -> String {
+        text.to_string()
     }
-    render_tests(report, &mut out, color);
-    let notes = notes(report);
-    let repros = shown_failures(report);
-    if !notes.is_empty() {
-        let _ = writeln!(out);
-        for n in notes {
-            let _ = writeln!(out, "note: {n}");
-        }
+
+    fn lead(&mut self, term: &str, rest: &str) {
+        let _ = writeln!(self.out, "\n{term}{rest}");
     }
-    if !repros.is_empty() {
-        let _ = writeln!(out);
-        for (c, f) in repros {
-            let _ = writeln!(out, "first failure in {} (run {}):", c.name, f.run);
-            let _ = writeln!(out, "  {}", f.repro);
-            for sig in c.signatures.iter().take(3) {
-                let _ = writeln!(out, "  {}× {}", sig.count, sig.signature);
-            }
-            if let Some(note) = &f.repro_note {
-                let _ = writeln!(out, "  note: {note}");
-            }
-            if let Some(log) = &f.log {
-                let _ = writeln!(out, "  log (in the store): {log}");
-            }
-        }
+
+    fn item(&mut self, text: &str) {
+        let _ = writeln!(self.out, "  {text}");
     }
-    if let Some(why) = &report.design_chosen {
-        let _ = writeln!(out, "\ndesign: {why}");
-    }
-    if let Some(prove) = &report.scan_prove {
-        let _ = writeln!(out);
-        for line in super::scan::prove_lines(prove) {
-            let _ = writeln!(out, "{line}");
-        }
-    }
-    let undecided = super::undecided::rows(report);
-    if !undecided.is_empty() {
+
+    fn header(&mut self, report: &Report) {
+        let out = &mut self.out;
+        let pct = (report.confidence * 100.0).round();
         let _ = writeln!(
             out,
-            "\nundecided (a small raw p that the correction does not keep):"
+            "session {} · seed {} · {} · {pct}% confidence",
+            report.session,
+            report.seed,
+            runs_text(report)
         );
-        for (cell, row) in undecided {
+        let _ = writeln!(out, "command: {}", crate::repro::join(&report.command));
+        if let Some(runner) = &report.runner {
+            let _ = writeln!(out, "runner: {runner} (recipe)");
+        }
+        if let Some(sig) = &report.signature {
             let _ = writeln!(
                 out,
+                "counting runs that reproduced the signature (in their output or a failing test's message): {sig}"
+            );
+        }
+        if let Some(run) = &report.replay_of {
+            let _ = writeln!(
+                out,
+                "replay of run {run}: its command, cell and seed, re-run exactly"
+            );
+        }
+        let _ = writeln!(out);
+    }
+
+    fn cells(&mut self, report: &Report) {
+        let (out, color) = (&mut self.out, self.color);
+        let pct = (report.confidence * 100.0).round();
+        let what = failure_heading(report);
+        let header = [
+            "cell".to_string(),
+            what.to_string(),
+            "rate".to_string(),
+            format!("{pct}% interval"),
+            "vs baseline".to_string(),
+            "probe".to_string(),
+        ];
+        let rows: Vec<[String; 6]> = report
+            .cells
+            .iter()
+            .map(|c| {
+                [
+                    super::shown_name(c),
+                    format!("{} of {}", c.k, c.n),
+                    if c.n == 0 {
+                        "—".into()
+                    } else {
+                        format!("{:.1}%", c.rate * 100.0)
+                    },
+                    interval_text(c),
+                    versus_text(c),
+                    applied_text(c, report.cells.iter().find(|b| b.name == "baseline")),
+                ]
+            })
+            .collect();
+        let mut widths = header.clone().map(|h| h.chars().count());
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let line = |cols: &[String; 6], color: bool| {
+            let mut s = String::new();
+            for (i, (col, w)) in cols.iter().zip(widths).enumerate() {
+                let shown = if i >= 4 {
+                    painted(col, color)
+                } else {
+                    col.clone()
+                };
+                if i == 5 {
+                    s.push_str(&shown);
+                } else {
+                    // Padded by the plain text's width: escapes take no column.
+                    let pad = w.saturating_sub(col.chars().count()) + 2;
+                    let _ = write!(s, "{shown}{:pad$}", "");
+                }
+            }
+            s.trim_end().to_string()
+        };
+        let _ = writeln!(out, "{}", line(&header, false));
+        for row in &rows {
+            let _ = writeln!(out, "{}", line(row, color));
+        }
+    }
+
+    fn tests(&mut self, report: &Report) {
+        render_tests(report, &mut self.out, self.color);
+    }
+
+    fn under(&mut self, report: &Report) {
+        let out = &mut self.out;
+        let notes = notes(report);
+        let repros = shown_failures(report);
+        if !notes.is_empty() {
+            let _ = writeln!(out);
+            for n in notes {
+                let _ = writeln!(out, "note: {n}");
+            }
+        }
+        if !repros.is_empty() {
+            let _ = writeln!(out);
+            for (c, f) in repros {
+                let _ = writeln!(out, "first failure in {} (run {}):", c.name, f.run);
+                let _ = writeln!(out, "  {}", f.repro);
+                for sig in c.signatures.iter().take(3) {
+                    let _ = writeln!(out, "  {}× {}", sig.count, sig.signature);
+                }
+                if let Some(note) = &f.repro_note {
+                    let _ = writeln!(out, "  note: {note}");
+                }
+                if let Some(log) = &f.log {
+                    let _ = writeln!(out, "  log (in the store): {log}");
+                }
+            }
+        }
+    }
+
+    fn design_chosen(&mut self, why: &str) {
+        let _ = writeln!(self.out, "\ndesign: {why}");
+    }
+
+    fn prove(&mut self, lines: &[String]) {
+        let _ = writeln!(self.out);
+        for line in lines {
+            let _ = writeln!(self.out, "{line}");
+        }
+    }
+
+    fn screen(&mut self, design: &crate::screen::DesignSummary, confirmed: &[(&str, &TestRow)]) {
+        let _ = writeln!(self.out, "\n{}", super::design_text(design));
+        for (cell, row) in confirmed {
+            let _ = writeln!(
+                self.out,
                 "  {cell}  {}: {}",
                 row.id,
                 row.verdict.as_deref().unwrap_or("")
             );
         }
     }
-    if let Some(d) = &report.design {
-        let _ = writeln!(out, "\n{}", super::design_text(d));
-        for (cell, row) in super::confirmed_rows(report) {
-            let _ = writeln!(
-                out,
-                "  {cell}  {}: {}",
-                row.id,
-                row.verdict.as_deref().unwrap_or("")
-            );
-        }
+
+    fn history(&mut self, history: &CiHistory) {
+        self.out.push_str(&super::beside::table(history));
     }
-    if !report.confirmations.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nconfirmation (each failing run's conditions replayed):"
-        );
-        for c in &report.confirmations {
-            let _ = writeln!(
-                out,
-                "  {} ({}, seed {}): {}",
-                c.run,
-                c.cell,
-                c.seed,
-                c.sentence()
-            );
-        }
-    }
-    if let Some(h) = &report.ci_history {
-        out.push_str(&super::beside::table(h));
-    }
-    out
 }
 
 /// A verdict or probe column's text with its verdict words colored by

@@ -1,17 +1,17 @@
 //! The outputs that leave stdout: GitHub Actions' step summary and its
-//! artifacts (`--format github`, `--summary auto`). Wiring only: the text
-//! comes from `report::github` and `report::html`.
+//! artifacts (`--format github`, `--summary auto`). The text comes from
+//! [`super::github`] and [`super::html`]; this writes the files.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use super::{self as report, Report};
 use crate::cli::SummaryMode;
 use crate::redact::Redaction;
-use crate::report::{self, Report};
 
 /// The directory the plot and the HTML report are written to, for the
 /// workflow to upload as an artifact.
-pub(super) const ARTIFACT_DIR: &str = "flakelab-report";
+pub(crate) const ARTIFACT_DIR: &str = "flakelab-report";
 
 fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -66,7 +66,7 @@ fn append(path: &Path, text: &str) -> std::io::Result<()> {
 /// `--format github`: the annotations for stdout, and the step summary
 /// appended to $GITHUB_STEP_SUMMARY (printed after the annotations when the
 /// variable is unset).
-pub(super) fn github(report: &Report, redaction: &Redaction) -> String {
+pub(crate) fn github(report: &Report, redaction: &Redaction) -> String {
     let plot = write_artifacts(report, redaction);
     let summary = report::github::summary(report, plot.as_ref());
     let mut out = report::github::annotations(report);
@@ -88,7 +88,7 @@ pub(super) fn github(report: &Report, redaction: &Redaction) -> String {
 /// set, the step summary is appended to it and the annotations go to
 /// stderr (stdout keeps the format asked for; Actions reads workflow
 /// commands from both).
-pub(super) fn auto_summary(report: &Report, mode: SummaryMode, redaction: &Redaction) {
+pub(crate) fn auto_summary(report: &Report, mode: SummaryMode, redaction: &Redaction) {
     if mode != SummaryMode::Auto {
         return;
     }
