@@ -43,6 +43,9 @@ use crate::record::{
     RUN_SCHEMA, RUN_SCHEMA_V1,
 };
 
+/// The most contexts one writer's lines may index (a context is one cell
+/// in one working copy): a larger `c` is an unreadable line.
+const MAX_CONTEXTS: usize = 1 << 16;
 /// Schema of a test-table line.
 pub const TESTS_SCHEMA: &str = "flakelab.tests/2";
 /// Schema of a context line.
@@ -755,6 +758,10 @@ impl Reader {
             return Line::Unreadable;
         };
         let c = line.c as usize;
+        if c >= MAX_CONTEXTS {
+            // Read from a file anyone may edit: never sizes a table.
+            return Line::Unreadable;
+        }
         if state.contexts.len() <= c {
             state.contexts.resize(c + 1, None);
         }

@@ -23,7 +23,7 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::io::{BufRead, BufReader, ErrorKind, Write as _};
+use std::io::{BufReader, ErrorKind, Write as _};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -424,12 +424,17 @@ impl Store {
         let mut reader = BufReader::with_capacity(1 << 16, file);
         let mut line = Vec::new();
         loop {
-            line.clear();
-            let n = reader
-                .read_until(b'\n', &mut line)
+            let read = super::open::read_line(&mut reader, &mut line)
                 .map_err(|e| Error::store(&path, e, HINT_READ))?;
-            if n == 0 {
-                return Ok(());
+            match read {
+                super::open::LineRead::End => return Ok(()),
+                // Too long to be a record: unreadable to the caller, which
+                // skips and counts it.
+                super::open::LineRead::TooLong => {
+                    f(b"\0");
+                    continue;
+                }
+                super::open::LineRead::Line => {}
             }
             let t = line.trim_ascii();
             if !t.is_empty() {

@@ -32,7 +32,7 @@ pub use view::{RunView, TestView, Tests};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -568,12 +568,15 @@ where
     let mut seen = HashSet::new();
     let mut line = Vec::new();
     loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| Error::store(path, e, HINT_READ))?;
-        if n == 0 {
-            break;
+        match open::read_line(&mut reader, &mut line)
+            .map_err(|e| Error::store(path, e, HINT_READ))?
+        {
+            open::LineRead::End => break,
+            open::LineRead::TooLong => {
+                stats.skipped_lines += 1;
+                continue;
+            }
+            open::LineRead::Line => {}
         }
         if line.trim_ascii().is_empty() {
             continue;

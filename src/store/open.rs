@@ -6,7 +6,7 @@
 //! without waiting for a writer) and the opened file must be a regular one.
 
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::io::{self, BufRead};
 use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
 use std::path::Path;
 
@@ -56,6 +56,59 @@ fn refused(what: &str) -> io::Error {
     )
 }
 
+/// The longest line read as a record (16 MiB): a longer one is skipped and
+/// counted, never buffered whole.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// What [`read_line`] read.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum LineRead {
+    /// The end of the file.
+    End,
+    /// A line, in the buffer (its newline included when it had one).
+    Line,
+    /// A line longer than [`MAX_LINE`], read to its end and dropped.
+    TooLong,
+}
+
+/// Reads the next line of `reader` into `line` (cleared first), holding at
+/// most [`MAX_LINE`] bytes of it.
+pub(crate) fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<LineRead> {
+    line.clear();
+    let (mut read, mut too_long) = (0usize, false);
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            break;
+        }
+        let (chunk, done) = match memchr::memchr(b'\n', buf) {
+            Some(at) => (&buf[..=at], true),
+            None => (buf, false),
+        };
+        let n = chunk.len();
+        read += n;
+        if line.len() + n > MAX_LINE {
+            too_long = true;
+            line.clear();
+        } else if !too_long {
+            line.extend_from_slice(chunk);
+        }
+        reader.consume(n);
+        if done {
+            break;
+        }
+    }
+    Ok(match (read, too_long) {
+        (0, _) => LineRead::End,
+        (_, true) => LineRead::TooLong,
+        _ => LineRead::Line,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +139,23 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "{}\n");
         let null = read(Path::new("/dev/null")).unwrap_err().to_string();
         assert!(null.starts_with("is a device"), "{null}");
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_skipped_whole_and_the_next_one_read() {
+        let long = vec![b'x'; 3 * MAX_LINE];
+        let text = [b"{}\n".as_slice(), &long, b"\n{\"a\":1}"].concat();
+        let mut reader = io::BufReader::with_capacity(4096, text.as_slice());
+        let mut line = Vec::new();
+        assert_eq!(read_line(&mut reader, &mut line).unwrap(), LineRead::Line);
+        assert_eq!(line, b"{}\n");
+        assert_eq!(
+            read_line(&mut reader, &mut line).unwrap(),
+            LineRead::TooLong
+        );
+        assert!(line.capacity() <= 2 * MAX_LINE, "never held whole");
+        assert_eq!(read_line(&mut reader, &mut line).unwrap(), LineRead::Line);
+        assert_eq!(line, b"{\"a\":1}");
+        assert_eq!(read_line(&mut reader, &mut line).unwrap(), LineRead::End);
     }
 }

@@ -34,7 +34,7 @@ struct Seen {
 
 /// Numbers at or above this are remembered by id: a bit set that large is
 /// not worth it.
-const MAX_BIT_INDEX: u64 = 1 << 26;
+pub(super) const MAX_BIT_INDEX: u64 = 1 << 26;
 
 /// The digit count and number of `id` when it is `<session>.<digits>` with
 /// a number below [`MAX_BIT_INDEX`].
@@ -122,7 +122,11 @@ pub struct RunIter {
     stats: LoadStats,
     error: Option<Error>,
     line: Vec<u8>,
+    /// In a line longer than [`MAX_LINE`], skipped up to its newline.
+    skipping: bool,
 }
+
+use super::open::MAX_LINE;
 
 impl RunIter {
     pub(super) fn new(files: Vec<PathBuf>, session: Option<String>) -> RunIter {
@@ -134,6 +138,7 @@ impl RunIter {
             stats: LoadStats::default(),
             error: None,
             line: Vec::new(),
+            skipping: false,
         }
     }
 
@@ -214,7 +219,14 @@ impl RunIter {
                     }
                     None => {
                         let n = buf.len();
-                        self.line.extend_from_slice(buf);
+                        if self.line.len() + n > MAX_LINE {
+                            // Too long to be a record: skipped up to its end,
+                            // never held whole.
+                            self.skipping = true;
+                            self.line.clear();
+                        } else if !self.skipping {
+                            self.line.extend_from_slice(buf);
+                        }
                         reader.consume(n);
                         continue;
                     }
@@ -222,7 +234,11 @@ impl RunIter {
             };
             let line = line.trim_ascii();
             let mut found = false;
-            if !line.is_empty() {
+            if std::mem::take(&mut self.skipping) {
+                self.stats.skipped_lines += 1;
+            } else if line.len() > MAX_LINE {
+                self.stats.skipped_lines += 1;
+            } else if !line.is_empty() {
                 match decoder.line(line, self.session.as_deref()) {
                     Line::Run(r) => {
                         if self.seen.insert(&r) {

@@ -300,7 +300,11 @@ impl<'a> RunView<'a> {
     /// padded to 5>`): (digit count, number), without formatting it.
     pub(super) fn derived_number(&self) -> Option<(usize, usize)> {
         match self {
-            RunView::Compact(c) if c.line.id.is_none() => {
+            // A number too large for a bit set is remembered by id (the
+            // line's number is read from a file anyone may edit).
+            RunView::Compact(c)
+                if c.line.id.is_none() && (c.line.i as u64) < super::runs::MAX_BIT_INDEX =>
+            {
                 let i = c.line.i;
                 let digits = if i == 0 { 1 } else { i.ilog10() as usize + 1 };
                 Some((digits.max(5), i))

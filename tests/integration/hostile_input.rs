@@ -449,3 +449,46 @@ fn the_pytest_list_deselects_exactly_ids_with_spaces_through_an_argument_file() 
     names.sort();
     assert_eq!(names, ["test_p[hello]", "test_p[world]"]);
 }
+
+#[test]
+fn edited_integers_and_endless_lines_in_a_store_size_nothing() {
+    let lab = lab_with_a_store();
+    let runs = files(&lab.store().join("runs")).remove(0);
+    let text = std::fs::read_to_string(&runs).unwrap();
+    let context = text
+        .lines()
+        .find(|l| l.contains("flakelab.context/"))
+        .unwrap();
+    let run = text.lines().find(|l| l.contains("\"i\":1,")).unwrap();
+    let edited = [
+        context.replacen("\"c\":0", "\"c\":4294967295", 1),
+        run.replacen("\"i\":1,", "\"i\":99999999999,", 1),
+        "x".repeat(20 << 20),
+    ];
+    let mut all = text.clone();
+    for line in &edited {
+        all.push_str(line);
+        all.push('\n');
+    }
+    std::fs::write(&runs, all).unwrap();
+    // Under a 1 GiB address-space limit: an allocation sized by a number
+    // read from the store would abort.
+    let out = std::process::Command::new("prlimit")
+        .arg(format!("--as={}", 1u64 << 30))
+        .arg(super::bin())
+        .args(["report", "--format", "json"])
+        .current_dir(lab.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["skipped_lines"].as_u64(), Some(2), "{report}");
+    // The two runs, and the edited line as a run of its own (its index is
+    // data: it reads as another run, remembered by id, not by a bit).
+    assert_eq!(
+        super::cell(&report, "baseline")["n"].as_u64(),
+        Some(3),
+        "{report}"
+    );
+}
