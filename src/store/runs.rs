@@ -234,9 +234,7 @@ impl RunIter {
             };
             let line = line.trim_ascii();
             let mut found = false;
-            if std::mem::take(&mut self.skipping) {
-                self.stats.skipped_lines += 1;
-            } else if line.len() > MAX_LINE {
+            if std::mem::take(&mut self.skipping) || line.len() > MAX_LINE {
                 self.stats.skipped_lines += 1;
             } else if !line.is_empty() {
                 match decoder.line(line, self.session.as_deref()) {
