@@ -90,7 +90,22 @@ impl Running {
         // Held open read-only: a file open for writing would keep the
         // store's filesystem from being remounted read-only.
         let file = File::open(&path).map_err(|e| Error::store_io(&path, &e, hint))?;
-        file.lock().map_err(|e| Error::store_io(&path, &e, hint))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            // Another flakelab runs a session of this id in this store: two
+            // writers of one session would each report the other's runs.
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::usage(
+                    format!(
+                        "session {session} is running in the store {} (another flakelab holds {})",
+                        store.root().display(),
+                        path.display()
+                    ),
+                    "give this session another --session-id, or a store of its own (--store DIR), and merge the stores afterwards",
+                ))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::store_io(&path, &e, hint)),
+        }
         Ok(Running {
             store: store.clone(),
             session: session.to_string(),
@@ -98,6 +113,13 @@ impl Running {
             ended: false,
             _file: file,
         })
+    }
+
+    /// Releases the lock of a session that never started (nothing of it
+    /// was recorded, so no end record either).
+    pub fn abandon(mut self) {
+        self.ended = true;
+        let _ = fs::remove_file(&self.path);
     }
 
     /// Records that the session finished, or was interrupted by a stop
@@ -190,5 +212,25 @@ mod tests {
         );
         Running::start(&store, "s4").unwrap().end(false).unwrap();
         assert_eq!(state(&store, "s4").unwrap().word(), "finished");
+    }
+
+    #[test]
+    fn a_second_start_of_a_running_session_is_refused_not_queued() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let first = Running::start(&store, "s1").unwrap();
+        let second = Running::start(&store, "s1").expect_err("refused");
+        assert!(
+            second.to_string().contains("session s1 is running"),
+            "{second}"
+        );
+        // The refusal left the first one's lock and record alone.
+        assert_eq!(state(&store, "s1").unwrap(), SessionState::Running);
+        first.end(false).unwrap();
+        assert_eq!(state(&store, "s1").unwrap().word(), "finished");
+        // Abandoned: no end record, no lock left.
+        Running::start(&store, "s2").unwrap().abandon();
+        assert!(!lock_path(&store, "s2").exists());
+        assert!(store.session_end("s2").unwrap().is_none());
     }
 }

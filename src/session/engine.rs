@@ -165,6 +165,20 @@ pub async fn run_session_looking(
     // Held until the end record is appended, so a reader tells a running
     // session from one killed without a stop (see `liveness`).
     let running = crate::liveness::Running::start(&settings.store, &session_id)?;
+    if settings.sharding.is_some()
+        && (settings.store.session(Some(&session_id))?).is_some_and(|s| s.id == session_id)
+    {
+        // Checked again under the lock: a shard of this id that ran and
+        // ended since the first check holds it now.
+        running.abandon();
+        return Err(crate::error::Error::usage(
+            format!(
+                "the store {} already holds session {session_id}",
+                settings.store.root().display()
+            ),
+            "give each shard its own store (--store DIR) and merge them with `flakelab merge`; a new session needs another --session-id",
+        ));
+    }
     settings.store.append_session(&session)?;
 
     let kept = Kept::default();

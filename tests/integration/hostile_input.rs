@@ -492,3 +492,45 @@ fn edited_integers_and_endless_lines_in_a_store_size_nothing() {
         "{report}"
     );
 }
+
+#[test]
+fn a_second_session_of_one_id_in_one_store_is_refused_while_the_first_runs() {
+    let lab = Lab::new();
+    // The first session's run holds until the test releases it: the second
+    // starts while the first is known to be running (a rendezvous, no timing).
+    let hold = "touch started; while [ ! -e release ]; do sleep 0.01; done";
+    let args = ["run", "-n", "2", "--shard", "1/2", "--session-id", "same"];
+    let first = lab
+        .cmd()
+        .args(args)
+        .args(["--", "sh", "-c", hold])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    super::wait_for_file(&lab.path().join("started"));
+    let second = lab.cmd().args(args).args(["--", "true"]).output().unwrap();
+    std::fs::write(lab.path().join("release"), "").unwrap();
+    let first = first.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    // Refused by the lock, or by the session record the first wrote right
+    // after taking it (`liveness` tests the lock alone).
+    assert!(
+        stderr.contains("session same is running in the store")
+            || stderr.contains("already holds session same"),
+        "{stderr}"
+    );
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    // Only the first session's run is recorded, and a later one of the same
+    // id is refused too (the store holds it).
+    assert_eq!(lab.runs().len(), 1);
+    let third = lab.cmd().args(args).args(["--", "true"]).output().unwrap();
+    assert_eq!(third.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&third.stderr).contains("already holds session same"));
+}

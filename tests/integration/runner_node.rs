@@ -596,7 +596,10 @@ fn quarantine_round_trip(project: &str, format: &str, runner: &[&str], package: 
         .output()
         .unwrap();
     let pattern = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(pattern, "--testNamePattern=^(?!(?:suite\\x20b\\x20flaky)$)\n");
+    assert_eq!(
+        pattern,
+        "--testNamePattern=^(?!(?:suite\\x20b\\x20flaky)$)\n"
+    );
     let dir = lab.path().join("p");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("package.json"), package).unwrap();
