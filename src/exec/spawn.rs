@@ -41,7 +41,7 @@ use std::sync::OnceLock;
 use nix::libc;
 use tokio::io::unix::AsyncFd;
 
-use super::child::Launch;
+use super::launch::Launch;
 use super::setup::Armed;
 
 /// Bytes of the stack the child runs on until it execs.

@@ -6,7 +6,7 @@ use super::shared::{Cache, Fixed};
 use super::{JunitSource, SessionSpec};
 use crate::catalog::recipe::argv;
 use crate::error::{Error, Result};
-use crate::exec::schedule::Job;
+use crate::exec::job::Job;
 use crate::plan;
 use crate::record::{CellRecord, Outcome, ProcessEnd, RunRecord, SessionRecord, RUN_SCHEMA};
 use crate::repro;

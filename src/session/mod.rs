@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use crate::catalog::recipe::Recipe;
 use crate::catalog::Cell;
 use crate::error::{Error, Result};
-use crate::exec::{child::ChildLimits, Executor};
+use crate::exec::{launch::ChildLimits, Executor};
 use crate::perturb::{HostFacts, Prepared};
 use crate::record::{RunRecord, SessionRung};
 use crate::redact::Redaction;

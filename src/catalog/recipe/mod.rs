@@ -373,8 +373,7 @@ fn located(text: &str, err: &toml::de::Error) -> String {
     let table = text[..upto]
         .lines()
         .map(str::trim)
-        .filter(|l| l.starts_with('['))
-        .last()
+        .rfind(|l| l.starts_with('['))
         .map(|l| l.split('#').next().unwrap_or(l).trim_end());
     match table {
         Some(table) => format!("{message} (in {table}, line {line})"),
