@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::path::PathBuf;
 
-use super::compact::{run_id, CompiledContext, Entry, RunLine, TestLine};
+use super::lines::{run_id, CompiledContext, Entry, RunLine, TestLine};
 use super::template::{Compiled, Vars};
 use crate::record::{
     EnvDelta, Outcome, ProcessEnd, RunCpu, RunRecord, TestOutcome, TestRecord, RUN_SCHEMA,
