@@ -11,6 +11,8 @@
 pub mod engine;
 mod finish;
 mod job;
+#[cfg(test)]
+mod job_tests;
 mod launch;
 pub mod per_test;
 pub mod resolve;
