@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use super::caplog::{drain, finish_drain, output_pipe, CapLog, LazyFile};
 use super::inspect::{Inspector, Watch, Watcher, POLL_MIN};
-use super::launch::{ChildLimits, Launch, RUN_ID_VAR};
+use super::launch::{ChildLimits, Launch, PreloadCleanup, RUN_ID_VAR};
 use super::result::{warn_once, ChildResult};
 use super::setup::Armed;
 use super::sweep::sweep;
@@ -115,7 +115,7 @@ pub async fn run_child_watched(
         None
     } else {
         // A cell's runs in a session enter the cell's one namespace.
-        let cell_netns = match launch.env_set.get("FLAKELAB_CELL") {
+        let cell_netns = match &launch.netns_cell {
             Some(cell) if launch.isolation.netns => {
                 super::cellns::for_cell(&super::cellns::key(marker, cell))
             }
@@ -220,7 +220,7 @@ pub async fn run_child_watched(
         Watched::Running(watcher) => watcher.finish(&mut warnings).await,
     };
     let stragglers = sweep(pgid, marker, &mut warnings).await;
-    if launch.env_set.contains_key(leftovers::FAKETIME_VAR) {
+    if launch.preload_cleanup == Some(PreloadCleanup::Faketime) {
         let seen = processes.iter().flatten().map(|p| p.pid);
         let cleaned = leftovers::remove_faketime_files(pgid.as_raw(), seen, wall_started);
         for path in cleaned.stale {

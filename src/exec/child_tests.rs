@@ -36,6 +36,8 @@ fn launch(argv: &[&str], cwd: &Path, marker: &str) -> Launch {
         env_set: BTreeMap::from([(RUN_ID_VAR.to_string(), marker.to_string())]),
         env_unset: Vec::new(),
         isolation: Default::default(),
+        netns_cell: None,
+        preload_cleanup: None,
     }
 }
 
@@ -453,6 +455,8 @@ fn watched_launch(argv: &[&str], cwd: &Path, marker: &str) -> (Launch, Watch) {
         ]),
         env_unset: Vec::new(),
         isolation: Default::default(),
+        netns_cell: None,
+        preload_cleanup: None,
     };
     let watch = Watch {
         env: vec!["FAKETIME".into()],

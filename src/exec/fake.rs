@@ -439,6 +439,8 @@ mod tests {
                 env_set: BTreeMap::new(),
                 env_unset: Vec::new(),
                 isolation: Default::default(),
+                netns_cell: None,
+                preload_cleanup: None,
             },
             log: None,
             marker: "s.00000".into(),

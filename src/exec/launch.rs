@@ -33,6 +33,24 @@ pub struct Launch {
     /// network namespace, limits, CPU affinity.
     #[serde(default, skip_serializing_if = "Isolation::is_empty")]
     pub isolation: Isolation,
+    /// The cell whose one network namespace the run enters
+    /// ([`super::cellns`]) when `isolation` asks for a new one. Without it,
+    /// or outside a session's scope, the run gets a namespace of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns_cell: Option<String>,
+    /// What the run's preloaded library leaves behind, removed once the run
+    /// has been swept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preload_cleanup: Option<PreloadCleanup>,
+}
+
+/// A preloaded library whose leftovers are removed after each run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreloadCleanup {
+    /// libfaketime: the semaphore and shared-memory segment it names after
+    /// the first preloaded process (`exec::leftovers`).
+    Faketime,
 }
 
 /// Limits for one child.

@@ -34,5 +34,5 @@ pub use job::{Job, Measured};
 pub use query::query;
 
 pub use child::{become_subreaper, run_child, run_child_watched};
-pub use launch::{ChildLimits, Launch};
+pub use launch::{ChildLimits, Launch, PreloadCleanup};
 pub use result::{ChildResult, Stop};

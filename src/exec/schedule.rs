@@ -284,6 +284,8 @@ mod tests {
                 env_set: BTreeMap::new(),
                 env_unset: Vec::new(),
                 isolation: Default::default(),
+                netns_cell: None,
+                preload_cleanup: None,
             },
             log: None,
             marker: format!("schedule-test-{index}"),

@@ -503,6 +503,8 @@ mod tests {
                 .collect::<BTreeMap<_, _>>(),
             env_unset: unset.iter().map(|s| s.to_string()).collect(),
             isolation: Default::default(),
+            netns_cell: None,
+            preload_cleanup: None,
         }
     }
 

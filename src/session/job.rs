@@ -66,6 +66,7 @@ pub(super) fn plan_process(
         let mut launch = launch_for(
             settings,
             prepared,
+            &cell.name,
             command.clone(),
             identity_env(&id, spec.seed, &cell.name),
             &extra_env,
@@ -86,6 +87,7 @@ pub(super) fn plan_process(
         };
         let launch = launch_with(
             prepared,
+            &cell.name,
             fixed.command.clone(),
             dir.clone(),
             fixed.env(&id, &seed),
