@@ -10,11 +10,12 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::child::{run_child, run_child_watched, ChildLimits, ChildResult, Launch, Stop};
+use super::child::{run_child, run_child_watched};
 use super::fake::Fake;
-use super::schedule::Job;
+use super::job::{Job, Measured};
+use super::launch::{ChildLimits, Launch};
+use super::result::{ChildResult, Stop};
 use super::stress::{Meter, StressGuard, StressPlan};
-use crate::record::RunCpu;
 
 /// Starts subjects, probes and version queries.
 #[derive(Debug, Clone, Default)]
@@ -43,15 +44,6 @@ pub struct ProbeCall<'a> {
     pub marker: &'a str,
     /// Busy threads to run beside it (the cpu-stress probe).
     pub stress: Option<&'a StressPlan>,
-}
-
-/// What the executor measured around one run or probe.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Measured {
-    /// The CPU time the child's processes and the stress threads got.
-    pub cpu: Option<RunCpu>,
-    /// The host's busy share meanwhile: context only, it proves nothing.
-    pub host_busy: Option<f64>,
 }
 
 /// What a probe gave.

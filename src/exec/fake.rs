@@ -55,10 +55,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::sync::watch;
 
-use super::child::{ChildResult, Stop};
-use super::executor::Measured;
 use super::inspect::{SeenProcess, Watch};
-use super::schedule::Job;
+use super::job::{Job, Measured};
+use super::result::{ChildResult, Stop};
 use super::stress::StressPlan;
 use crate::record::{ProcessEnd, RunCpu, StressCpu};
 
@@ -429,7 +428,7 @@ fn write(path: &PathBuf, text: &str, warnings: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::child::Launch;
+    use crate::exec::launch::Launch;
 
     fn job(cell: &str, replicate: u32, seed: u64) -> Job {
         Job {
@@ -440,6 +439,8 @@ mod tests {
                 env_set: BTreeMap::new(),
                 env_unset: Vec::new(),
                 isolation: Default::default(),
+                netns_cell: None,
+                preload_cleanup: None,
             },
             log: None,
             marker: "s.00000".into(),

@@ -35,7 +35,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::child::{environ_has, parse_stat, Launch, RUN_ID_VAR};
+use super::launch::{Launch, RUN_ID_VAR};
+use super::procfs::{environ_has, parse_stat, ProcStat};
 
 /// The shortest pause between two looks at a run's processes. The pause
 /// grows to 50 times the CPU time of the last look (a run with many
@@ -415,7 +416,7 @@ fn watched_env(raw: &[u8], names: &[String]) -> BTreeMap<String, String> {
 
 /// Finds `program` as `execvp` would: a name with a slash relative to
 /// `cwd`, else the first executable file of that name in `path_var`.
-fn resolve(program: &str, path_var: &str, cwd: &Path) -> Option<PathBuf> {
+pub(super) fn resolve(program: &str, path_var: &str, cwd: &Path) -> Option<PathBuf> {
     let executable =
         |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0);
     if program.contains('/') {
@@ -513,12 +514,12 @@ fn thread_cpu_time() -> Duration {
         .unwrap_or_default()
 }
 
-fn read_stat(pid: i32) -> Option<super::child::ProcStat> {
+fn read_stat(pid: i32) -> Option<ProcStat> {
     parse_stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
 }
 
 /// The stat fields and the kernel's name of the process.
-fn read_stat_named(pid: i32) -> Option<(String, super::child::ProcStat)> {
+fn read_stat_named(pid: i32) -> Option<(String, ProcStat)> {
     let raw = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
     let open = raw.iter().position(|&b| b == b'(')?;
     let close = raw.iter().rposition(|&b| b == b')')?;
@@ -901,103 +902,5 @@ mod tests {
             None
         );
         assert_eq!(interpreter(&sh, "/usr/bin", dir.path()), None);
-    }
-
-    // ---- real processes ----
-
-    fn watched_launch(argv: &[&str], cwd: &Path, marker: &str) -> (Launch, Watch) {
-        let launch = Launch {
-            argv: argv.iter().map(|s| s.to_string()).collect(),
-            cwd: cwd.to_path_buf(),
-            env_set: BTreeMap::from([
-                (RUN_ID_VAR.to_string(), marker.to_string()),
-                ("FAKETIME".to_string(), "+1d".to_string()),
-            ]),
-            env_unset: Vec::new(),
-            isolation: Default::default(),
-        };
-        let watch = Watch {
-            env: vec!["FAKETIME".into()],
-            execs: vec![argv[0].to_string()],
-        };
-        (launch, watch)
-    }
-
-    async fn watched(argv: &[&str], dir: &Path) -> Vec<SeenProcess> {
-        super::super::child::become_subreaper().unwrap();
-        let marker = format!(
-            "inspect-test-{}-{}",
-            std::process::id(),
-            argv.join("_").len()
-        );
-        let (launch, watch) = watched_launch(argv, dir, &marker);
-        let limits = super::super::child::ChildLimits {
-            timeout: Some(Duration::from_secs(60)),
-            grace: Duration::from_secs(2),
-            log_head: 1024,
-            log_tail: 1024,
-        };
-        let (_stop, rx) = tokio::sync::watch::channel(super::super::child::Stop::Run);
-        let result = super::super::child::run_child_watched(
-            &launch,
-            limits,
-            None,
-            &marker,
-            Some(&watch),
-            rx,
-        )
-        .await;
-        result.processes.expect("a watched run lists its processes")
-    }
-
-    #[tokio::test]
-    async fn a_leader_that_ends_at_once_is_known_from_its_launch() {
-        let dir = tempfile::tempdir().unwrap();
-        let seen = watched(&["true"], dir.path()).await;
-        let truth = std::fs::canonicalize(
-            resolve("true", &std::env::var("PATH").unwrap(), dir.path()).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(seen[0].exe.as_deref(), Some(truth.to_str().unwrap()));
-        assert_eq!(seen[0].parent, None);
-        assert_eq!(seen[0].static_linked, Some(false));
-        assert_eq!(seen[0].go, Some(false));
-        assert_eq!(seen[0].secure, Some(false));
-        assert_eq!(seen[0].env.as_ref().unwrap()["FAKETIME"], "+1d");
-        assert!(seen.iter().all(|p| p.exe == seen[0].exe), "{seen:?}");
-    }
-
-    #[tokio::test]
-    async fn what_outlives_the_leader_is_seen_before_the_sweep() {
-        // The escapee is alive when the leader ends, whatever the timing:
-        // the last look finds it among our children by its marker.
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("run.sh");
-        std::fs::write(
-            &script,
-            // Readiness: the escapee's own exe is `sleep` before the leader ends.
-            "#!/bin/sh\ns=$(readlink -f \"$(command -v sleep)\")\n\
-             setsid env FAKETIME=+2d sleep 30 &\n\
-             i=0; until [ \"$(readlink /proc/$!/exe)\" = \"$s\" ]; do\n\
-             i=$((i+1)); [ $i -gt 3000 ] && exit 1; sleep 0.01; done\nexit 0\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-        let seen = watched(&["./run.sh"], dir.path()).await;
-        let sh = std::fs::canonicalize("/bin/sh").unwrap();
-        assert_eq!(
-            seen[0].exe.as_deref(),
-            Some(sh.to_str().unwrap()),
-            "{seen:?}"
-        );
-        // The loop's own `sleep 0.01` may be seen too; the escapee is the
-        // one with its own FAKETIME.
-        let escaped = seen.iter().find(|p| {
-            p.exe.as_deref().is_some_and(|e| e.ends_with("/sleep"))
-                && p.env.as_ref().is_some_and(|e| e["FAKETIME"] == "+2d")
-        });
-        let escaped = escaped.unwrap_or_else(|| panic!("the escaped sleep was not seen: {seen:?}"));
-        assert_eq!(escaped.static_linked, Some(false));
     }
 }

@@ -9,16 +9,13 @@
 //! faketime cell left a thousand pairs. A later process with the same pid
 //! then finds them, and libfaketime silently runs it without its shared
 //! segment, or exits when only the segment is left: the apparatus would
-//! change a later run. So after a run that set `FAKETIME`, the pairs named
+//! change a later run. So after a run that preloads it, the pairs named
 //! after the run's processes are removed, but only those made since the run
 //! started (a pair older than the run is not the run's: some other process
 //! with that pid made it, and it is not ours to remove).
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
-
-/// The variable libfaketime reads; a launch that sets it preloads it.
-pub(super) const FAKETIME_VAR: &str = "FAKETIME";
 
 /// Where the kernel's file timestamps may lag the clock we read: tmpfs
 /// stamps files with the coarse clock, up to a tick behind.

@@ -7,6 +7,7 @@
 //! script). Nothing in this module prints; problems that do not change a run's end are
 //! returned as warnings.
 
+mod caplog;
 pub mod cellns;
 pub mod child;
 mod children;
@@ -14,18 +15,24 @@ pub mod executor;
 pub mod fake;
 pub mod git;
 pub mod inspect;
+pub mod job;
+pub mod launch;
 mod leftovers;
+mod procfs;
 pub mod query;
+pub mod result;
 mod roll_map;
 pub mod schedule;
 pub mod setup;
 mod spawn;
 pub mod stress;
+mod sweep;
 pub mod warden;
 
-pub use executor::{Executor, Measured, ProbeAnswer, ProbeCall};
+pub use executor::{Executor, ProbeAnswer, ProbeCall};
+pub use job::{Job, Measured};
 pub use query::query;
 
-pub use child::{
-    become_subreaper, run_child, run_child_watched, ChildLimits, ChildResult, Launch, Stop,
-};
+pub use child::{become_subreaper, run_child, run_child_watched};
+pub use launch::{ChildLimits, Launch, PreloadCleanup};
+pub use result::{ChildResult, Stop};

@@ -5,49 +5,15 @@
 //! The first signal stops scheduling and stops every running group
 //! gracefully (TERM, grace, KILL); a second signal kills them at once.
 
-use std::path::PathBuf;
-
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::child::{ChildLimits, ChildResult, Launch, Stop};
-use super::executor::{Executor, Measured};
-use super::inspect::Watch;
-use super::stress::StressPlan;
+use super::executor::Executor;
+use super::job::{Job, Measured};
+use super::launch::ChildLimits;
+use super::result::{ChildResult, Stop};
 use crate::record::ProcessEnd;
-
-/// One run to start.
-#[derive(Debug, Clone)]
-pub struct Job {
-    /// The run's index in the plan.
-    pub index: usize,
-    /// What to start.
-    pub launch: Launch,
-    /// Where its output goes.
-    pub log: Option<PathBuf>,
-    /// Its `FLAKELAB_RUN_ID`, used to find escaped descendants.
-    pub marker: String,
-    /// Busy threads to run beside it. Such a run starts only when no other
-    /// run is in flight, and nothing else starts until it ends, so its
-    /// stress never reaches another cell's run.
-    pub stress: Option<StressPlan>,
-    /// Runs of one group start together and no run of another group starts
-    /// until the whole group has ended (a ladder rung's P processes). A
-    /// group is exclusive by itself, so its stress needs no further care.
-    pub group: Option<usize>,
-    /// Its cell's name.
-    pub cell: String,
-    /// Its replicate within the cell.
-    pub replicate: u32,
-    /// Its seed.
-    pub seed: u64,
-    /// Where its JUnit report is expected, if anywhere.
-    pub junit: Option<PathBuf>,
-    /// What to inspect in its processes while it runs (cells whose
-    /// mechanism a program can bypass), if anything.
-    pub watch: Option<Watch>,
-}
 
 /// What the loop reports.
 #[derive(Debug)]
@@ -294,6 +260,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::exec::launch::Launch;
 
     /// A job that writes `<name>.start`, waits (up to 20 s) for every file
     /// in `wait_for`, then writes `<name>.end`; it fails when a wait runs out.
@@ -317,6 +284,8 @@ mod tests {
                 env_set: BTreeMap::new(),
                 env_unset: Vec::new(),
                 isolation: Default::default(),
+                netns_cell: None,
+                preload_cleanup: None,
             },
             log: None,
             marker: format!("schedule-test-{index}"),

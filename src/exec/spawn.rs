@@ -41,7 +41,7 @@ use std::sync::OnceLock;
 use nix::libc;
 use tokio::io::unix::AsyncFd;
 
-use super::child::Launch;
+use super::launch::Launch;
 use super::setup::Armed;
 
 /// Bytes of the stack the child runs on until it execs.
@@ -503,6 +503,8 @@ mod tests {
                 .collect::<BTreeMap<_, _>>(),
             env_unset: unset.iter().map(|s| s.to_string()).collect(),
             isolation: Default::default(),
+            netns_cell: None,
+            preload_cleanup: None,
         }
     }
 

@@ -10,7 +10,7 @@
 //! runs, so it proves nothing about the stress.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -59,51 +59,115 @@ pub struct StressGuard {
 /// a reading is never more than that much CPU time behind.
 const SPIN: u32 = 10_000;
 
+/// Starts one named thread: `std::thread::Builder`'s spawn, or a stand-in
+/// in tests (a process limit that root is not held to).
+pub(crate) type SpawnThread<'a> =
+    &'a dyn Fn(String, Box<dyn FnOnce() + Send>) -> std::io::Result<JoinHandle<()>>;
+
+/// Where the threads wait until every one of them has been started: how
+/// many have arrived, and whether to run (`None` while starting).
+#[derive(Debug, Default)]
+struct Gate {
+    state: Mutex<(usize, Option<bool>)>,
+    turned: Condvar,
+}
+
+impl Gate {
+    /// A thread is there; it runs if the gate says so.
+    fn arrive(&self) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.0 += 1;
+        self.turned.notify_all();
+        loop {
+            if let Some(run) = state.1 {
+                return run;
+            }
+            state = self.turned.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Waits for `threads` to have arrived, then lets them run or end.
+    fn open(&self, threads: usize, run: bool) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while state.0 < threads {
+            state = self.turned.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state.1 = Some(run);
+        self.turned.notify_all();
+    }
+}
+
 impl StressGuard {
     /// Starts the threads and returns once every one of them is running
-    /// (or has found it cannot be placed, and ended).
+    /// (or has found it cannot be placed, and ended). When a thread cannot
+    /// be started at all (a process limit), none runs, and
+    /// [`StressGuard::error`] says why.
     pub fn start(plan: &StressPlan) -> StressGuard {
+        Self::start_with(plan, &|name, body| {
+            std::thread::Builder::new().name(name).spawn(body)
+        })
+    }
+
+    /// [`StressGuard::start`] with `spawn` starting each thread.
+    pub(crate) fn start_with(plan: &StressPlan, spawn: SpawnThread<'_>) -> StressGuard {
         let stop = Arc::new(AtomicBool::new(false));
-        let ready = Arc::new(Barrier::new(plan.threads + 1));
+        let gate = Arc::new(Gate::default());
         let cpu_ns: Arc<Vec<AtomicU64>> =
             Arc::new((0..plan.threads).map(|_| AtomicU64::new(0)).collect());
         let error = Arc::new(Mutex::new(None));
-        let threads = (0..plan.threads)
-            .map(|i| {
-                let stop = Arc::clone(&stop);
-                let ready = Arc::clone(&ready);
-                let cpu_ns = Arc::clone(&cpu_ns);
-                let error = Arc::clone(&error);
-                let cpu = plan.cpus.as_ref().map(|c| c[i % c.len()]);
-                std::thread::Builder::new()
-                    .name(format!("flakelab-stress-{i}"))
-                    .spawn(move || {
-                        if let Some(cpu) = cpu {
-                            if let Err(why) = pin(cpu) {
-                                // A thread that is not where the plan puts it
-                                // does not compete with the child: it does
-                                // not run, and the measurement says why.
-                                let mut first = error.lock().unwrap_or_else(|e| e.into_inner());
-                                first.get_or_insert(why);
-                                drop(first);
-                                ready.wait();
-                                return;
-                            }
-                        }
-                        ready.wait();
-                        let mut x: u64 = 0x9E37_79B9;
-                        while !stop.load(Ordering::Relaxed) {
-                            for _ in 0..SPIN {
-                                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                            }
-                            std::hint::black_box(x);
-                            cpu_ns[i].store(own_cpu_ns(), Ordering::Relaxed);
-                        }
-                    })
-                    .expect("spawn a stress thread")
-            })
-            .collect();
-        ready.wait();
+        let mut threads = Vec::with_capacity(plan.threads);
+        let mut refused = None;
+        for i in 0..plan.threads {
+            let stop = Arc::clone(&stop);
+            let gate = Arc::clone(&gate);
+            let cpu_ns = Arc::clone(&cpu_ns);
+            let error = Arc::clone(&error);
+            let cpu = plan.cpus.as_ref().map(|c| c[i % c.len()]);
+            let body = move || {
+                if let Some(cpu) = cpu {
+                    if let Err(why) = pin(cpu) {
+                        // A thread that is not where the plan puts it
+                        // does not compete with the child: it does
+                        // not run, and the measurement says why.
+                        let mut first = error.lock().unwrap_or_else(|e| e.into_inner());
+                        first.get_or_insert(why);
+                        drop(first);
+                        gate.arrive();
+                        return;
+                    }
+                }
+                if !gate.arrive() {
+                    return;
+                }
+                let mut x: u64 = 0x9E37_79B9;
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..SPIN {
+                        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    }
+                    std::hint::black_box(x);
+                    cpu_ns[i].store(own_cpu_ns(), Ordering::Relaxed);
+                }
+            };
+            match spawn(format!("flakelab-stress-{i}"), Box::new(body)) {
+                Ok(thread) => threads.push(thread),
+                Err(err) => {
+                    refused = Some(format!(
+                        "stress thread {} of {} cannot start: {err}",
+                        i + 1,
+                        plan.threads
+                    ));
+                    break;
+                }
+            }
+        }
+        gate.open(threads.len(), refused.is_none());
+        if let Some(why) = refused {
+            // No partial stress: the threads that started end at once.
+            for t in threads.drain(..) {
+                let _ = t.join();
+            }
+            *error.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+        }
         StressGuard {
             stop,
             threads,
@@ -366,6 +430,54 @@ mod tests {
         // Joined: the threads are gone (the other unit tests that start
         // stress hold STRESS_TESTS too).
         assert_eq!(count(), before);
+    }
+
+    #[test]
+    fn a_stress_thread_that_cannot_start_ends_the_others_and_says_why() {
+        let _one = STRESS_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        let plan = StressPlan {
+            threads: 4,
+            cpus: None,
+            allowed: 1,
+        };
+        let me = std::process::id();
+        let count = || {
+            std::fs::read_dir(format!("/proc/{me}/task"))
+                .unwrap()
+                .flatten()
+                .filter(|t| {
+                    std::fs::read_to_string(t.path().join("comm"))
+                        .is_ok_and(|c| c.starts_with("flakelab-stres"))
+                })
+                .count()
+        };
+        let before = count();
+        // A process limit that refuses the third thread (root is not held
+        // to RLIMIT_NPROC, so the refusal is injected).
+        let tried = std::sync::atomic::AtomicUsize::new(0);
+        let spawn = |name: String, body: Box<dyn FnOnce() + Send>| {
+            if tried.fetch_add(1, Ordering::SeqCst) == 2 {
+                return Err(std::io::Error::from_raw_os_error(
+                    nix::errno::Errno::EAGAIN as i32,
+                ));
+            }
+            std::thread::Builder::new().name(name).spawn(body)
+        };
+        let guard = StressGuard::start_with(&plan, &spawn);
+        assert_eq!(tried.load(Ordering::SeqCst), 3);
+        assert!(guard.threads.is_empty());
+        assert_eq!(count(), before);
+        assert_eq!(guard.cpu_time(), Duration::ZERO);
+        assert_eq!(
+            guard.error().as_deref(),
+            Some(
+                "stress thread 3 of 4 cannot start: Resource temporarily unavailable (os error 11)"
+            )
+        );
+        let (cpu, _) = Meter::start(Some(&guard)).finish(Some((&plan, &guard)), true);
+        let stress = cpu.stress.unwrap();
+        assert_eq!(stress.cpu_s, 0.0);
+        assert_eq!(stress.error, guard.error());
     }
 
     /// Unit tests that start stress threads run one at a time, so that

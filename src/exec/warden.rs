@@ -44,7 +44,8 @@ use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
 use nix::sys::signal::{kill, killpg, signal, SigHandler, Signal};
 use nix::unistd::{pipe2, Pid};
 
-use super::child::{environ_has, proc_stats, RUN_ID_VAR};
+use super::launch::RUN_ID_VAR;
+use super::procfs::{environ_has, proc_stats};
 use super::roll_map::{RollMap, HELD, LEN, MARKER, MARKER_MAX, PGID, SLOT};
 
 /// The hidden switch that keeps the warden from starting, so the fallback

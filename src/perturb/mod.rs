@@ -21,6 +21,7 @@ use crate::catalog::recipe::Recipe;
 use crate::catalog::values::{self, ClockShift};
 use crate::catalog::{Cell, Kind};
 use crate::error::{Error, Result};
+use crate::exec::launch::PreloadCleanup;
 
 pub use crate::exec::stress::StressPlan;
 pub use isolate::Isolation;
@@ -100,6 +101,9 @@ pub struct Prepared {
     /// Setup done in each run's process between fork and exec
     /// (`exec::setup`).
     pub isolation: Isolation,
+    /// The preloaded library whose leftovers the executor removes after
+    /// each run (libfaketime's, in a clock cell).
+    pub preload_cleanup: Option<PreloadCleanup>,
     /// Busy threads beside each run.
     pub stress: Option<StressPlan>,
     /// The `cpu-stress` perturbation as recorded, for the verdict on each
@@ -275,6 +279,7 @@ pub fn prepare(
                                 f.why.trim()
                             ));
                         }
+                        out.preload_cleanup = Some(PreloadCleanup::Faketime);
                         out.checks.push(proof::Mechanism::Preload {
                             perturbation: label.clone(),
                             lib,

@@ -572,6 +572,29 @@ mod tests {
             .contains("ended before"));
     }
 
+    #[test]
+    fn a_stress_that_could_not_start_is_not_applied_and_says_why() {
+        use crate::exec::stress::{Meter, StressGuard, StressPlan};
+        let plan = StressPlan {
+            threads: 64,
+            cpus: None,
+            allowed: 2,
+        };
+        // The process limit refuses the first thread (injected: root is
+        // not held to RLIMIT_NPROC).
+        let refuse = |_: String, _: Box<dyn FnOnce() + Send>| {
+            Err(std::io::Error::from_raw_os_error(
+                nix::errno::Errno::EAGAIN as i32,
+            ))
+        };
+        let guard = StressGuard::start_with(&plan, &refuse);
+        let (cpu, _) = Meter::start(Some(&guard)).finish(Some((&plan, &guard)), true);
+        assert_eq!(
+            judge_stress("cpu-stress=64x", Some(&cpu)),
+            Err("cpu-stress=64x: stress thread 1 of 64 cannot start: Resource temporarily unavailable (os error 11), so the stress did not reach the child's CPUs".to_string())
+        );
+    }
+
     fn ok() -> ProcessEnd {
         ProcessEnd::Exited { code: 0 }
     }

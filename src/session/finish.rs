@@ -4,7 +4,7 @@
 //! signature.
 
 use crate::catalog::recipe::outcome;
-use crate::exec::child::ChildResult;
+use crate::exec::result::ChildResult;
 use crate::perturb::{self, Prepared};
 use crate::record::{Outcome, ProcessEnd, RunRecord};
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 use super::SessionSpec;
 use crate::catalog::Cell;
 use crate::error::{Error, Result};
-use crate::exec::child::{ChildLimits, Launch, Stop};
+use crate::exec::launch::{ChildLimits, Launch};
+use crate::exec::result::Stop;
 use crate::exec::{ProbeAnswer, ProbeCall};
 use crate::perturb::{self, Prepared};
 use crate::record::CellRecord;
@@ -33,6 +34,7 @@ pub(super) fn identity_env(run_id: &str, seed: u64, cell: &str) -> BTreeMap<Stri
 pub(super) fn launch_for(
     settings: &SessionSpec,
     prepared: &Prepared,
+    cell: &str,
     argv: Vec<String>,
     identity: BTreeMap<String, String>,
     extra: &BTreeMap<String, String>,
@@ -40,12 +42,15 @@ pub(super) fn launch_for(
     let mut env_set = identity;
     env_set.extend(prepared.set.iter().map(|(k, v)| (k.clone(), v.clone())));
     env_set.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-    launch_with(prepared, argv, settings.dir.clone(), env_set)
+    launch_with(prepared, cell, argv, settings.dir.clone(), env_set)
 }
 
-/// The launch of `argv` in `cwd` in a cell, with every variable it sets.
+/// The launch of `argv` in `cwd` in `cell`, with every variable it sets.
+/// The executor is told the cell (whose runs share a network namespace) and
+/// the preload to clean up after as fields, not through the variables.
 pub(super) fn launch_with(
     prepared: &Prepared,
+    cell: &str,
     argv: Vec<String>,
     cwd: std::path::PathBuf,
     env_set: BTreeMap<String, String>,
@@ -56,6 +61,8 @@ pub(super) fn launch_with(
         env_set,
         env_unset: prepared.unset.clone(),
         isolation: prepared.isolation.clone(),
+        netns_cell: prepared.isolation.netns.then(|| cell.to_string()),
+        preload_cleanup: prepared.preload_cleanup,
     }
 }
 
@@ -88,6 +95,7 @@ pub(super) async fn probe_cell(
         let launch = launch_for(
             settings,
             prepared,
+            &cell.name,
             probe.argv.clone(),
             identity_env(&marker, 0, &cell.name),
             &BTreeMap::new(),

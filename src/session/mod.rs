@@ -11,6 +11,8 @@
 pub mod engine;
 mod finish;
 mod job;
+#[cfg(test)]
+mod job_tests;
 mod launch;
 pub mod per_test;
 mod report_path;
@@ -24,7 +26,7 @@ use std::path::PathBuf;
 use crate::catalog::recipe::Recipe;
 use crate::catalog::Cell;
 use crate::error::{Error, Result};
-use crate::exec::{child::ChildLimits, Executor};
+use crate::exec::{launch::ChildLimits, Executor};
 use crate::perturb::{HostFacts, Prepared};
 use crate::record::{RunRecord, SessionRung};
 use crate::redact::Redaction;

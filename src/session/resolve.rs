@@ -12,7 +12,7 @@ use crate::catalog::recipe::{self, Detection, Recipe};
 use crate::catalog::{Catalog, Cell, Kind};
 use crate::config::{self, Origin, ProjectConfig, RunFlags, RunSettings, Setting};
 use crate::error::{Error, Result};
-use crate::exec::{child::ChildLimits, Executor};
+use crate::exec::{launch::ChildLimits, Executor};
 use crate::perturb::{self, HostFacts};
 use crate::record::{RunRecord, SessionRecord};
 use crate::redact::Redaction;

@@ -107,6 +107,7 @@ impl Fixed {
         let launch = launch_for(
             settings,
             prepared,
+            cell,
             command.clone(),
             identity_env("", 0, cell),
             extra,

@@ -20,7 +20,7 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::compact::{RunLine, TestLine};
+use super::lines::{RunLine, TestLine};
 use crate::record::{Outcome, RunCpu, StressCpu, TestOutcome};
 
 static SERDE_ONLY: AtomicBool = AtomicBool::new(false);

@@ -8,9 +8,10 @@ use std::path::PathBuf;
 
 use proptest::prelude::*;
 
-use super::compact::{RunLine, TestLine, Writer};
+use super::compact::Writer;
 use super::compact_tests::arb_run;
 use super::fast::run_line;
+use super::lines::{RunLine, TestLine};
 use crate::record::{
     Bypass, BypassWhy, Outcome, ProcessCheck, ProcessEnd, ProcessRole, RunCpu, RunTopology,
     StressCpu, TestOutcome,

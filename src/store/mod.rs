@@ -18,6 +18,7 @@ mod fast;
 #[cfg(test)]
 mod fast_tests;
 pub mod history;
+mod lines;
 pub(crate) mod open;
 mod runs;
 mod template;

@@ -9,6 +9,8 @@ use std::io::{BufRead, BufReader, ErrorKind};
 use std::path::PathBuf;
 
 use super::compact::{Line, Reader};
+use super::lines::MAX_BIT_INDEX;
+use super::open::MAX_LINE;
 use super::view::RunView;
 use super::{LoadStats, HINT_READ};
 use crate::error::{Error, Result};
@@ -31,10 +33,6 @@ struct Seen {
     last: usize,
     others: HashSet<String>,
 }
-
-/// Numbers at or above this are remembered by id: a bit set that large is
-/// not worth it.
-pub(super) const MAX_BIT_INDEX: u64 = 1 << 26;
 
 /// The digit count and number of `id` when it is `<session>.<digits>` with
 /// a number below [`MAX_BIT_INDEX`].
@@ -125,8 +123,6 @@ pub struct RunIter {
     /// In a line longer than [`MAX_LINE`], skipped up to its newline.
     skipping: bool,
 }
-
-use super::open::MAX_LINE;
 
 impl RunIter {
     pub(super) fn new(files: Vec<PathBuf>, session: Option<String>) -> RunIter {

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::path::PathBuf;
 
-use super::compact::{run_id, CompiledContext, Entry, RunLine, TestLine};
+use super::lines::{run_id, CompiledContext, Entry, RunLine, TestLine};
 use super::template::{Compiled, Vars};
 use crate::record::{
     EnvDelta, Outcome, ProcessEnd, RunCpu, RunRecord, TestOutcome, TestRecord, RUN_SCHEMA,
@@ -303,7 +303,7 @@ impl<'a> RunView<'a> {
             // A number too large for a bit set is remembered by id (the
             // line's number is read from a file anyone may edit).
             RunView::Compact(c)
-                if c.line.id.is_none() && (c.line.i as u64) < super::runs::MAX_BIT_INDEX =>
+                if c.line.id.is_none() && (c.line.i as u64) < super::lines::MAX_BIT_INDEX =>
             {
                 let i = c.line.i;
                 let digits = if i == 0 { 1 } else { i.ilog10() as usize + 1 };

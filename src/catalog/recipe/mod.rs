@@ -356,9 +356,29 @@ pub fn parse_text(source: &str, text: &str) -> crate::error::Result<Recipe> {
         message,
         hint: "fix the recipe; `flakelab recipes show NAME` prints a working one".into(),
     };
-    let recipe: Recipe = toml::from_str(text).map_err(|e| bad(e.message().to_string()))?;
+    let recipe: Recipe = toml::from_str(text).map_err(|e| bad(located(text, &e)))?;
     recipe.validate().map_err(bad)?;
     Ok(recipe)
+}
+
+/// A TOML error's message with where it is: the table the offending key
+/// or value sits in (`[per_test]`) and its line.
+fn located(text: &str, err: &toml::de::Error) -> String {
+    let message = err.message();
+    let Some(start) = err.span().map(|s| s.start.min(text.len())) else {
+        return message.to_string();
+    };
+    let line = text[..start].matches('\n').count() + 1;
+    let upto = text[start..].find('\n').map_or(text.len(), |n| start + n);
+    let table = text[..upto]
+        .lines()
+        .map(str::trim)
+        .rfind(|l| l.starts_with('['))
+        .map(|l| l.split('#').next().unwrap_or(l).trim_end());
+    match table {
+        Some(table) => format!("{message} (in {table}, line {line})"),
+        None => format!("{message} (line {line})"),
+    }
 }
 
 /// Loads the embedded recipes, then the project's `override_dir/*.toml`
@@ -373,7 +393,7 @@ pub fn load(override_dir: Option<&std::path::Path>) -> crate::error::Result<Vec<
     for (source, text) in EMBEDDED {
         let recipe = toml::from_str(text).map_err(|e| crate::error::Error::Catalog {
             path: (*source).to_string(),
-            message: e.message().to_string(),
+            message: located(text, &e),
             hint: "this recipe is built in: report this as a bug".into(),
         })?;
         recipes.push(recipe);

@@ -1,0 +1,64 @@
+//! How the session asks running children to stop ([`Stop`]) and how one
+//! child ended ([`ChildResult`]): what the executor, the fake and their
+//! callers across the crate exchange.
+
+use std::time::Duration;
+
+use super::inspect::SeenProcess;
+use crate::record::ProcessEnd;
+
+/// How the session asks running children to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Keep going.
+    Run,
+    /// SIGTERM to the group, wait the grace period, then SIGKILL.
+    Graceful,
+    /// SIGKILL to the group now (also cuts a grace period short).
+    Kill,
+}
+
+/// How one child ended and what it left behind.
+#[derive(Debug, Clone)]
+pub struct ChildResult {
+    /// How the process ended.
+    pub end: ProcessEnd,
+    /// From just before spawn to the end of the group leader (monotonic).
+    pub duration: Duration,
+    /// Bytes the child wrote to stdout and stderr together.
+    pub output_bytes: u64,
+    /// Bytes left out of the log by the head/tail cap
+    /// (`output_bytes - log_head - log_tail`, at least 0).
+    pub output_dropped: u64,
+    /// Distinct processes of the run found alive after the leader ended
+    /// (group members and escaped descendants); all were killed.
+    pub stragglers: u32,
+    /// Problems that did not change the end (log not writable, pipe held
+    /// open, a sweep that gave up, …).
+    pub warnings: Vec<String>,
+    /// The programs the run's processes ran, when the run was watched
+    /// ([`run_child_watched`](super::child::run_child_watched)).
+    pub processes: Option<Vec<SeenProcess>>,
+}
+
+impl ChildResult {
+    /// A result for a child that never ran.
+    pub(super) fn not_run(end: ProcessEnd, warnings: Vec<String>) -> Self {
+        ChildResult {
+            end,
+            duration: Duration::ZERO,
+            output_bytes: 0,
+            output_dropped: 0,
+            stragglers: 0,
+            warnings,
+            processes: None,
+        }
+    }
+}
+
+/// Adds `warning` unless it is there already.
+pub(super) fn warn_once(warnings: &mut Vec<String>, warning: String) {
+    if !warnings.contains(&warning) {
+        warnings.push(warning);
+    }
+}
