@@ -31,8 +31,6 @@ mod scan;
 mod screen;
 mod verify;
 
-pub use ingest::{ingest_reports, IngestSummary};
-
 /// What every subcommand shares: how subjects and probes are started.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Ctx {
