@@ -8,6 +8,7 @@
 //! `crate::report::verify`): moved here, they would tie those modules to
 //! the drivers in an import cycle.
 
+pub(crate) mod ladder;
 pub(crate) mod verify;
 
 #[cfg(test)]
