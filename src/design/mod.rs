@@ -2,12 +2,13 @@
 //! `crate::session`, returns a record and prints nothing. A driver takes
 //! the resolved spec (which carries the executor, `crate::exec::Executor`)
 //! and the stop signal; what it reports while it runs goes to a callback
-//! the wiring (`crate::app`) prints. The pure rules each design reasons
+//! the wiring (the `app` module) prints. The pure rules each design reasons
 //! with stay where the store, the report and the evidence read them too
 //! (`crate::ladder`, `crate::bisect`, `crate::scan::prove`,
 //! `crate::report::verify`): moved here, they would tie those modules to
 //! the drivers in an import cycle.
 
+pub(crate) mod bisect;
 pub(crate) mod ladder;
 pub(crate) mod verify;
 

@@ -6,6 +6,7 @@
 //! Pure: no I/O here except in the renderers' callers.
 
 pub mod beside;
+pub mod bisect;
 pub mod catalog;
 pub mod color;
 pub mod fold;
