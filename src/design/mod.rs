@@ -10,6 +10,7 @@
 
 pub(crate) mod bisect;
 pub(crate) mod ladder;
+pub(crate) mod prove;
 pub(crate) mod verify;
 
 #[cfg(test)]
