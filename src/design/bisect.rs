@@ -589,6 +589,6 @@ mod tests {
         let stored = crate::store::Store::at(&how.root)
             .bisects_of(&record.session)
             .unwrap();
-        assert_eq!(stored, [record.clone()]);
+        assert_eq!(stored, std::slice::from_ref(record));
     }
 }
