@@ -1,6 +1,6 @@
 //! Ingest throughput: 200 generated JUnit reports (about 26 MB in all,
 //! 500 cases each with 2% failures carrying a body, properties and
-//! system-out) ingested by `flakelab::app::ingest_reports` into a fresh
+//! system-out) ingested by `flakelab::history::ingest::ingest_reports` into a fresh
 //! store, against a reference measured in the same run: reading the same
 //! files and hashing them with SHA-256 (the least any ingest must do), and
 //! `flakelab::junit::parse_file` alone.
@@ -152,8 +152,12 @@ fn main() {
         round += 1;
         let store =
             flakelab::store::Store::open(&dir.path().join(format!("store{round}"))).unwrap();
-        let s = flakelab::app::ingest_reports(&store, std::slice::from_ref(&reports), &recorded)
-            .unwrap();
+        let s = flakelab::history::ingest::ingest_reports(
+            &store,
+            std::slice::from_ref(&reports),
+            &recorded,
+        )
+        .unwrap();
         assert_eq!(s.recorded, FILES as u64);
     });
     let history =

@@ -1,7 +1,7 @@
 //! The topology ladder's reasoning, pure: what counts as reproducing, how a
 //! rung's runs (groups of processes started together) are counted, which
 //! test record is the focused test, and what a rung's verdict is.
-//! Running the rungs is `app`'s job; rendering is `report::ladder`'s.
+//! Running the rungs is `design::ladder`'s job; rendering is `report::ladder`'s.
 
 use std::collections::BTreeMap;
 

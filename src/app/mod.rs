@@ -30,8 +30,6 @@ mod scan;
 mod screen;
 mod verify;
 
-pub use ingest::{ingest_reports, IngestSummary};
-
 // `run` and `report` write GitHub's step summary beside their output.
 use crate::report::outputs;
 

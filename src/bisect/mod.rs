@@ -3,7 +3,7 @@
 //! really used, read from the run's per-test report), where cleaners may
 //! be, what a finished or stopped search says, and the stored result
 //! ([`BisectRecord`], `bisects.jsonl`). [`ddmin`] is the search itself;
-//! `app::bisect` runs every question it asks as a recorded run.
+//! `design::bisect` runs every question it asks as a recorded run.
 
 pub mod ddmin;
 

@@ -6,12 +6,13 @@
 //! This module owns the record shapes of the history file and the pure
 //! logic over them; the store (its `history` module) is the only writer of the file
 //! and the report module's `history` the only renderer. Nothing here does I/O
-//! beyond what a caller hands in.
+//! beyond what a caller hands in ([`ingest`] reads the reports it is named).
 
 pub mod analyse;
 pub mod check;
 pub mod context;
 pub mod identity;
+pub mod ingest;
 pub mod quarantine;
 
 use std::collections::BTreeMap;

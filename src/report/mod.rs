@@ -9,6 +9,7 @@
 
 pub mod assemble;
 pub mod beside;
+pub mod bisect;
 pub mod catalog;
 pub mod color;
 pub mod fold;

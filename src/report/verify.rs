@@ -356,6 +356,13 @@ pub fn render(v: &VerifyReport) -> String {
     out
 }
 
+/// The verdict as `flakelab.verify/1` JSON, one document and a newline.
+pub fn render_json(v: &VerifyReport) -> String {
+    let mut t = serde_json::to_string_pretty(v).unwrap_or_default();
+    t.push('\n');
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! code it calls, for Python, Go, JavaScript/TypeScript and Rust. Owns the
 //! scan's findings, its class-coverage block and the ledger check; pure
 //! apart from reading the files under the root (`walk`). Proof by running
-//! is `--prove`'s (`prove` decides, `app::prove` runs the sessions); a
+//! is `--prove`'s (`prove` decides, `design::prove` runs the sessions); a
 //! finding here is never called proven.
 //!
 //! Every file is parsed with tree-sitter (`syntax`), the detectors

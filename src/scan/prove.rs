@@ -2,7 +2,7 @@
 //! per perturbation and runner), how the reached tests are selected through
 //! the recipe, and each finding's status from its arms' counts — proven,
 //! not shown (with the bound at its N) or unconfirmed (with the reason and
-//! the exact command). Running the sessions is `app::prove`'s; a finding is
+//! the exact command). Running the sessions is `design::prove`'s; a finding is
 //! never proven here without counts from those runs.
 //!
 //! A finding's p is Fisher's two-sided p of its most-flipped reached test

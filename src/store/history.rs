@@ -506,6 +506,17 @@ fn decode_entry(e: &[serde_json::Value]) -> Option<Observation> {
     })
 }
 
+impl crate::history::ingest::Sink for Store {
+    fn index(&self) -> Result<(HashSet<String>, Vec<Head>)> {
+        let index = self.history_index()?;
+        Ok((index.keys, index.heads))
+    }
+
+    fn append(&self, report: &ReportRecord, obs: &[Observation]) -> Result<()> {
+        self.append_report(report, obs)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,517 @@
+//! `scan --prove`'s design: each (runner, cell) group of findings
+//! (`scan::prove::plan`) runs as one recorded session — the baseline, the
+//! cell and its sham interleaved, on the reached tests only (and the
+//! controls, with `--controls`), selected through the recipe's `[select]`
+//! — and every finding gets its proof from those runs' per-test outcomes
+//! (`scan::prove::decide`, Holm over the findings measured). Each session's
+//! proofs are stored in `proves.jsonl` for `flakelab report`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use tokio::sync::watch;
+
+use crate::config::{RunFlags, DEFAULT_CONFIDENCE};
+use crate::error::Result;
+use crate::exec::child::Stop;
+use crate::exec::Executor;
+use crate::record::{RunRecord, TestOutcome};
+use crate::scan::prove::{self, Arm, Control, Measured, Proof, ProveRecord, ProvedSite, TestArms};
+use crate::scan::ScanReport;
+use crate::session::{self, resolve::Layers, Intent};
+
+/// How the findings are proved (`scan --prove`'s flags).
+pub(crate) struct Prove {
+    /// The scanned tree, canonical: the project the sessions run in.
+    pub root: PathBuf,
+    /// The store (`--store`), else the project's.
+    pub store: Option<PathBuf>,
+    /// Runs per arm (`--runs`; at least 1).
+    pub runs: u32,
+    /// Also run the tests no finding reaches, as controls (`--controls`).
+    pub controls: bool,
+}
+
+/// A group's session is about to run: `what` it proves, in words, and
+/// its runs per arm.
+pub(crate) struct Progress<'a> {
+    /// What the session proves.
+    pub what: &'a str,
+    /// Runs per arm.
+    pub runs: u32,
+}
+
+/// One group's session, as far as it got.
+enum Ran {
+    /// It ran: the session, the cell's sham, the counts by (cell, test).
+    Measured {
+        session: String,
+        sham: Option<String>,
+        arms: HashMap<(String, String), Arm>,
+        store: crate::store::Store,
+    },
+    /// It ran, and its cell did not apply on this host: why.
+    Unapplied {
+        why: String,
+        session: String,
+        store: crate::store::Store,
+    },
+    /// It could not run: why.
+    Not(String),
+}
+
+/// Proves `scan`'s findings in place, each session's proofs stored;
+/// returns whether a stop signal cut it short.
+pub(crate) async fn prove(
+    how: &Prove,
+    scan: &mut ScanReport,
+    executor: &Executor,
+    stop: &watch::Receiver<Stop>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<bool> {
+    let root = how.root.as_path();
+    let js_runner = crate::scan::js_runner(root);
+    // Absolute (the runs start in the project), its links kept: the recipe
+    // knows the runner by the file name.
+    let local = std::path::absolute(root.join("node_modules/.bin").join(js_runner))
+        .ok()
+        .filter(|p| p.is_file());
+    let js = prove::js_command(js_runner, local.as_deref());
+    let (groups, now) = prove::plan(&scan.findings, DEFAULT_CONFIDENCE, &js);
+    for (i, proof) in now {
+        scan.findings[i].proof = Some(proof);
+    }
+    let reached: Vec<String> = (scan.findings.iter())
+        .flat_map(|f| f.tests.iter().cloned())
+        .collect();
+    let mut interrupted = false;
+    let mut confidence = DEFAULT_CONFIDENCE;
+    // What each measured finding and control ran, and every session run.
+    let mut finding_items: Vec<(usize, Measured)> = Vec::new();
+    let mut control_items: Vec<(String, Measured)> = Vec::new();
+    let mut sessions: Vec<(String, String, crate::store::Store)> = Vec::new();
+    for group in &groups {
+        let controls: Vec<String> = if how.controls {
+            (scan.tests.iter())
+                .filter(|(l, t)| prove::runner_lang(*l) == group.lang && !reached.contains(t))
+                .map(|(_, t)| t.clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let ran = if interrupted || *stop.borrow() != Stop::Run {
+            interrupted = true;
+            Ran::Not("interrupted before its session ran".into())
+        } else {
+            let on = GroupRun {
+                how,
+                group,
+                controls: &controls,
+            };
+            run_group(on, executor, stop, progress, &mut confidence).await?
+        };
+        match ran {
+            Ran::Unapplied {
+                why,
+                session,
+                store,
+            } => {
+                // Recorded: the session's report says why its findings
+                // stay unconfirmed.
+                for &i in &group.findings {
+                    let f = &mut scan.findings[i];
+                    let mut proof = Proof::unconfirmed(why.clone(), f.command.clone(), confidence);
+                    proof.cell = Some(group.cell.clone());
+                    proof.session = Some(session.clone());
+                    f.proof = Some(proof);
+                }
+                sessions.push((session, group.cell.clone(), store));
+            }
+            Ran::Not(why) => {
+                for &i in &group.findings {
+                    let f = &mut scan.findings[i];
+                    f.proof = Some(Proof::unconfirmed(
+                        why.clone(),
+                        f.command.clone(),
+                        confidence,
+                    ));
+                }
+            }
+            Ran::Measured {
+                session,
+                sham,
+                arms,
+                store,
+            } => {
+                let counts = |test: &str| TestArms {
+                    test: test.to_string(),
+                    cell: arms
+                        .get(&(group.cell.clone(), test.to_string()))
+                        .copied()
+                        .unwrap_or((0, 0)),
+                    baseline: arms
+                        .get(&("baseline".to_string(), test.to_string()))
+                        .copied()
+                        .unwrap_or((0, 0)),
+                    sham: sham.as_ref().map(|s| {
+                        arms.get(&(s.clone(), test.to_string()))
+                            .copied()
+                            .unwrap_or((0, 0))
+                    }),
+                };
+                for &i in &group.findings {
+                    finding_items.push((
+                        i,
+                        Measured {
+                            cell: group.cell.clone(),
+                            sham: sham.clone(),
+                            session: session.clone(),
+                            tests: scan.findings[i].tests.iter().map(|t| counts(t)).collect(),
+                        },
+                    ));
+                }
+                for t in &controls {
+                    control_items.push((
+                        t.clone(),
+                        Measured {
+                            cell: group.cell.clone(),
+                            sham: sham.clone(),
+                            session: session.clone(),
+                            tests: vec![counts(t)],
+                        },
+                    ));
+                }
+                sessions.push((session, group.cell.clone(), store));
+            }
+        }
+    }
+    let items: Vec<Measured> = finding_items.iter().map(|(_, m)| m.clone()).collect();
+    for ((i, _), proof) in finding_items
+        .iter()
+        .zip(prove::decide(&items, confidence, false))
+    {
+        scan.findings[*i].proof = Some(proof);
+    }
+    let items: Vec<Measured> = control_items.iter().map(|(_, m)| m.clone()).collect();
+    scan.controls = (control_items.iter())
+        .zip(prove::decide(&items, confidence, true))
+        .map(|((test, _), proof)| Control {
+            test: test.clone(),
+            proof,
+        })
+        .collect();
+    for f in &mut scan.findings {
+        if let Some(p) = &f.proof {
+            f.status = p.status.key().to_string();
+        }
+    }
+    for (session, cell, store) in sessions {
+        let mine = |p: &Proof| p.session.as_deref() == Some(session.as_str());
+        let record = ProveRecord {
+            schema: prove::PROVE_SCHEMA.into(),
+            session: session.clone(),
+            cell,
+            findings: (scan.findings.iter())
+                .filter(|f| f.proof.as_ref().is_some_and(mine))
+                .map(|f| ProvedSite {
+                    site: format!("{}:{}", f.file, f.line),
+                    symbol: f.symbol.clone(),
+                    class: f.class,
+                    proof: f.proof.clone().expect("filtered on its proof"),
+                })
+                .collect(),
+            controls: scan
+                .controls
+                .iter()
+                .filter(|c| mine(&c.proof))
+                .cloned()
+                .collect(),
+        };
+        store.append_prove(&record)?;
+    }
+    Ok(interrupted)
+}
+
+/// One group to prove, with the controls run beside it.
+struct GroupRun<'a> {
+    how: &'a Prove,
+    group: &'a prove::Group,
+    controls: &'a [String],
+}
+
+/// Runs one group's session: resolves the runner's command with the cell
+/// and its sham, selects the reached tests (and `controls`) through the
+/// recipe, runs, and counts each test's failures per cell.
+async fn run_group(
+    on: GroupRun<'_>,
+    executor: &Executor,
+    stop: &watch::Receiver<Stop>,
+    progress: &mut dyn FnMut(Progress<'_>),
+    confidence: &mut f64,
+) -> Result<Ran> {
+    let GroupRun {
+        how,
+        group,
+        controls,
+    } = on;
+    let root = how.root.as_path();
+    let command = group.command.clone();
+    let intent = Intent {
+        command: command.clone(),
+        dir: Some(root.to_path_buf()),
+        store: how.store.clone(),
+        cells: vec![group.cell.clone()],
+        flags: RunFlags {
+            runs: Some(how.runs.max(1)),
+            matrix: Some(Vec::new()),
+            ..RunFlags::default()
+        },
+        shams: true,
+        ..Intent::default()
+    };
+    let spec = match session::resolve(intent, &Layers::of_project(root)?, executor) {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok(Ran::Not(format!(
+                "the cell cannot run here: {} (hint: {})",
+                e.message(),
+                e.hint()
+            )))
+        }
+    };
+    *confidence = spec.confidence;
+    // A cell the runner cannot honour would run and be reported not
+    // applied: said now, nothing run.
+    let unfit = (spec.cells.iter())
+        .find(|(c, _)| c.name == group.cell)
+        .and_then(|(_, p)| p.not_applicable.clone());
+    if let Some(why) = unfit {
+        return Ok(Ran::Not(format!(
+            "the cell cannot apply to this runner: {why}"
+        )));
+    }
+    let words = shell_words::join(&command);
+    let Some(recipe) = spec.recipe.clone() else {
+        return Ok(Ran::Not(format!("no recipe recognises `{words}`")));
+    };
+    let Some(select) = recipe.select.clone() else {
+        return Ok(Ran::Not(format!(
+            "the {} recipe has no [select]: it cannot run the reached tests alone",
+            recipe.name
+        )));
+    };
+    if spec.junit.is_none() {
+        return Ok(Ran::Not(format!("`{words}` yields no per-test outcomes")));
+    }
+    let mut ids = group.tests.clone();
+    ids.extend(controls.iter().cloned());
+    let argv = prove::select_argv(&recipe, &spec.command, &ids, &spec.dir);
+    let argv = match argv {
+        Ok(a) => a,
+        Err(why) => {
+            return Ok(Ran::Not(format!(
+                "no selection of the reached tests: {why}"
+            )))
+        }
+    };
+    let sham = spec.shams.by_cell.get(&group.cell).cloned();
+    let what = format!(
+        "scan --prove: {} finding(s) on {} reached test(s) and {} control(s) under {}",
+        group.findings.len(),
+        group.tests.len(),
+        controls.len(),
+        group.cell
+    );
+    progress(Progress {
+        what: &what,
+        runs: spec.runs,
+    });
+    let spec = spec.with_command(argv).proving(what);
+    let Some(done) = session::run_session(&spec, stop).await? else {
+        return Ok(Ran::Not("interrupted before its session ran".into()));
+    };
+    let applied = |name: &str| {
+        (done.session.cells.iter())
+            .find(|c| c.name == name)
+            .map(|c| (c.applied, c.reason.clone()))
+    };
+    if let Some((false, reason)) = applied(&group.cell) {
+        return Ok(Ran::Unapplied {
+            why: format!(
+                "the cell did not apply on this host (session {}): {}",
+                done.session.id,
+                reason.unwrap_or_else(|| "its probe did not prove it".into())
+            ),
+            session: done.session.id.clone(),
+            store: spec.store.clone(),
+        });
+    }
+    let sham = sham.filter(|s| applied(s).is_some_and(|(a, _)| a));
+    let (runs, _) = done.runs(&spec.store)?;
+    let from = select.id_from.unwrap_or_default();
+    Ok(Ran::Measured {
+        session: done.session.id.clone(),
+        sham,
+        arms: arms(&runs, from, &spec.dir),
+        store: spec.store.clone(),
+    })
+}
+
+/// Failures and runs per (cell, runner id) among `runs`: a run counts once
+/// per id, failed when any case of it failed — a parametrised test's
+/// cases count under its own id and under the id without parameters (the
+/// one a finding names). A skip counts in neither.
+fn arms(
+    runs: &[RunRecord],
+    from: crate::catalog::recipe::IdFrom,
+    dir: &Path,
+) -> HashMap<(String, String), Arm> {
+    let mut out: HashMap<(String, String), Arm> = HashMap::new();
+    for r in runs {
+        // Runner id → whether any case failed, in this run.
+        let mut seen: HashMap<String, bool> = HashMap::new();
+        for t in &r.tests {
+            let failed = match t.outcome {
+                TestOutcome::Pass => false,
+                TestOutcome::Fail | TestOutcome::Error => true,
+                TestOutcome::Skip => continue,
+            };
+            let ids = [t.id.as_str(), t.family()];
+            for (n, id) in ids.iter().enumerate() {
+                if n == 1 && ids[1] == ids[0] {
+                    continue;
+                }
+                if let Some(id) = crate::screen::runner_id(from, id, dir) {
+                    *seen.entry(id).or_default() |= failed;
+                }
+            }
+        }
+        for (id, failed) in seen {
+            let e = out.entry((r.cell.clone(), id)).or_default();
+            e.0 += u64::from(failed);
+            e.1 += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::recipe::IdFrom;
+    use crate::record::TestRecord;
+
+    fn run(cell: &str, tests: &[(&str, Option<&str>, TestOutcome)]) -> RunRecord {
+        let mut r: RunRecord = serde_json::from_value(serde_json::json!({
+            "schema": "flakelab.run/1", "id": "s.00001", "session": "s", "index": 1,
+            "cell": cell, "perturbations": [], "replicate": 1, "seed": 1,
+            "started_at": "", "duration_s": 0.0, "outcome": "pass",
+            "end": {"how": "exited", "code": 0}, "exit_code": 0, "signal": null,
+            "signature_match": null, "reason": null, "log": null, "output_bytes": 0,
+            "output_dropped": 0, "argv": [], "cwd": "/", "env": {"set": {}, "unset": []},
+            "repro": "", "stragglers": 0, "warnings": []
+        }))
+        .unwrap();
+        r.tests = tests
+            .iter()
+            .map(|(id, family, outcome)| TestRecord {
+                id: id.to_string(),
+                family: family.map(String::from),
+                outcome: *outcome,
+                passed_on_rerun: false,
+                retries: 0,
+                signature: None,
+                message: None,
+                signature_match: None,
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn a_zone_finding_is_proven_by_its_session_and_its_proof_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("tests")).unwrap();
+        std::fs::write(
+            root.join("tests/test_zone.py"),
+            "from datetime import datetime\n\n\ndef today_label():\n    return datetime.now().strftime(\"%Y-%m-%d %H\")\n\n\ndef test_today_label():\n    assert today_label()\n",
+        )
+        .unwrap();
+        let today = "2026-12-01".parse().unwrap();
+        let opts = crate::scan::ScanOptions {
+            today,
+            exclude: Vec::new(),
+        };
+        let mut scan = crate::scan::scan(&root, &opts).unwrap();
+        assert_eq!(scan.findings.len(), 1, "{:?}", scan.findings);
+        let case = |failure: &str| {
+            format!("<testsuite name='s' tests='1'><testcase classname='tests.test_zone' name='test_today_label'>{failure}</testcase></testsuite>")
+        };
+        let executor = crate::design::testing::fake(
+            dir.path(),
+            &format!(
+                "version = \"pytest 9.2.0\"\n\
+                 [[run]]\ncell = \"tz=Pacific/Kiritimati\"\nexit = 1\njunit = \"{}\"\n\
+                 [[run]]\njunit = \"{}\"\n",
+                case("<failure message='offset'/>"),
+                case("")
+            ),
+        );
+        let how = Prove {
+            root: root.clone(),
+            store: None,
+            runs: 6,
+            controls: false,
+        };
+        let mut lines = Vec::new();
+        let interrupted = crate::design::testing::run(|stop| {
+            let (how, scan, executor, lines) = (&how, &mut scan, &executor, &mut lines);
+            async move {
+                let mut progress = |p: Progress<'_>| lines.push(format!("{}, {}", p.what, p.runs));
+                prove(how, scan, executor, &stop, &mut progress).await
+            }
+        })
+        .unwrap();
+        assert!(!interrupted);
+        assert_eq!(
+            lines,
+            ["scan --prove: 1 finding(s) on 1 reached test(s) and 0 control(s) under tz=Pacific/Kiritimati, 6"]
+        );
+        let finding = &scan.findings[0];
+        let proof = finding.proof.as_ref().expect("proved");
+        assert_eq!(proof.status, prove::Status::Proven, "{proof:?}");
+        assert_eq!(finding.status, "proven");
+        let session = proof.session.clone().expect("its session");
+        let stored = crate::store::Store::at(&root.join(".flakelab"))
+            .prove_of(&session)
+            .unwrap()
+            .expect("stored");
+        assert_eq!(stored.cell, "tz=Pacific/Kiritimati");
+        assert_eq!(stored.findings.len(), 1);
+        assert_eq!(stored.findings[0].proof, *proof);
+    }
+
+    #[test]
+    fn a_parametrised_test_counts_once_per_run_under_the_id_a_finding_names() {
+        use TestOutcome::{Fail, Pass, Skip};
+        let runs = [
+            run(
+                "tz=X",
+                &[
+                    ("pkg::TestA[1]", Some("pkg::TestA"), Pass),
+                    ("pkg::TestA[2]", Some("pkg::TestA"), Fail),
+                    ("pkg::TestB", None, Skip),
+                ],
+            ),
+            run("tz=X", &[("pkg::TestA[1]", Some("pkg::TestA"), Pass)]),
+            run("baseline", &[("pkg::TestA[1]", Some("pkg::TestA"), Pass)]),
+        ];
+        let got = arms(&runs, IdFrom::Name, Path::new("/"));
+        let at = |cell: &str, id: &str| got.get(&(cell.to_string(), id.to_string())).copied();
+        assert_eq!(at("tz=X", "TestA"), Some((1, 2)));
+        assert_eq!(at("tz=X", "TestA[2]"), Some((1, 1)));
+        assert_eq!(at("baseline", "TestA"), Some((0, 1)));
+        assert_eq!(at("tz=X", "TestB"), None, "a skip is no run of the test");
+    }
+}
