@@ -22,6 +22,7 @@ pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod design;
 pub mod doctor;
 pub mod error;
 pub mod evidence;

@@ -26,6 +26,7 @@ pub mod progress;
 #[doc(hidden)]
 pub mod reference;
 pub mod scan;
+pub mod screen;
 pub mod sham;
 #[cfg(test)]
 mod snapshots_test;

@@ -13,6 +13,7 @@ mod finish;
 mod job;
 mod launch;
 pub mod per_test;
+mod pythonpath;
 pub mod resolve;
 pub mod scrub;
 mod shared;
