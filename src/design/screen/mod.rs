@@ -22,6 +22,8 @@ mod confirm;
 mod facts;
 mod group;
 mod sharded;
+#[cfg(test)]
+mod tests;
 
 use crate::error::Result;
 use crate::exec::child::Stop;
