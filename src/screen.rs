@@ -900,42 +900,6 @@ pub fn rescreen(random: bool, flagged: usize) -> Option<&'static str> {
     }
 }
 
-/// The fixed design's words for a pair whose raw p is small but does not
-/// survive the correction: the counts, both p-values, and how to settle it.
-pub fn undecided_text(
-    cell: (u64, u64),
-    baseline: (u64, u64),
-    raw_p: f64,
-    adjusted_p: f64,
-    comparisons: usize,
-    confidence: f64,
-) -> String {
-    let rate = |(k, n): (u64, u64)| k as f64 / n.max(1) as f64;
-    let settle = match fixed_runs_needed(&[(rate(cell), rate(baseline))], comparisons, confidence) {
-        Some(n) => format!("`--design screen` or about {n} runs would settle it"),
-        None => "`--design screen` would settle it".into(),
-    };
-    format!(
-        "undecided: {} of {} against {} of {}, raw p = {}, adjusted over {comparisons} comparisons p = {}; {settle}",
-        cell.0,
-        cell.1,
-        baseline.0,
-        baseline.1,
-        short(raw_p),
-        short(adjusted_p),
-    )
-}
-
-fn short(p: f64) -> String {
-    if p >= 0.001 {
-        let t = format!("{p:.3}");
-        let t = t.trim_end_matches('0').trim_end_matches('.');
-        t.to_string()
-    } else {
-        format!("{p:.1e}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1246,16 +1210,6 @@ mod tests {
         assert_eq!(rescreen(false, 3), None);
         assert!(rescreen(false, 0).is_some());
         assert!(rescreen(true, 3).is_some());
-    }
-
-    #[test]
-    fn an_undecided_pair_says_what_would_settle_it() {
-        let t = undecided_text((6, 10), (0, 10), 0.0108, 1.0, 128, 0.95);
-        assert!(
-            t.starts_with("undecided: 6 of 10 against 0 of 10, raw p = 0.011, adjusted over 128 comparisons p = 1; `--design screen` or about "),
-            "{t}"
-        );
-        assert!(t.ends_with(" runs would settle it"), "{t}");
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub(super) fn shown(
         .collect();
     let mut fold = report::Fold::new(session);
     let mut facts = crate::evidence::RunFacts::default();
-    let mut screen_runs = report::screen::ScreenRuns::default();
+    let mut screen_runs = super::screen::ScreenRuns::default();
     let mut kept: Vec<RunRecord> = Vec::new();
     let load = store.each_view(&session.id, |r| {
         fold.add(r);
@@ -51,7 +51,7 @@ pub(super) fn shown(
         report.session_end = Some(crate::liveness::state(store, &session.id)?.word());
     }
     if let Some(screen) = store.screen_of(&session.id)? {
-        report::screen::apply(&mut report, &screen, &screen_runs);
+        super::screen::apply(&mut report, &screen, &screen_runs);
     } else {
         report::undecided::mark(&mut report, session.confidence);
     }

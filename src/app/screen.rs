@@ -11,6 +11,9 @@ use crate::report;
 use crate::session::SessionSpec;
 use crate::verdict::{Findings, Verdict};
 
+// `report_cmd` puts a screen's verdicts into its report through these.
+pub(super) use crate::report::screen::{apply, ScreenRuns};
+
 /// Runs `run --design screen`; returns the exit code. `chosen`: why this
 /// design runs (`--design auto`'s reason, or that it was asked for).
 pub(super) async fn screen_cmd(
