@@ -65,7 +65,7 @@ pub(crate) enum Screened {
     /// Interrupted during its first round: that round's session and runs.
     Interrupted {
         /// The first round's session.
-        session: SessionRecord,
+        session: Box<SessionRecord>,
         /// Its runs.
         runs: Vec<RunRecord>,
         /// How they were read.
@@ -118,7 +118,7 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
     let (mut runs, load) = done.runs(&settings.store)?;
     if done.interrupted {
         return Ok(Screened::Interrupted {
-            session: done.session,
+            session: Box::new(done.session),
             runs,
             load,
         });
