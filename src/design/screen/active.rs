@@ -1,8 +1,9 @@
 //! One candidate on its way through the confirmation stage: its ladder of
 //! selections, the rung it is on and what is recorded for it.
 
+use super::rules::{self, CellKind, Selection};
 use crate::catalog::recipe::IdFrom;
-use crate::screen::{self, Candidate, CellKind, Confirmation, Decision, Selection};
+use crate::screen::{Candidate, Confirmation, Decision};
 
 /// Counts at one rung: cell arm, baseline arm, pairs.
 pub(super) type StageCounts = ((u64, u64), (u64, u64), u32);
@@ -35,12 +36,12 @@ impl Active {
     pub fn start(
         c: &Candidate,
         kind: CellKind,
-        order: Option<&screen::FlipOrders>,
+        order: Option<&rules::FlipOrders>,
         (from, select): (IdFrom, bool),
         dir: &std::path::Path,
     ) -> Active {
         let every_seed = c.flip_seed.filter(|_| kind == CellKind::Shuffled);
-        let ladder = screen::ladder(from, &c.test, dir, select, kind, order);
+        let ladder = rules::ladder(from, &c.test, dir, select, kind, order);
         let ordered = ladder[0].order.is_some();
         Active {
             ladder,
@@ -62,7 +63,7 @@ impl Active {
                 note: None,
                 replayed_seed: every_seed,
                 sessions: Vec::new(),
-                start: screen::start_reason(kind, c.flip_seed, ordered),
+                start: rules::start_reason(kind, c.flip_seed, ordered),
                 climbs: Vec::new(),
                 replayed_every: every_seed.is_some(),
             },

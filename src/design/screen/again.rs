@@ -2,10 +2,11 @@
 //! about run again, a shuffle cell first in its first run's order reversed.
 
 use super::facts::{executions, kind_of, order_of, ordered_of};
+use super::rules::{self, CellKind};
 use crate::error::{Error, Result};
 use crate::exec::child::Stop;
 use crate::record::RunRecord;
-use crate::screen::{self, CellKind};
+use crate::screen;
 use crate::session::{self, SessionSpec};
 
 /// The adaptive screen's later rounds for the cells `again` names (with
@@ -51,7 +52,7 @@ pub(super) async fn screen_again(
         rounds.push(screen::Round {
             session: more.session.id.clone(),
             cells: (reversed.iter())
-                .map(|(c, _)| (c.clone(), screen::REVERSED_WHY.into()))
+                .map(|(c, _)| (c.clone(), rules::REVERSED_WHY.into()))
                 .collect(),
             runs_per_cell: 1,
             runs: extra.len() as u64,

@@ -5,6 +5,7 @@
 use super::active::{pairs_of, Active, StageCounts};
 use super::facts::{executions, kind_of};
 use super::group::{group_spec, next_group, pack, Group};
+use super::rules;
 use crate::error::Result;
 use crate::exec::child::Stop;
 use crate::record::RunRecord;
@@ -26,7 +27,7 @@ pub(super) struct Context<'a> {
 
 /// Confirms every candidate, round after round: in each round the
 /// undecided candidates of each cell are packed into invocations that do
-/// not interfere (`screen::batches`), and the first invocation of each cell
+/// not interfere (`rules::batches`), and the first invocation of each cell
 /// that can share a baseline arm with the others joins one session
 /// ([`Group`]): one baseline arm for several cells' candidates. A candidate
 /// whose selection must widen climbs and waits for the next round. Returns
@@ -34,7 +35,7 @@ pub(super) struct Context<'a> {
 pub(super) async fn confirm_all(
     ctx: &Context<'_>,
     candidates: &[Candidate],
-    orders: &[Option<screen::FlipOrders>],
+    orders: &[Option<rules::FlipOrders>],
     mut budget: Option<u64>,
 ) -> Result<(Vec<Confirmation>, (u64, u64, u64))> {
     let settings = ctx.settings;
@@ -70,7 +71,7 @@ pub(super) async fn confirm_all(
             break;
         }
         let cells: Vec<String> = cells.into_iter().map(String::from).collect();
-        let mut queues: Vec<(String, std::collections::VecDeque<screen::Batch>)> = Vec::new();
+        let mut queues: Vec<(String, std::collections::VecDeque<rules::Batch>)> = Vec::new();
         for cell in &cells {
             let packed = pack(cell, &actives, (from, repeats), &settings.dir);
             queues.push((cell.clone(), packed));
@@ -222,15 +223,15 @@ fn take_look(
 ) -> bool {
     let test = a.out.candidate.test.clone();
     let (c0, b0, p0) = start;
-    let (kc, nc) = screen::arm(runs, cell, &test);
-    let (kb, nb) = screen::arm(runs, "baseline", &test);
+    let (kc, nc) = rules::arm(runs, cell, &test);
+    let (kb, nb) = rules::arm(runs, "baseline", &test);
     let pairs_here = runs.iter().filter(|r| r.cell == cell).count() as u32;
     a.stage = (
         (c0.0 + kc, c0.1 + nc),
         (b0.0 + kb, b0.1 + nb),
         p0 + pairs_here,
     );
-    let at = screen::At {
+    let at = rules::At {
         pair: pairs_of(a) + 1,
         stage_pairs: a.stage.2,
         planned_taken: a.out.looks.iter().any(|l| l.planned),
@@ -238,7 +239,7 @@ fn take_look(
     };
     let level = a.ladder[a.rung].level;
     let can_climb = a.rung + 1 < a.ladder.len();
-    let (look, why) = screen::look_at(
+    let (look, why) = rules::look_at(
         rule,
         at,
         level,

@@ -1,8 +1,8 @@
 //! What the screen's driver reads off a spec and its runs: a cell's kind,
 //! the recipe's given order, a run's test order, executions counted.
 
+use super::rules::CellKind;
 use crate::record::RunRecord;
-use crate::screen::CellKind;
 use crate::session::SessionSpec;
 
 /// A run's tests in the order its report lists them (the store keeps a

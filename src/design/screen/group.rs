@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 
 use super::active::Active;
 use super::facts::ordered_of;
+use super::rules;
 use crate::catalog::recipe::{argv, IdFrom};
 use crate::error::Error;
 use crate::screen;
@@ -15,33 +16,33 @@ use crate::session::SessionSpec;
 /// The invocations `cell`'s undecided candidates are packed into:
 /// selections by the runner's ids (or the whole command), ordered
 /// selections of one file each, and whole-prefix ones apart; only the
-/// first two kinds share an invocation (`screen::batches`).
+/// first two kinds share an invocation (`rules::batches`).
 pub(super) fn pack(
     cell: &str,
     actives: &[Active],
     (from, repeats): (IdFrom, bool),
     dir: &std::path::Path,
-) -> VecDeque<screen::Batch> {
-    let mut groups: [Vec<screen::BatchEntry>; 3] = Default::default();
+) -> VecDeque<rules::Batch> {
+    let mut groups: [Vec<rules::BatchEntry>; 3] = Default::default();
     for (i, a) in actives.iter().enumerate() {
         if a.done || a.out.candidate.cell != cell {
             continue;
         }
         let rung = &a.ladder[a.rung];
         match rung.level {
-            screen::Level::OrderedFile => {
+            rules::Level::OrderedFile => {
                 let file = neighbours_of(from, &a.out.candidate.test, dir);
                 groups[1].push((i, Some(file), None));
             }
-            screen::Level::OrderedPrefix => {
+            rules::Level::OrderedPrefix => {
                 groups[2].push((i, Some(a.out.candidate.test.clone()), None))
             }
             _ => groups[0].push((i, rung.id.clone(), a.every_seed)),
         }
     }
-    (screen::batches(&groups[0], repeats).into_iter())
-        .chain(screen::batches(&groups[1], true))
-        .chain(screen::batches(&groups[2], false))
+    (rules::batches(&groups[0], repeats).into_iter())
+        .chain(rules::batches(&groups[1], true))
+        .chain(rules::batches(&groups[2], false))
         .collect()
 }
 
@@ -69,7 +70,7 @@ pub(super) enum Shape {
 #[derive(Debug, Clone)]
 pub(super) struct Group {
     /// Each cell's batch.
-    pub members: Vec<(String, screen::Batch)>,
+    pub members: Vec<(String, rules::Batch)>,
     /// What the baseline arm runs.
     pub shape: Shape,
     /// The cell whose arm runs `Shape::Listed`'s cell list.
@@ -83,7 +84,7 @@ pub(super) struct Group {
 
 impl Group {
     /// A group of one batch.
-    fn of(cell: &str, batch: screen::Batch, actives: &[Active]) -> Group {
+    fn of(cell: &str, batch: rules::Batch, actives: &[Active]) -> Group {
         let (shape, alone) = shape_of(&batch, actives);
         Group {
             listed_cell: matches!(shape, Shape::Listed { .. }).then(|| cell.to_string()),
@@ -103,7 +104,7 @@ impl Group {
     fn join(
         &mut self,
         cell: &str,
-        batch: &screen::Batch,
+        batch: &rules::Batch,
         actives: &[Active],
         repeats: bool,
     ) -> bool {
@@ -119,10 +120,10 @@ impl Group {
         let shape = match (&self.shape, shape) {
             (Shape::Whole, Shape::Whole) => Shape::Whole,
             (Shape::Ids(mine), Shape::Ids(theirs)) => {
-                let entries: Vec<screen::BatchEntry> = (mine.iter().chain(&theirs))
+                let entries: Vec<rules::BatchEntry> = (mine.iter().chain(&theirs))
                     .map(|id| (0, Some(id.clone()), None))
                     .collect();
-                if screen::batches(&entries, repeats).len() != 1 {
+                if rules::batches(&entries, repeats).len() != 1 {
                     return false;
                 }
                 self.alone = alone_tests(self.alone.take(), alone);
@@ -175,7 +176,7 @@ fn then_unlisted(mut list: Vec<String>, tests: Vec<String>) -> Vec<String> {
 
 /// What `batch`'s baseline arm runs, and its members' JUnit ids when each
 /// is selected alone by its id.
-fn shape_of(batch: &screen::Batch, actives: &[Active]) -> (Shape, Option<Vec<String>>) {
+fn shape_of(batch: &rules::Batch, actives: &[Active]) -> (Shape, Option<Vec<String>>) {
     let rung = |i: usize| &actives[i].ladder[actives[i].rung];
     if rung(batch.members[0]).order.is_some() {
         let (mut baseline, mut cell) = (Vec::new(), Vec::new());
@@ -190,7 +191,7 @@ fn shape_of(batch: &screen::Batch, actives: &[Active]) -> (Shape, Option<Vec<Str
     }
     let alone = (batch.members.iter())
         .map(|&i| {
-            (rung(i).level == screen::Level::Alone).then(|| actives[i].out.candidate.test.clone())
+            (rung(i).level == rules::Level::Alone).then(|| actives[i].out.candidate.test.clone())
         })
         .collect();
     (Shape::Ids(batch.ids.clone()), alone)
@@ -200,7 +201,7 @@ fn shape_of(batch: &screen::Batch, actives: &[Active]) -> (Shape, Option<Vec<Str
 /// first waiting batch of each later cell that can share its baseline arm
 /// (each cell's batches keep their order).
 pub(super) fn next_group(
-    queues: &mut [(String, VecDeque<screen::Batch>)],
+    queues: &mut [(String, VecDeque<rules::Batch>)],
     actives: &[Active],
     repeats: bool,
 ) -> Option<Group> {

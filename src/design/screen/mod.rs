@@ -2,7 +2,7 @@
 //! cell; more only in cells random by nature or whose first run flagged
 //! nothing), then every (test, cell) pair whose outcomes differ from the
 //! baseline's is confirmed on fresh runs under a selection that keeps the
-//! baseline's context (`crate::screen::ladder`: alone, its file or module,
+//! baseline's context (`crate::rules::ladder`: alone, its file or module,
 //! the whole command; climbing when the baseline arm does not reproduce
 //! the screen's baseline), the candidates of one cell that do not
 //! interfere together in one runner invocation, interleaved with their
@@ -21,6 +21,9 @@ mod again;
 mod confirm;
 mod facts;
 mod group;
+pub(crate) mod rules;
+#[cfg(test)]
+mod rules_tests;
 mod sharded;
 #[cfg(test)]
 mod tests;
@@ -28,10 +31,11 @@ mod tests;
 use crate::error::Result;
 use crate::exec::child::Stop;
 use crate::record::{RunRecord, SessionRecord};
-use crate::screen::{self, Candidate, CellKind, Rule, ScreenRecord};
+use crate::screen::{self, Candidate, Rule, ScreenRecord};
 use crate::session::{self, SessionSpec};
 use crate::store::LoadStats;
 use facts::{kind_of, order_of, ordered_of};
+use rules::CellKind;
 
 pub(crate) use sharded::{confirm_shard, shard_of};
 
@@ -85,7 +89,7 @@ pub(crate) struct Screen {
     /// The candidate (test, cell) pairs.
     pub candidates: Vec<Candidate>,
     /// Each candidate's orders to replay (a shuffle candidate's), by position.
-    pub orders: Vec<Option<screen::FlipOrders>>,
+    pub orders: Vec<Option<rules::FlipOrders>>,
     /// The sequential rule.
     pub rule: Rule,
     /// The later rounds of the adaptive screen.
@@ -128,12 +132,12 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
         .map(|c| c.name.clone())
         .collect();
     // Round two: the cells one run cannot tell about.
-    let first = screen::candidates(&runs, &applied);
+    let first = rules::candidates(&runs, &applied);
     let again: Vec<(String, String)> = (applied.iter())
         .filter(|c| c.as_str() != "baseline")
         .filter_map(|c| {
             let flagged = first.iter().filter(|x| &x.cell == c).count();
-            screen::rescreen(kind_of(&settings, c).0, flagged).map(|why| (c.clone(), why.into()))
+            rules::rescreen(kind_of(&settings, c).0, flagged).map(|why| (c.clone(), why.into()))
         })
         .collect();
     let Some((rounds, reversed_seeds)) = again::screen_again(
@@ -149,7 +153,7 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
     else {
         return Ok(Screened::Stopped);
     };
-    let mut candidates = screen::candidates(&runs, &applied);
+    let mut candidates = rules::candidates(&runs, &applied);
     let orders = flip_orders(&settings, &runs, &candidates);
     // A candidate first flipped by a reversed run has no seed that makes
     // its order: it replays the order itself, never a seed.
@@ -239,13 +243,13 @@ pub(crate) async fn confirm(
 
 /// What each shuffle candidate's ordered selections are cut from, when the
 /// recipe runs a given order: the first screen run in which it failed in
-/// its cell (the run [`screen::candidates`] takes its seed from) and the
+/// its cell (the run [`rules::candidates`] takes its seed from) and the
 /// screen's first baseline run with tests.
 fn flip_orders(
     spec: &SessionSpec,
     runs: &[RunRecord],
     candidates: &[Candidate],
-) -> Vec<Option<screen::FlipOrders>> {
+) -> Vec<Option<rules::FlipOrders>> {
     use crate::record::TestOutcome;
     if ordered_of(spec).is_none() {
         return vec![None; candidates.len()];
@@ -265,7 +269,7 @@ fn flip_orders(
                             && matches!(t.outcome, TestOutcome::Fail | TestOutcome::Error)
                     })
             })?;
-            Some(screen::FlipOrders {
+            Some(rules::FlipOrders {
                 flip: order_of(flip)?,
                 baseline: baseline.clone()?,
             })
