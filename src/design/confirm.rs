@@ -90,3 +90,68 @@ fn distinct_failures(spec: &SessionSpec, done: &SessionDone) -> Result<Vec<RunRe
     }
     Ok(failing)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Executor;
+    use crate::session::resolve::{resolve, Intent, Layers};
+
+    #[test]
+    fn each_distinct_failing_run_is_replayed_in_a_session_part_of_the_confirmed_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("fake.toml");
+        // env=A=1 always fails; env=B=1 fails its first run only.
+        std::fs::write(
+            &script,
+            "[[run]]\ncell = \"env=A=1\"\nexit = 1\n[[run]]\ncell = \"env=B=1\"\ntimes = 1\nexit = 1\n",
+        )
+        .unwrap();
+        let executor = Executor::from_script(Some(&script)).unwrap();
+        let mut intent = Intent {
+            command: vec!["subject".into()],
+            dir: Some(dir.path().to_path_buf()),
+            cells: vec!["env=A=1".into(), "env=B=1".into()],
+            seed: Some(9),
+            ..Intent::default()
+        };
+        intent.flags.runs = Some(6);
+        let spec = resolve(intent, &Layers::none(), &executor).unwrap();
+        let (_tx, stop) = tokio::sync::watch::channel(Stop::Run);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut seen = Vec::new();
+        let (done, replayed) = rt.block_on(async {
+            let done = session::run_session(&spec, &stop).await.unwrap().unwrap();
+            let mut progress = |p: Progress<'_>| match p {
+                Progress::Truncated(n) => seen.push(format!("truncated {n}")),
+                Progress::Replaying(run, times) => seen.push(format!("{} {times}", run.cell)),
+            };
+            let replayed = confirm_failures(&spec, &done, 3, &stop, &mut progress)
+                .await
+                .unwrap();
+            (done, replayed)
+        });
+        // One failing run of each cell (env=A=1's six share its cell and
+        // failure signature), in plan order.
+        assert_eq!(replayed.len(), 2, "{replayed:?}");
+        let mut cells = seen.clone();
+        cells.sort();
+        assert_eq!(cells, ["env=A=1 3", "env=B=1 3"]);
+        let (sessions, _) = spec.store.load_sessions().unwrap();
+        let parts: Vec<_> = (sessions.iter())
+            .filter(|s| s.part_of.as_deref() == Some(done.session.id.as_str()))
+            .collect();
+        assert_eq!(parts.len(), 2);
+        let replays: Vec<&str> = parts
+            .iter()
+            .filter_map(|s| s.replay_of.as_deref())
+            .collect();
+        assert_eq!(
+            replays,
+            replayed.iter().map(String::as_str).collect::<Vec<_>>()
+        );
+    }
+}
