@@ -72,3 +72,73 @@ pub(crate) fn auto_design(
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::child::Stop;
+    use crate::exec::Executor;
+    use crate::session::resolve::{resolve, Intent, Layers};
+
+    /// A `tz=UTC` session of `subject {junit}` whose every run reports
+    /// `tests` passing tests.
+    fn spec_of(dir: &std::path::Path, tests: usize) -> SessionSpec {
+        let cases: String = (0..tests)
+            .map(|i| format!("<testcase classname='m' name='t{i}'/>"))
+            .collect();
+        let script = dir.join("fake.toml");
+        std::fs::write(
+            &script,
+            format!("[[run]]\njunit = \"<testsuite name='s'>{cases}</testsuite>\"\n"),
+        )
+        .unwrap();
+        let executor = Executor::from_script(Some(&script)).unwrap();
+        let mut intent = Intent {
+            command: vec!["subject".into(), "--junit={junit}".into()],
+            dir: Some(dir.to_path_buf()),
+            cells: vec!["tz=UTC".into()],
+            seed: Some(1),
+            ..Intent::default()
+        };
+        intent.flags.runs = Some(1);
+        resolve(intent, &Layers::none(), &executor).unwrap()
+    }
+
+    fn run_once(spec: &SessionSpec) {
+        let (_tx, stop) = tokio::sync::watch::channel(Stop::Run);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(crate::session::run_session(spec, &stop))
+            .unwrap()
+            .unwrap();
+    }
+
+    #[test]
+    fn auto_screens_from_enough_pairs_the_store_has_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = spec_of(dir.path(), AUTO_MIN_PAIRS as usize);
+        let (design, why) = auto_design(&spec, false, false).unwrap();
+        assert_eq!(design, Design::Fixed, "{why}");
+        assert!(why.contains("no earlier session"), "{why}");
+        assert_eq!(auto_design(&spec, true, false).unwrap().0, Design::Fixed);
+        run_once(&spec);
+        let (design, why) = auto_design(&spec, false, false).unwrap();
+        assert_eq!(design, Design::Screen, "{why}");
+        assert!(why.contains("500 tests × 1 perturbed cell(s)"), "{why}");
+        let (design, why) = auto_design(&spec, false, true).unwrap();
+        assert_eq!(design, Design::Fixed);
+        assert!(why.contains("sharded"), "{why}");
+    }
+
+    #[test]
+    fn auto_stays_fixed_below_its_pairs() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = spec_of(dir.path(), 3);
+        run_once(&spec);
+        let (design, why) = auto_design(&spec, false, false).unwrap();
+        assert_eq!(design, Design::Fixed);
+        assert!(why.contains("fewer than 500"), "{why}");
+    }
+}
