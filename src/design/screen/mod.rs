@@ -12,7 +12,7 @@
 //!
 //! The driver: [`screen`] runs the screen's rounds and returns its
 //! candidates, [`record_pending`] keeps them for shards (`--screen-only`),
-//! [`confirm`] confirms them (`confirm.rs`, packed into invocations by
+//! [`confirm()`] confirms them (`confirm.rs`, packed into invocations by
 //! `group.rs`), `sharded.rs` confirms one shard's share. Nothing here
 //! prints: `app/screen.rs` prints from what these return.
 
