@@ -13,9 +13,6 @@ use crate::session::{self, subject_dir};
 use crate::store::Store;
 use crate::verdict::Verdict;
 
-/// Where the screen's ordered confirmations find it.
-pub(super) use crate::design::bisect::put_on_pythonpath;
-
 /// Runs `flakelab bisect`; returns the exit code.
 pub(super) async fn bisect_cmd(ctx: &super::Ctx, args: BisectArgs) -> Result<i32> {
     let dir = subject_dir(args.store.dir.as_deref())?;

@@ -40,6 +40,16 @@ pub(crate) struct Ctx {
     pub executor: Executor,
 }
 
+/// The session `run` asks for (its own and the screen design's): the
+/// shared flags and `--matrix`, over the project's layers.
+fn run_spec(ctx: &Ctx, args: &cli::RunArgs) -> Result<crate::session::SessionSpec> {
+    use crate::session::{self, resolve::Layers, Intent};
+    let mut intent = Intent::from_flags(&args.session, &args.matrix);
+    intent.shams = !args.no_sham;
+    let dir = session::subject_dir(intent.dir.as_deref())?;
+    session::resolve(intent, &Layers::of_project(&dir)?, &ctx.executor)
+}
+
 /// Runs one parsed command line; returns the process exit code.
 pub fn run(cli: cli::Cli) -> Result<i32> {
     let executor = Executor::from_script(cli.fake_executor.as_deref())

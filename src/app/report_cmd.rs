@@ -18,7 +18,7 @@ use crate::store::Store;
 #[derive(Default)]
 struct Along {
     facts: crate::evidence::RunFacts,
-    screen_runs: super::screen::ScreenRuns,
+    screen_runs: crate::report::screen::ScreenRuns,
 }
 
 impl report::assemble::Along for Along {
@@ -28,7 +28,7 @@ impl report::assemble::Along for Along {
     }
 
     fn screened(&self, report: &mut Report, screen: &crate::screen::ScreenRecord) {
-        super::screen::apply(report, screen, &self.screen_runs);
+        crate::report::screen::apply(report, screen, &self.screen_runs);
     }
 }
 

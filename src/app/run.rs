@@ -2,26 +2,12 @@
 //! when asked (`--confirm K`, each a replay session part of this one), and
 //! print the report the store now holds.
 
-use std::collections::BTreeSet;
-
 use crate::cli::{Design, RunArgs};
+use crate::design::confirm;
 use crate::error::{Error, Result};
 use crate::exec::child::Stop;
-use crate::record::{Outcome, RunRecord};
-use crate::session::{self, resolve::Layers, Intent, SessionDone, SessionSpec};
+use crate::session::{self, SessionSpec};
 use crate::verdict::{Findings, Verdict};
-
-/// At most this many distinct failing runs are confirmed per session.
-const MAX_CONFIRMED: usize = 10;
-
-/// The session `run` asks for: the shared flags and `--matrix`, over the
-/// project's layers.
-pub(super) fn spec_of(ctx: &super::Ctx, args: &RunArgs) -> Result<SessionSpec> {
-    let mut intent = Intent::from_flags(&args.session, &args.matrix);
-    intent.shams = !args.no_sham;
-    let dir = session::subject_dir(intent.dir.as_deref())?;
-    session::resolve(intent, &Layers::of_project(&dir)?, &ctx.executor)
-}
 
 /// This process's shard of the session, when it is one: from `--shard`,
 /// `--shards` and the CI system's variables (`crate::shard::resolve`).
@@ -93,68 +79,6 @@ fn shard_spec(
     })))
 }
 
-/// (test, cell) pairs from which `--design auto` screens: below them, N
-/// full runs cost little and measure rates too.
-pub const AUTO_MIN_PAIRS: u64 = 500;
-
-/// `--design auto`'s choice for `spec`, with why: fixed unless the runs
-/// yield per-test outcomes over at least [`AUTO_MIN_PAIRS`] pairs, as the
-/// latest earlier session of the same command in the store says.
-fn auto_design(args: &RunArgs, spec: &SessionSpec, sharded: bool) -> Result<(Design, String)> {
-    let fixed = |why: &str| Ok((Design::Fixed, format!("fixed design (auto): {why}")));
-    if spec.signature.is_some() {
-        return fixed("--signature counts whole runs whose output matches, not per-test outcomes");
-    }
-    if args.confirm.is_some() {
-        return fixed("--confirm replays failing runs of the fixed design");
-    }
-    if spec.junit.is_none() {
-        return fixed("the runs yield no per-test outcomes (no JUnit report)");
-    }
-    let perturbed = spec
-        .cells
-        .iter()
-        .filter(|(c, _)| c.name != "baseline")
-        .count() as u64;
-    if perturbed == 0 || spec.cell_index("baseline").is_none() {
-        return fixed("no perturbed cell to compare with the baseline");
-    }
-    // Last of the reasons that do not depend on how the session is run:
-    // a sharded session says the same as one run whole wherever it can.
-    if sharded {
-        return fixed("the session is sharded, and the screen design shards only after its screen ran alone (`--design screen --screen-only`)");
-    }
-    let (sessions, _) = spec.store.load_sessions()?;
-    let earlier = sessions
-        .iter()
-        .rev()
-        .find(|s| s.part_of.is_none() && s.command == spec.command);
-    let mut tests = None;
-    if let Some(s) = earlier {
-        spec.store.each_view(&s.id, |r| {
-            let n = r.tests_len() as u64;
-            if n > 0 {
-                tests = Some(tests.unwrap_or(0).max(n));
-            }
-            Ok(())
-        })?;
-    }
-    let Some(tests) = tests else {
-        return fixed("no earlier session of this command in the store says how many tests it has (`--design screen` screens anyway)");
-    };
-    let pairs = tests * perturbed;
-    if pairs >= AUTO_MIN_PAIRS {
-        Ok((
-            Design::Screen,
-            format!("screen design (auto): {tests} tests × {perturbed} perturbed cell(s) = {pairs} (test, cell) pairs, at least {AUTO_MIN_PAIRS}"),
-        ))
-    } else {
-        fixed(&format!(
-            "{tests} tests × {perturbed} perturbed cell(s) = {pairs} (test, cell) pairs, fewer than {AUTO_MIN_PAIRS}"
-        ))
-    }
-}
-
 pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
     let sharding = sharding_of(&args)?;
     let mut args = args;
@@ -163,8 +87,9 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
     // to, and resolving reads the catalog, the recipes and the host.
     let mut resolved = None;
     if args.design == Design::Auto {
-        let spec = spec_of(ctx, &args)?;
-        let (design, why) = auto_design(&args, &spec, sharding.is_some())?;
+        let spec = super::run_spec(ctx, &args)?;
+        let (design, why) =
+            crate::design::choice::auto_design(&spec, args.confirm.is_some(), sharding.is_some())?;
         eprintln!("flakelab: {why}");
         args.design = design;
         chosen = Some(why);
@@ -188,7 +113,7 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
     }
     let mut spec = match resolved {
         Some(spec) => spec,
-        None => spec_of(ctx, &args)?,
+        None => super::run_spec(ctx, &args)?,
     };
     spec.design_chosen = chosen.clone();
     if let Some(shard) = sharding {
@@ -199,7 +124,17 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
         return Ok(Verdict::Interrupted.exit_code());
     };
     if let (Some(times), false) = (args.confirm, done.interrupted) {
-        confirm_failures(&spec, &done, times, &stop).await?;
+        let mut progress = |p: confirm::Progress<'_>| match p {
+            confirm::Progress::Truncated(distinct) => eprintln!(
+                "flakelab: {distinct} distinct failing runs; confirming the first {}",
+                confirm::MAX_CONFIRMED
+            ),
+            confirm::Progress::Replaying(run, times) => eprintln!(
+                "flakelab: confirming run {} ({}, seed {}) {times} times",
+                run.id, run.cell, run.seed
+            ),
+        };
+        confirm::confirm_failures(&spec, &done, times, &stop, &mut progress).await?;
     }
     let (mut report, _) = super::report_cmd::shown(&spec.store, &done.session)?;
     report.design_chosen = chosen;
@@ -213,68 +148,4 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
         ..report.findings()
     })
     .exit_code())
-}
-
-/// Replays each distinct failing run of a finished session `times` times
-/// (its cell and seed; a shuffle cell's runs are distinct by seed, others by
-/// cell and failure signature), each in a session part of this one.
-async fn confirm_failures(
-    spec: &SessionSpec,
-    done: &SessionDone,
-    times: u32,
-    stop: &tokio::sync::watch::Receiver<Stop>,
-) -> Result<()> {
-    // Only the failing runs are held (read in file order, then put in plan
-    // order), not the session's every run.
-    let mut failed: Vec<RunRecord> = Vec::new();
-    spec.store.each_run(&done.session.id, |r| {
-        if r.outcome == Outcome::Fail {
-            failed.push(r);
-        }
-        Ok(())
-    })?;
-    failed.sort_by_key(|r| r.index);
-    let mut seen = BTreeSet::new();
-    let mut failing: Vec<&RunRecord> = Vec::new();
-    for run in &failed {
-        if done.session.signature.is_some() && run.signature_match != Some(true) {
-            continue;
-        }
-        let shuffled = spec
-            .cell_index(&run.cell)
-            .is_some_and(|i| spec.cells[i].1.shuffle);
-        let key = (
-            run.cell.clone(),
-            shuffled.then_some(run.seed),
-            run.failure_signature.clone(),
-        );
-        if seen.insert(key) {
-            failing.push(run);
-        }
-    }
-    if failing.len() > MAX_CONFIRMED {
-        eprintln!(
-            "flakelab: {} distinct failing runs; confirming the first {MAX_CONFIRMED}",
-            failing.len()
-        );
-        failing.truncate(MAX_CONFIRMED);
-    }
-    for run in failing {
-        if *stop.borrow() != Stop::Run {
-            break;
-        }
-        eprintln!(
-            "flakelab: confirming run {} ({}, seed {}) {times} times",
-            run.id, run.cell, run.seed
-        );
-        let replay = spec
-            .clone()
-            .sharded(None)
-            .replaying(run, times)?
-            .part_of(&done.session.id);
-        if session::run_session(&replay, stop).await?.is_none() {
-            break;
-        }
-    }
-    Ok(())
 }

@@ -4,7 +4,7 @@
 //! answers each question of `crate::bisect::ddmin` with one recorded run;
 //! returns the stored record. The reasoning is in `crate::bisect`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use tokio::sync::watch;
 
@@ -252,7 +252,7 @@ pub(crate) async fn bisect(
     let ordered = ordered_of(&spec)?;
     if ordered.how == OrderHow::PytestPlugin {
         let plugin_dir = spec.store.write_bisect_plugin()?;
-        put_on_pythonpath(&mut spec, &plugin_dir);
+        spec.put_on_pythonpath(&plugin_dir);
     }
     let id = format!("bisect-{}", new_session_id());
     progress(Progress::Start {
@@ -481,24 +481,6 @@ async fn record_seeded(
         )
     })?;
     Ok(Some((run, done.session)))
-}
-
-/// Puts `dir` (where the pytest ordering plugin is) first on every cell's
-/// `PYTHONPATH`, before the cell's own or the inherited one.
-pub(crate) fn put_on_pythonpath(spec: &mut SessionSpec, dir: &Path) {
-    let inherited = std::env::var("PYTHONPATH").ok();
-    for (_, prepared) in &mut spec.cells {
-        let prior = prepared
-            .set
-            .get("PYTHONPATH")
-            .cloned()
-            .or(inherited.clone());
-        let path = match prior.filter(|p| !p.is_empty()) {
-            Some(p) => format!("{}:{p}", dir.display()),
-            None => dir.display().to_string(),
-        };
-        prepared.set.insert("PYTHONPATH".into(), path);
-    }
 }
 
 #[cfg(test)]

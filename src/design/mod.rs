@@ -9,8 +9,11 @@
 //! the drivers in an import cycle.
 
 pub(crate) mod bisect;
+pub(crate) mod choice;
+pub(crate) mod confirm;
 pub(crate) mod ladder;
 pub(crate) mod prove;
+pub(crate) mod screen;
 pub(crate) mod verify;
 
 #[cfg(test)]

@@ -33,6 +33,8 @@ pub mod progress;
 pub mod reference;
 mod render;
 pub mod scan;
+pub mod screen;
+pub use screen::{confirmed_rows, design_text, screen_candidates};
 pub mod sham;
 #[cfg(test)]
 mod snapshots_test;
@@ -41,8 +43,6 @@ pub mod table;
 pub mod undecided;
 pub mod verify;
 pub mod wording;
-
-use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -420,86 +420,6 @@ impl Confirmation {
     }
 }
 
-/// The screen design's summary in one paragraph.
-pub fn design_text(d: &crate::screen::DesignSummary) -> String {
-    let (screen_x, confirm_x) = d.executions;
-    let mut text = format!(
-        "Screen, then confirm: one full run per cell (at most {}) screened {} (test, cell) pairs and raised {} candidate(s); {} differ after Holm over the candidates, on fresh confirmation runs only (at most {} looks each{}, spent p held to {} = alpha / candidates; cleared below a {:.0}% difference). Test executions: {} in the screen, {} confirming.",
-        d.screen_runs,
-        d.pairs_screened,
-        d.candidates,
-        d.confirmed,
-        d.rule.looks,
-        match d.rule.planned {
-            0 => String::new(),
-            n => format!(
-                ", one-sided; the planned look at {n} pairs spends {:.0}% of alpha",
-                d.rule.planned_share * 100.0
-            ),
-        },
-        short_p(d.rule.boundary),
-        d.rule.clear_below * 100.0,
-        screen_x,
-        confirm_x
-    );
-    if !d.rescreened.is_empty() {
-        let cells: Vec<String> = (d.rescreened.iter())
-            .map(|(c, why)| format!("{c} ({why})"))
-            .collect();
-        text.push_str(&format!(
-            " Screened again, up to {} runs: {}.",
-            d.screen_runs,
-            cells.join(", ")
-        ));
-    }
-    text.push_str(&format!(
-        " The confirmations took {} runner invocation(s).",
-        d.confirm_sessions
-    ));
-    if let Some(why) = &d.chosen {
-        text.push_str(&format!(" Design: {why}."));
-    }
-    if d.pending {
-        text.push_str(&format!(
-            " Confirmation pending: the screen ran alone (--screen-only), and its {} candidate(s) await their shards (`flakelab run --design screen --shard I/N` with its --session-id, each in a copy of this store, then `flakelab merge`); no verdict is drawn yet.",
-            d.candidates
-        ));
-    }
-    if let Some(sh) = &d.shards {
-        text.push_str(&format!(
-            " Confirmed in {} of {} shard(s).",
-            sh.present.len(),
-            sh.total
-        ));
-        for m in &sh.missing {
-            text.push_str(&format!(" {}.", m.text(sh.total)));
-        }
-    }
-    if let (Some(n), Some(fixed), Some(share)) =
-        (d.fixed_runs_per_cell, d.fixed_executions, d.used_share)
-    {
-        text.push_str(&format!(
-            " The fixed design needs {n} runs per cell ({fixed} executions) for the same verdicts: this used {:.0}% of that.",
-            share * 100.0
-        ));
-    }
-    text
-}
-
-/// The rows a screen design confirmed (stage `confirm`), by cell.
-pub fn confirmed_rows(report: &Report) -> Vec<(&str, &per_test::TestRow)> {
-    report
-        .cells
-        .iter()
-        .flat_map(|c| {
-            c.tests
-                .iter()
-                .filter(|t| t.stage == Some("confirm"))
-                .map(move |t| (c.name.as_str(), t))
-        })
-        .collect()
-}
-
 /// The verdict of `failed` of `measured` replays out of `times` asked.
 pub fn confirmation_verdict(times: u32, measured: u64, failed: u64) -> &'static str {
     if measured == 0 {
@@ -544,47 +464,6 @@ impl Report {
     pub fn exit_code(&self) -> i32 {
         Verdict::of(self.findings()).exit_code()
     }
-}
-
-/// Every candidate of a screened session, in cell then test order: the
-/// (test, cell) pairs whose screen rate differs from the test's baseline rate.
-pub fn screen_candidates(report: &Report, runs: &[RunRecord]) -> Vec<crate::screen::Candidate> {
-    let Some(base) = report.cells.iter().find(|c| c.name == "baseline") else {
-        return Vec::new();
-    };
-    let base_rows: BTreeMap<&str, (u64, u64)> = base
-        .tests
-        .iter()
-        .map(|t| (t.id.as_str(), (t.k, t.n)))
-        .collect();
-    let seed_of: BTreeMap<&str, u64> = runs.iter().map(|r| (r.id.as_str(), r.seed)).collect();
-    let mut out = Vec::new();
-    for cell in report
-        .cells
-        .iter()
-        .filter(|c| c.name != "baseline" && c.applied)
-    {
-        for t in &cell.tests {
-            let Some(&(bk, bn)) = base_rows.get(t.id.as_str()) else {
-                continue;
-            };
-            // Rates differ: k_c / n_c != k_b / n_b.
-            if t.n == 0 || bn == 0 || t.k * bn == bk * t.n {
-                continue;
-            }
-            out.push(crate::screen::Candidate {
-                cell: cell.name.clone(),
-                test: t.id.clone(),
-                screen_cell: (t.k, t.n),
-                screen_baseline: (bk, bn),
-                flip_seed: t
-                    .first_failure
-                    .as_deref()
-                    .and_then(|id| seed_of.get(id).copied()),
-            });
-        }
-    }
-    out
 }
 
 /// Builds the report of `session` from its `runs` (any order): the

@@ -31,7 +31,7 @@ pub fn mark(report: &mut Report, confidence: f64) {
             if v.differs || v.fisher_p >= alpha {
                 continue;
             }
-            row.verdict = Some(crate::screen::undecided_text(
+            row.verdict = Some(undecided_text(
                 (row.k, row.n),
                 b,
                 v.fisher_p,
@@ -52,4 +52,59 @@ pub fn rows(report: &Report) -> Vec<(&str, &super::per_test::TestRow)> {
                 .map(move |t| (c.name.as_str(), t))
         })
         .collect()
+}
+
+/// The fixed design's words for a pair whose raw p is small but does not
+/// survive the correction: the counts, both p-values, and how to settle it.
+pub fn undecided_text(
+    cell: (u64, u64),
+    baseline: (u64, u64),
+    raw_p: f64,
+    adjusted_p: f64,
+    comparisons: usize,
+    confidence: f64,
+) -> String {
+    let rate = |(k, n): (u64, u64)| k as f64 / n.max(1) as f64;
+    let settle = match crate::screen::fixed_runs_needed(
+        &[(rate(cell), rate(baseline))],
+        comparisons,
+        confidence,
+    ) {
+        Some(n) => format!("`--design screen` or about {n} runs would settle it"),
+        None => "`--design screen` would settle it".into(),
+    };
+    format!(
+        "undecided: {} of {} against {} of {}, raw p = {}, adjusted over {comparisons} comparisons p = {}; {settle}",
+        cell.0,
+        cell.1,
+        baseline.0,
+        baseline.1,
+        short(raw_p),
+        short(adjusted_p),
+    )
+}
+
+fn short(p: f64) -> String {
+    if p >= 0.001 {
+        let t = format!("{p:.3}");
+        let t = t.trim_end_matches('0').trim_end_matches('.');
+        t.to_string()
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_undecided_pair_says_what_would_settle_it() {
+        let t = undecided_text((6, 10), (0, 10), 0.0108, 1.0, 128, 0.95);
+        assert!(
+            t.starts_with("undecided: 6 of 10 against 0 of 10, raw p = 0.011, adjusted over 128 comparisons p = 1; `--design screen` or about "),
+            "{t}"
+        );
+        assert!(t.ends_with(" runs would settle it"), "{t}");
+    }
 }

@@ -9,7 +9,7 @@
 //! of the recorded screen runs), and confirms the candidates of the cells
 //! [`cells_of`] gives it, writing a *part*. A cell's candidates never split:
 //! the confirmation stage packs and stops each cell's candidates on their
-//! own outcomes only (`screen::batches`, the sequential rule), so a cell
+//! own outcomes only (the design's `rules::batches`, the sequential rule), so a cell
 //! confirmed on its own runs exactly the invocations it runs in the whole
 //! stage, and the merged report equals the unsharded one in every count.
 //! Parts join on read ([`join`]), so stores merged with `cat` join too.

@@ -15,6 +15,7 @@ mod job;
 mod job_tests;
 mod launch;
 pub mod per_test;
+mod pythonpath;
 mod report_path;
 pub mod resolve;
 pub mod scrub;

@@ -1,0 +1,316 @@
+//! The screen design in the report: how many runs the screen read
+//! ([`ScreenRuns`]); [`apply`], which puts a screen's confirmations into a
+//! session's report (Holm over the candidates, each verdict in words, the
+//! design's summary against the fixed design); the design's paragraph, its
+//! confirmed rows and its candidates as the outputs show them. (The fixed
+//! design's undecided pairs are `undecided.rs`'s.)
+
+use std::collections::BTreeMap;
+
+use super::{per_test, short_p, Report, VsBaseline};
+use crate::record::RunRecord;
+use crate::screen::{self, Decision, DesignSummary, ScreenRecord};
+
+/// What a screened session's report reads from its screen runs: how
+/// many, and the test executions they carried; folded one run at a time.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ScreenRuns {
+    /// Runs read.
+    pub runs: u64,
+    /// Test executions (per-test records) in them.
+    pub executions: u64,
+    /// Runs with per-test data.
+    pub measured: u64,
+}
+
+impl ScreenRuns {
+    /// Adds one run.
+    pub fn add(&mut self, r: &crate::store::RunView) {
+        self.runs += 1;
+        let tests = r.tests_len() as u64;
+        self.executions += tests;
+        if tests > 0 {
+            self.measured += 1;
+        }
+    }
+}
+
+/// The screen design's summary in one paragraph.
+pub fn design_text(d: &crate::screen::DesignSummary) -> String {
+    let (screen_x, confirm_x) = d.executions;
+    let mut text = format!(
+        "Screen, then confirm: one full run per cell (at most {}) screened {} (test, cell) pairs and raised {} candidate(s); {} differ after Holm over the candidates, on fresh confirmation runs only (at most {} looks each{}, spent p held to {} = alpha / candidates; cleared below a {:.0}% difference). Test executions: {} in the screen, {} confirming.",
+        d.screen_runs,
+        d.pairs_screened,
+        d.candidates,
+        d.confirmed,
+        d.rule.looks,
+        match d.rule.planned {
+            0 => String::new(),
+            n => format!(
+                ", one-sided; the planned look at {n} pairs spends {:.0}% of alpha",
+                d.rule.planned_share * 100.0
+            ),
+        },
+        short_p(d.rule.boundary),
+        d.rule.clear_below * 100.0,
+        screen_x,
+        confirm_x
+    );
+    if !d.rescreened.is_empty() {
+        let cells: Vec<String> = (d.rescreened.iter())
+            .map(|(c, why)| format!("{c} ({why})"))
+            .collect();
+        text.push_str(&format!(
+            " Screened again, up to {} runs: {}.",
+            d.screen_runs,
+            cells.join(", ")
+        ));
+    }
+    text.push_str(&format!(
+        " The confirmations took {} runner invocation(s).",
+        d.confirm_sessions
+    ));
+    if let Some(why) = &d.chosen {
+        text.push_str(&format!(" Design: {why}."));
+    }
+    if d.pending {
+        text.push_str(&format!(
+            " Confirmation pending: the screen ran alone (--screen-only), and its {} candidate(s) await their shards (`flakelab run --design screen --shard I/N` with its --session-id, each in a copy of this store, then `flakelab merge`); no verdict is drawn yet.",
+            d.candidates
+        ));
+    }
+    if let Some(sh) = &d.shards {
+        text.push_str(&format!(
+            " Confirmed in {} of {} shard(s).",
+            sh.present.len(),
+            sh.total
+        ));
+        for m in &sh.missing {
+            text.push_str(&format!(" {}.", m.text(sh.total)));
+        }
+    }
+    if let (Some(n), Some(fixed), Some(share)) =
+        (d.fixed_runs_per_cell, d.fixed_executions, d.used_share)
+    {
+        text.push_str(&format!(
+            " The fixed design needs {n} runs per cell ({fixed} executions) for the same verdicts: this used {:.0}% of that.",
+            share * 100.0
+        ));
+    }
+    text
+}
+
+/// The rows a screen design confirmed (stage `confirm`), by cell.
+pub fn confirmed_rows(report: &Report) -> Vec<(&str, &per_test::TestRow)> {
+    report
+        .cells
+        .iter()
+        .flat_map(|c| {
+            c.tests
+                .iter()
+                .filter(|t| t.stage == Some("confirm"))
+                .map(move |t| (c.name.as_str(), t))
+        })
+        .collect()
+}
+
+/// Every candidate of a screened session, in cell then test order: the
+/// (test, cell) pairs whose screen rate differs from the test's baseline rate.
+pub fn screen_candidates(report: &Report, runs: &[RunRecord]) -> Vec<crate::screen::Candidate> {
+    let Some(base) = report.cells.iter().find(|c| c.name == "baseline") else {
+        return Vec::new();
+    };
+    let base_rows: BTreeMap<&str, (u64, u64)> = base
+        .tests
+        .iter()
+        .map(|t| (t.id.as_str(), (t.k, t.n)))
+        .collect();
+    let seed_of: BTreeMap<&str, u64> = runs.iter().map(|r| (r.id.as_str(), r.seed)).collect();
+    let mut out = Vec::new();
+    for cell in report
+        .cells
+        .iter()
+        .filter(|c| c.name != "baseline" && c.applied)
+    {
+        for t in &cell.tests {
+            let Some(&(bk, bn)) = base_rows.get(t.id.as_str()) else {
+                continue;
+            };
+            // Rates differ: k_c / n_c != k_b / n_b.
+            if t.n == 0 || bn == 0 || t.k * bn == bk * t.n {
+                continue;
+            }
+            out.push(crate::screen::Candidate {
+                cell: cell.name.clone(),
+                test: t.id.clone(),
+                screen_cell: (t.k, t.n),
+                screen_baseline: (bk, bn),
+                flip_seed: t
+                    .first_failure
+                    .as_deref()
+                    .and_then(|id| seed_of.get(id).copied()),
+            });
+        }
+    }
+    out
+}
+
+/// Puts the confirmations into the report: each candidate's row counts its
+/// deciding stage's runs, Holm over the candidates decides; every other row
+/// of a perturbed cell is a screen row, never a verdict.
+pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
+    let (confirmed, rule, screen_runs) = (&record.confirmations, &record.rule, record.screen_runs);
+    let alpha = 1.0 - rule.confidence;
+    let adjusted = crate::stats::holm(&confirmed.iter().map(|c| c.spent_p).collect::<Vec<_>>());
+    let mut pairs_screened = 0;
+    for cell in report.cells.iter_mut().filter(|c| c.name != "baseline") {
+        for row in &mut cell.tests {
+            pairs_screened += usize::from(row.vs_baseline.is_some());
+            row.stage = Some("screen");
+            row.runs = Some(row.n);
+            if let Some(v) = row.vs_baseline.as_mut() {
+                v.differs = false;
+            }
+            // The screen's outcome shifts are screened too, never confirmed:
+            // shown, not a verdict.
+            if let Some(v) = row.shift_vs_baseline.as_mut() {
+                v.differs = false;
+            }
+        }
+    }
+    let mut rates = Vec::new();
+    let mut confirm_runs = 0;
+    let mut confirm_executions = 0;
+    let mut differing = 0;
+    for (c, &adj) in confirmed.iter().zip(&adjusted) {
+        confirm_runs += c.all_runs;
+        confirm_executions += c.executions;
+        let differs = adj <= alpha && c.cell.1 > 0 && c.baseline.1 > 0;
+        let verdict = match (differs, c.decision, &c.note) {
+            (true, Decision::Differs, _) => format!(
+                "differs: confirmed {} on {} runs (stopped at spent p {} ≤ boundary {})",
+                c.selection,
+                c.stage_runs,
+                short_p(c.spent_p),
+                short_p(rule.boundary)
+            ),
+            (true, _, _) => format!(
+                "differs: confirmed {} on {} runs (spent p {} at the cap, Holm over the candidates {})",
+                c.selection,
+                c.stage_runs,
+                short_p(c.spent_p),
+                short_p(adj)
+            ),
+            (false, Decision::Cleared, _) => format!(
+                "no difference: cleared {} on {} runs, the difference bounded below {:.0}%",
+                c.selection,
+                c.stage_runs,
+                rule.clear_below * 100.0
+            ),
+            (false, _, Some(note)) => format!("not decided: {note}"),
+            (false, _, None) => format!(
+                "no difference shown {} in {} runs (the cap)",
+                c.selection, c.stage_runs
+            ),
+        };
+        let mut verdict = match (c.replayed_seed, c.replayed_every) {
+            (Some(_), true) => verdict,
+            (Some(seed), false) => format!("{verdict}; each stage's first cell run replayed seed {seed}, which flipped it in the screen, the rest fresh seeds"),
+            (None, _) => verdict,
+        };
+        if let Some(start) = &c.start {
+            verdict.push_str(&format!("; {start}"));
+        }
+        for climb in &c.climbs {
+            verdict.push_str(&format!(
+                "; climbed from {} to {}: {}",
+                climb.from, climb.to, climb.why
+            ));
+        }
+        if differs {
+            differing += 1;
+            let rate = |(k, n): (u64, u64)| k as f64 / n.max(1) as f64;
+            rates.push((rate(c.cell), rate(c.baseline)));
+        }
+        let Some(cell) = report.cells.iter_mut().find(|x| x.name == c.candidate.cell) else {
+            continue;
+        };
+        let Some(row) = cell.tests.iter_mut().find(|t| t.id == c.candidate.test) else {
+            continue;
+        };
+        let (k, n) = c.cell;
+        let p = crate::stats::proportion(k, n, rule.confidence);
+        row.k = k;
+        row.n = n;
+        row.rate = p.rate;
+        row.low = p.low;
+        row.high = p.high;
+        row.stage = Some("confirm");
+        row.runs = Some(c.stage_runs);
+        row.boundary = Some(rule.boundary);
+        row.verdict = Some(verdict);
+        row.looks = c.looks.clone();
+        row.vs_baseline = Some(VsBaseline {
+            fisher_p: c.looks.last().map_or(1.0, |l| l.p),
+            adjusted_p: adj,
+            differs,
+        });
+        // The confirmation ran the cell against the baseline only: the
+        // screen's comparison with the sham does not speak for these runs.
+        row.sham = None;
+        row.vs_sham = None;
+    }
+    // Differing rows first again.
+    for cell in report.cells.iter_mut() {
+        cell.tests.sort_by(|a, b| {
+            let d = |r: &per_test::TestRow| r.vs_baseline.as_ref().is_some_and(|v| v.differs);
+            d(b).cmp(&d(a)).then(b.k.cmp(&a.k)).then(a.id.cmp(&b.id))
+        });
+    }
+    if let Some((_, runs, executions)) = record.confirm_totals {
+        confirm_runs = runs;
+        confirm_executions = executions;
+    }
+    let again_runs: u64 = record.rounds.iter().map(|r| r.runs).sum();
+    let again_executions: u64 = record.rounds.iter().map(|r| r.executions).sum();
+    let screen_executions = runs.executions + again_executions;
+    let per_run = if runs.measured == 0 {
+        0.0
+    } else {
+        runs.executions as f64 / runs.measured as f64
+    };
+    let fixed_runs = screen::fixed_runs_needed(&rates, pairs_screened, rule.confidence);
+    let fixed_executions =
+        fixed_runs.map(|n| (n as f64 * report.cells.len() as f64 * per_run).round() as u64);
+    report.design = Some(DesignSummary {
+        kind: "screen",
+        screen_runs,
+        pairs_screened,
+        candidates: confirmed.len().max(record.candidates.len()),
+        confirmed: differing,
+        rule: *rule,
+        runs: (runs.runs + again_runs, confirm_runs),
+        executions: (screen_executions, confirm_executions),
+        fixed_runs_per_cell: fixed_runs,
+        fixed_executions,
+        used_share: fixed_executions
+            .filter(|f| *f > 0)
+            .map(|f| (screen_executions + confirm_executions) as f64 / f as f64),
+        confirm_sessions: record.confirm_totals.map_or_else(
+            || confirmed.iter().map(|c| c.sessions.len() as u64).sum(),
+            |t| t.0,
+        ),
+        rescreened: (record.rounds.iter())
+            .flat_map(|r| r.cells.iter().cloned())
+            .fold(Vec::new(), |mut out: Vec<(String, String)>, (cell, why)| {
+                if !out.iter().any(|(c, _)| c == &cell) {
+                    out.push((cell, why));
+                }
+                out
+            }),
+        chosen: record.chosen.clone(),
+        pending: record.pending,
+        shards: record.shards.clone(),
+    });
+}
