@@ -44,13 +44,7 @@ pub(crate) fn one_line(s: &str) -> Cow<'_, str> {
 /// the value.
 pub(crate) fn md_code(s: &str) -> String {
     let text = one_line(s);
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    let fence = "`".repeat(longest + 1);
+    let fence = "`".repeat(longest_run(&text) + 1);
     let spaced = text.starts_with(' ') && text.ends_with(' ') && text.contains(|c| c != ' ');
     if text.starts_with('`') || text.ends_with('`') || spaced {
         format!("{fence} {text} {fence}")
@@ -70,6 +64,31 @@ pub(crate) fn md_cell(s: &str) -> String {
 /// escaped (GitHub takes `\|` in a cell as `|`, inside a code span too).
 pub(crate) fn md_cell_code(s: &str) -> String {
     pipes(&md_code(s))
+}
+
+/// `lines` as a fenced Markdown code block in language `lang`, each on one
+/// line (per [`one_line`]), fenced by more backticks than any run inside.
+pub(crate) fn md_block<'a>(lang: &str, lines: impl IntoIterator<Item = &'a str>) -> String {
+    let lines: Vec<Cow<'_, str>> = lines.into_iter().map(one_line).collect();
+    let longest = lines.iter().map(|l| longest_run(l)).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let mut out = format!("{fence}{lang}\n");
+    for line in &lines {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str(&fence);
+    out
+}
+
+fn longest_run(text: &str) -> usize {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
 }
 
 fn pipes(s: &str) -> String {
@@ -145,6 +164,9 @@ mod tests {
         assert_eq!(md_code("b`x`"), "`` b`x` ``");
         assert_eq!(md_code("a``b"), "```a``b```");
         assert_eq!(md_cell("c|d`e"), "c\\|d\\`e");
+        assert_eq!(md_block("sh", ["a\nb"]), "```sh\na\\nb\n```");
+        assert_eq!(md_block("sh", ["x```y"]), "````sh\nx```y\n````");
+        assert_eq!(md_block("text", ["a", "b"]), "```text\na\nb\n```");
         for s in HOSTILE {
             for out in [
                 one_line(s).into_owned(),
