@@ -69,7 +69,7 @@ pub(super) fn history_cmd(args: &HistoryArgs) -> Result<i32> {
     let (analysis, stats) = load(&store, &args.analysis)?;
     warn_skipped(&stats);
     for w in &analysis.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", crate::report::text::one_line(w));
     }
     let text = match args.format {
         Format::Table => crate::report::history::table(&analysis),

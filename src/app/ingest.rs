@@ -7,6 +7,7 @@ use crate::cli::{ContextFlags, IngestArgs};
 use crate::error::{Error, Result, EXIT_OK, EXIT_USAGE};
 use crate::history::context::{self, Overrides};
 use crate::history::ingest::ingest_reports;
+use crate::report::text::one_line;
 use crate::store::Store;
 
 pub(super) fn history_store(dir: &Option<PathBuf>) -> PathBuf {
@@ -45,8 +46,8 @@ pub(super) fn ingest_cmd(args: &IngestArgs) -> Result<i32> {
     let recorded = context::detect(&env, (std::env::consts::OS, std::env::consts::ARCH), &flags);
     let store = Store::open(&history_store(&args.store.store))?;
     let summary = ingest_reports(&store, &args.reports, &recorded)?;
-    super::print_text(&format!(
-        "ingested {} report(s), {} observation(s), context {}{}; {} already recorded (the same execution)\n",
+    let line = format!(
+        "ingested {} report(s), {} observation(s), context {}{}; {} already recorded (the same execution)",
         summary.recorded,
         summary.observations,
         crate::history::context_name(&recorded.context),
@@ -56,12 +57,13 @@ pub(super) fn ingest_cmd(args: &IngestArgs) -> Result<i32> {
             .map(|c| format!(", commit {c}"))
             .unwrap_or_default(),
         summary.duplicates
-    ));
+    );
+    super::print_text(&format!("{}\n", one_line(&line)));
     for u in &summary.unreadable {
-        eprintln!("warning: {u}");
+        eprintln!("warning: {}", one_line(u));
     }
     for w in &summary.indistinct_legs {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", one_line(w));
     }
     if summary.unreadable.is_empty() {
         Ok(EXIT_OK)

@@ -5,17 +5,18 @@ use std::fmt::Write as _;
 
 use super::classify::{coverage_text, Finding};
 use super::Evidence;
+use crate::report::text::{md_block, md_cell_code, md_code, one_line};
 
 fn cell_text(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    one_line(&text.replace('\n', " ")).replace('|', "\\|")
 }
 
 fn code(text: &str) -> String {
-    if text.contains('`') {
-        format!("`` {text} ``")
-    } else {
-        format!("`{text}`")
-    }
+    md_code(text)
+}
+
+fn cell_code(text: &str) -> String {
+    md_cell_code(text)
 }
 
 fn gib(bytes: u64) -> String {
@@ -28,7 +29,7 @@ fn finding(out: &mut String, f: &Finding) {
         "- **{}** — {}  \n  {}",
         f.class.label(),
         cell_text(&f.row.text),
-        f.because
+        one_line(&f.because)
     );
 }
 
@@ -53,21 +54,21 @@ pub fn render(e: &Evidence) -> String {
         Some(s) if s.repeats => {
             let _ = writeln!(
                 out,
-                "\nFirst recurring failure signature: {} — in {} of {} failing runs, first in run `{}` (`{}`)",
+                "\nFirst recurring failure signature: {} — in {} of {} failing runs, first in run {} ({})",
                 code(&s.signature),
                 s.runs,
                 s.failing_runs,
-                s.first_run,
-                s.cell
+                code(&s.first_run),
+                code(&s.cell)
             );
         }
         Some(s) => {
             let _ = writeln!(
                 out,
-                "\nFirst failure signature (none repeats): {} — run `{}` (`{}`), {} failing run(s) in all",
+                "\nFirst failure signature (none repeats): {} — run {} ({}), {} failing run(s) in all",
                 code(&s.signature),
-                s.first_run,
-                s.cell,
+                code(&s.first_run),
+                code(&s.cell),
                 s.failing_runs
             );
         }
@@ -83,10 +84,10 @@ pub fn render(e: &Evidence) -> String {
             let _ = writeln!(
                 out,
                 "| repository | {}{} |",
-                code(&r.root),
+                cell_code(&r.root),
                 r.remote
                     .as_deref()
-                    .map(|u| format!(" (remote {})", code(u)))
+                    .map(|u| format!(" (remote {})", cell_code(u)))
                     .unwrap_or_else(|| " (no `origin` remote)".into())
             );
             let _ = writeln!(
@@ -94,8 +95,8 @@ pub fn render(e: &Evidence) -> String {
                 "| commit | {} |",
                 match &r.commit {
                     Some(c) if r.dirty =>
-                        format!("{} with uncommitted changes to tracked files", code(c)),
-                    Some(c) => format!("{} (tracked files unchanged)", code(c)),
+                        format!("{} with uncommitted changes to tracked files", cell_code(c)),
+                    Some(c) => format!("{} (tracked files unchanged)", cell_code(c)),
                     None => "no commit yet".into(),
                 }
             );
@@ -104,7 +105,7 @@ pub fn render(e: &Evidence) -> String {
                 "| branch | {} |",
                 r.branch
                     .as_deref()
-                    .map(code)
+                    .map(cell_code)
                     .unwrap_or_else(|| "detached HEAD".into())
             );
         }
@@ -125,11 +126,16 @@ pub fn render(e: &Evidence) -> String {
     );
     let runner = match (&e.runner.name, &e.runner.version) {
         (Some(name), Some(v)) => {
-            format!("{} — {} ({})", code(name), code(v), e.runner.version_source)
+            format!(
+                "{} — {} ({})",
+                cell_code(name),
+                cell_code(v),
+                e.runner.version_source
+            )
         }
         (Some(name), None) => format!(
             "{} — version unknown ({})",
-            code(name),
+            cell_code(name),
             e.runner.version_source
         ),
         (None, _) => format!(
@@ -155,7 +161,7 @@ pub fn render(e: &Evidence) -> String {
             let _ = writeln!(out, "| window | no run was executed |");
         }
     }
-    let _ = writeln!(out, "| command | {} |", cell_text(&code(&e.command_line)));
+    let _ = writeln!(out, "| command | {} |", cell_code(&e.command_line));
     let _ = writeln!(
         out,
         "| plan | {} runs per cell, {} at once, seed {}, {pct}% confidence |",
@@ -179,10 +185,10 @@ pub fn render(e: &Evidence) -> String {
         };
         let _ = writeln!(
             out,
-            "| `{}` | {} | {} | {} |",
-            c.name,
+            "| {} | {} | {} | {} |",
+            cell_code(&c.name),
             c.count,
-            c.versus,
+            cell_text(&c.versus),
             cell_text(&probe)
         );
     }
@@ -201,7 +207,7 @@ pub fn render(e: &Evidence) -> String {
         (&e.always_skipped, "were skipped in every run of every cell"),
     ] {
         if !ids.is_empty() {
-            let list: Vec<String> = ids.iter().map(|t| format!("`{}`", cell_text(t))).collect();
+            let list: Vec<String> = ids.iter().map(|t| code(t)).collect();
             let _ = writeln!(
                 out,
                 "\n{} test(s) {what} (listed once, not per cell; they can show no difference): {}",
@@ -220,16 +226,13 @@ pub fn render(e: &Evidence) -> String {
         for t in &e.tests {
             let _ = writeln!(
                 out,
-                "| `{}` | `{}` | {} | {} | {} | {} |",
-                t.cell,
-                cell_text(&t.test),
+                "| {} | {} | {} | {} | {} | {} |",
+                cell_code(&t.cell),
+                cell_code(&t.test),
                 t.count,
                 t.interval,
-                t.versus,
-                t.signature
-                    .as_deref()
-                    .map(|s| cell_text(&code(&s.replace('`', "'"))))
-                    .unwrap_or_default()
+                cell_text(&t.versus),
+                t.signature.as_deref().map(cell_code).unwrap_or_default()
             );
         }
     }
@@ -241,10 +244,10 @@ pub fn render(e: &Evidence) -> String {
     if !e.reproductions.is_empty() {
         let _ = writeln!(out, "\n#### Reproduction\n");
         for r in &e.reproductions {
-            let _ = writeln!(out, "`{}`, run `{}`:\n", r.cell, r.run);
-            let _ = writeln!(out, "```sh\n{}\n```\n", r.line);
+            let _ = writeln!(out, "{}, run {}:\n", code(&r.cell), code(&r.run));
+            let _ = writeln!(out, "{}\n", md_block("sh", [r.line.as_str()]));
             if let Some(note) = &r.note {
-                let _ = writeln!(out, "{note}\n");
+                let _ = writeln!(out, "{}\n", one_line(note));
             }
         }
     }
@@ -253,11 +256,12 @@ pub fn render(e: &Evidence) -> String {
         let _ = writeln!(out, "\n#### Ladder `{}`\n", l.id);
         let _ = writeln!(
             out,
-            "Cell `{}` at every rung; reproducing means: {}.\n",
-            l.cell, l.criterion
+            "Cell {} at every rung; reproducing means: {}.\n",
+            code(&l.cell),
+            one_line(&l.criterion)
         );
         for r in &l.rungs {
-            let _ = writeln!(out, "- {r}");
+            let _ = writeln!(out, "- {}", one_line(r));
         }
         let _ = writeln!(
             out,
@@ -276,11 +280,11 @@ pub fn render(e: &Evidence) -> String {
             "\n#### Polluter bisection `{}` (from run `{}`)\n",
             b.id, b.run
         );
-        let _ = writeln!(out, "```text");
-        for line in &b.lines {
-            let _ = writeln!(out, "{line}");
-        }
-        let _ = writeln!(out, "```");
+        let _ = writeln!(
+            out,
+            "{}",
+            md_block("text", b.lines.iter().map(String::as_str))
+        );
     }
 
     let c = &e.classification;
@@ -305,7 +309,7 @@ pub fn render(e: &Evidence) -> String {
     if !c.not_determinable.is_empty() {
         let _ = writeln!(out, "\nNot determinable from this evidence:\n");
         for o in &c.not_determinable {
-            let _ = writeln!(out, "- **{}** — {}", o.class.label(), o.why);
+            let _ = writeln!(out, "- **{}** — {}", o.class.label(), one_line(&o.why));
         }
     }
     for u in &c.unmapped {

@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+use super::text::{md_cell_code, one_line};
 use super::{CellReport, Report};
 use crate::history::analyse::{Analysis, Association, Finding, TestHistory};
 use crate::stats::p_text;
@@ -401,35 +402,40 @@ pub fn table(h: &CiHistory) -> String {
         );
     }
     for r in &h.rows {
-        s.push_str(&format!("  {}\n    {}\n", r.test, r.text));
+        s.push_str(&format!(
+            "  {}\n    {}\n",
+            one_line(&r.test),
+            one_line(&r.text)
+        ));
         if r.matched_by != "id" {
             s.push_str(&format!(
                 "    (history's id: {}, matched by {})\n",
-                r.history_test, r.matched_by
+                one_line(&r.history_test),
+                r.matched_by
             ));
         }
     }
     for n in &h.not_reproduced {
-        s.push_str(&format!("  not reproduced here: {n}\n"));
+        s.push_str(&format!("  not reproduced here: {}\n", one_line(n)));
     }
     for m in &h.mismatches {
         s.push_str(&format!(
             "  platform or entry-path mismatch: {}\n",
-            mismatch_text(m)
+            one_line(&mismatch_text(m))
         ));
     }
     for i in &h.infrastructure {
-        s.push_str(&format!("  runner infrastructure: {i}\n"));
+        s.push_str(&format!("  runner infrastructure: {}\n", one_line(i)));
     }
     for w in &h.warnings {
-        s.push_str(&format!("  warning: {w}\n"));
+        s.push_str(&format!("  warning: {}\n", one_line(w)));
     }
     s
 }
 
 /// The Markdown block.
 pub fn markdown(h: &CiHistory) -> String {
-    let cell = |t: &str| t.replace('|', "\\|");
+    let cell = |t: &str| one_line(t).replace('|', "\\|");
     let mut s = format!("\n#### {}\n\n", heading(h));
     if h.rows.is_empty() {
         s.push_str(
@@ -440,7 +446,7 @@ pub fn markdown(h: &CiHistory) -> String {
         for r in &h.rows {
             let _ = std::fmt::Write::write_fmt(
                 &mut s,
-                format_args!("| `{}` | {} |\n", cell(&r.test), cell(&r.text)),
+                format_args!("| {} | {} |\n", md_cell_code(&r.test), cell(&r.text)),
             );
         }
         s.push('\n');
@@ -451,14 +457,14 @@ pub fn markdown(h: &CiHistory) -> String {
     for m in &h.mismatches {
         s.push_str(&format!(
             "- platform or entry-path mismatch: {}\n",
-            mismatch_text(m)
+            one_line(&mismatch_text(m))
         ));
     }
     for i in &h.infrastructure {
-        s.push_str(&format!("- runner infrastructure: {i}\n"));
+        s.push_str(&format!("- runner infrastructure: {}\n", one_line(i)));
     }
     for w in &h.warnings {
-        s.push_str(&format!("- warning: {w}\n"));
+        s.push_str(&format!("- warning: {}\n", one_line(w)));
     }
     s
 }

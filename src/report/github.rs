@@ -12,6 +12,7 @@ use super::beside::CiHistory;
 use super::gha::{self, Level};
 use super::markup::{walk, Markup};
 use super::per_test::TestRow;
+use super::text::{md_block, md_cell_code, md_code, one_line};
 use super::{CellReport, Confirmation, Report};
 
 /// Test rows listed in the summary (the rest are counted).
@@ -41,12 +42,15 @@ pub fn artifacts_url(var: impl Fn(&str) -> Option<String>) -> Option<String> {
     ))
 }
 
+/// Text in a table cell or a list item: a line break as a space, other
+/// control characters escaped, pipes escaped.
 fn cell_md(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    one_line(&text.replace('\n', " ")).replace('|', "\\|")
 }
 
+/// A code span a table cell can hold.
 fn code(text: &str) -> String {
-    format!("`{}`", text.replace('`', "'").replace('|', "\\|"))
+    md_cell_code(text)
 }
 
 fn differs(c: &CellReport) -> bool {
@@ -198,12 +202,13 @@ impl Markup for Summary<'_> {
                 Some(url) => {
                     let _ = writeln!(
                         out,
-                        "\nForest plot: [{}]({url}) (an artifact of this run, when the workflow uploads it).",
-                        p.path
+                        "\nForest plot: [{}]({}) (an artifact of this run, when the workflow uploads it).",
+                        one_line(&p.path),
+                        one_line(url)
                     );
                 }
                 None => {
-                    let _ = writeln!(out, "\nForest plot: `{}`.", p.path);
+                    let _ = writeln!(out, "\nForest plot: {}.", md_code(&p.path));
                 }
             }
         }
@@ -217,8 +222,10 @@ impl Markup for Summary<'_> {
             for (c, f) in failures.iter().take(MAX_REPROS) {
                 let _ = writeln!(
                     out,
-                    "First failure in `{}` (run `{}`):\n\n```sh\n{}\n```\n",
-                    c.name, f.run, f.repro
+                    "First failure in {} (run {}):\n\n{}\n",
+                    md_code(&c.name),
+                    md_code(&f.run),
+                    md_block("sh", [f.repro.as_str()])
                 );
             }
             if failures.len() > MAX_REPROS {

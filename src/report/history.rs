@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 
 use super::gha::{self, Level};
+use super::text::{md_cell, md_cell_code, md_code, one_line};
 use crate::history::analyse::{Analysis, Finding, TestHistory};
 use crate::history::check::{Standing, Verdict};
 use crate::stats::p_text;
@@ -68,13 +69,19 @@ pub fn table(a: &Analysis) -> String {
         passing
     );
     for t in a.tests.iter().filter(|t| interesting(t)) {
-        let _ = writeln!(s, "\n{}  [{}]", t.test, finding_word(t.finding));
-        let _ = writeln!(s, "  {}", t.statement);
+        let _ = writeln!(s, "\n{}  [{}]", one_line(&t.test), finding_word(t.finding));
+        let _ = writeln!(s, "  {}", one_line(&t.statement));
         for c in &t.contexts {
             let _ = write!(
                 s,
                 "  {:<48} {:>4} of {:<5} [{:.3}, {:.3}]  commits {}  transitions {}",
-                c.context, c.k, c.n, c.low, c.high, c.commits, c.transitions
+                one_line(&c.context),
+                c.k,
+                c.n,
+                c.low,
+                c.high,
+                c.commits,
+                c.transitions
             );
             if c.same_commit > 0 {
                 let _ = write!(s, "  same-commit {}", c.same_commit);
@@ -86,7 +93,7 @@ pub fn table(a: &Analysis) -> String {
                 let _ = write!(
                     s,
                     "  passing since {} ({} runs, {} commits)",
-                    p.commit.as_deref().unwrap_or("?"),
+                    one_line(p.commit.as_deref().unwrap_or("?")),
                     p.runs,
                     p.commits
                 );
@@ -94,14 +101,14 @@ pub fn table(a: &Analysis) -> String {
             s.push('\n');
         }
         for line in association_lines(t) {
-            let _ = writeln!(s, "  {line}");
+            let _ = writeln!(s, "  {}", one_line(&line));
         }
     }
     for line in infra_lines(a) {
-        let _ = writeln!(s, "\nrunner infrastructure: {line}");
+        let _ = writeln!(s, "\nrunner infrastructure: {}", one_line(&line));
     }
     for w in &a.warnings {
-        let _ = writeln!(s, "\nwarning: {w}");
+        let _ = writeln!(s, "\nwarning: {}", one_line(w));
     }
     s
 }
@@ -138,8 +145,13 @@ pub fn markdown(a: &Analysis) -> String {
         passing
     );
     for t in a.tests.iter().filter(|t| interesting(t)) {
-        let _ = writeln!(s, "### `{}` — {}\n", t.test, finding_word(t.finding));
-        let _ = writeln!(s, "{}\n", t.statement);
+        let _ = writeln!(
+            s,
+            "### {} — {}\n",
+            md_code(&t.test),
+            finding_word(t.finding)
+        );
+        let _ = writeln!(s, "{}\n", one_line(&t.statement));
         s.push_str(
             "| context | failed | runs | interval | commits | transitions | same-commit |\n",
         );
@@ -148,12 +160,19 @@ pub fn markdown(a: &Analysis) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | [{:.3}, {:.3}] | {} | {} | {} |",
-                c.context, c.k, c.n, c.low, c.high, c.commits, c.transitions, c.same_commit
+                md_cell(&c.context),
+                c.k,
+                c.n,
+                c.low,
+                c.high,
+                c.commits,
+                c.transitions,
+                c.same_commit
             );
         }
         s.push('\n');
         for line in association_lines(t) {
-            let _ = writeln!(s, "- {line}");
+            let _ = writeln!(s, "- {}", one_line(&line));
         }
         if t.associations.iter().any(|a| a.significant) {
             s.push('\n');
@@ -163,12 +182,12 @@ pub fn markdown(a: &Analysis) -> String {
     if !infra.is_empty() {
         s.push_str("### Runner infrastructure\n\n");
         for line in infra {
-            let _ = writeln!(s, "- {line}");
+            let _ = writeln!(s, "- {}", one_line(&line));
         }
         s.push('\n');
     }
     for w in &a.warnings {
-        let _ = writeln!(s, "> **Warning:** {w}\n");
+        let _ = writeln!(s, "> **Warning:** {}\n", one_line(w));
     }
     s
 }
@@ -192,7 +211,12 @@ pub fn check_text(verdicts: &[Verdict]) -> String {
     };
     for v in verdicts {
         let mark = if v.standing.fails() { "FAIL" } else { "note" };
-        let _ = writeln!(s, "  {mark}  {}: {}", v.test, v.message);
+        let _ = writeln!(
+            s,
+            "  {mark}  {}: {}",
+            one_line(&v.test),
+            one_line(&v.message)
+        );
     }
     s
 }
@@ -236,11 +260,11 @@ pub fn check_summary(verdicts: &[Verdict]) -> String {
         for v in verdicts {
             let _ = writeln!(
                 s,
-                "| `{}` | {} | {} | {} |",
-                v.test.replace('|', "\\|"),
-                v.context.replace('|', "\\|"),
+                "| {} | {} | {} | {} |",
+                md_cell_code(&v.test),
+                md_cell(&v.context),
                 standing_word(v.standing),
-                v.message.replace('|', "\\|")
+                one_line(&v.message).replace('|', "\\|")
             );
         }
     }

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use super::beside::CiHistory;
 use super::markup::{walk, Markup};
 use super::per_test::TestRow;
+use super::text::{md_block, md_cell_code, md_code, one_line};
 use super::{
     applied_text, failure_heading, interval_text, notes, runs_text, shown_failures,
     shown_test_rows, test_count_text, test_counts, test_interval_text, test_versus_text,
@@ -18,6 +19,12 @@ pub fn render(report: &Report) -> String {
     markdown.out
 }
 
+/// Generated text in a table cell or a list item: on one line, pipes
+/// escaped.
+fn cell(text: &str) -> String {
+    one_line(text).replace('|', "\\|")
+}
+
 /// Markdown's markup: code in backticks, tables in pipes.
 struct Markdown {
     out: String,
@@ -25,7 +32,7 @@ struct Markdown {
 
 impl Markup for Markdown {
     fn code(&self, text: &str) -> String {
-        format!("`{text}`")
+        md_code(text)
     }
 
     fn lead(&mut self, term: &str, rest: &str) {
@@ -38,7 +45,7 @@ impl Markup for Markdown {
     }
 
     fn item(&mut self, text: &str) {
-        let _ = writeln!(self.out, "- {text}");
+        let _ = writeln!(self.out, "- {}", one_line(text));
     }
 
     fn header(&mut self, report: &Report) {
@@ -47,21 +54,23 @@ impl Markup for Markdown {
         let _ = writeln!(out, "### flakelab session `{}`\n", report.session);
         let _ = writeln!(
             out,
-            "Command: `{}` · seed {} · {} · {pct}% confidence\n",
-            crate::repro::join(&report.command).replace('`', "\\`"),
+            "Command: {} · seed {} · {} · {pct}% confidence\n",
+            md_code(&crate::repro::join(&report.command)),
             report.seed,
             runs_text(report)
         );
         if let Some(sig) = &report.signature {
             let _ = writeln!(
                 out,
-                "Counting runs that reproduced the signature `{sig}` (in their output or a failing test's message).\n"
+                "Counting runs that reproduced the signature {} (in their output or a failing test's message).\n",
+                md_code(sig)
             );
         }
         if let Some(run) = &report.replay_of {
             let _ = writeln!(
                 out,
-                "Replay of run `{run}`: its command, cell and seed, re-run exactly.\n"
+                "Replay of run {}: its command, cell and seed, re-run exactly.\n",
+                md_code(run)
             );
         }
     }
@@ -83,16 +92,18 @@ impl Markup for Markdown {
             };
             let _ = writeln!(
                 out,
-                "| `{}`{} | {} of {} | {} | {} | {} | {} |",
-                c.name,
+                "| {}{} | {} of {} | {} | {} | {} | {} |",
+                md_cell_code(&c.name),
                 if c.sham_of.is_some() { " (sham)" } else { "" },
                 c.k,
                 c.n,
                 rate,
                 interval_text(c),
-                versus_text(c),
-                applied_text(c, report.cells.iter().find(|b| b.name == "baseline"))
-                    .replace('|', "\\|")
+                cell(&versus_text(c)),
+                cell(&applied_text(
+                    c,
+                    report.cells.iter().find(|b| b.name == "baseline")
+                ))
             );
         }
     }
@@ -119,25 +130,19 @@ impl Markup for Markdown {
                     let sig = t
                         .signatures
                         .first()
-                        .map(|s| {
-                            format!(
-                                "`{}` ({}×)",
-                                s.signature.replace('`', "'").replace('|', "\\|"),
-                                s.count
-                            )
-                        })
+                        .map(|s| format!("{} ({}×)", md_cell_code(&s.signature), s.count))
                         .unwrap_or_default();
                     let _ = writeln!(
                         out,
-                        "| `{}` | `{}` | {} | {} | {} | {} |",
-                        c.name,
-                        t.id,
+                        "| {} | {} | {} | {} | {} | {} |",
+                        md_cell_code(&c.name),
+                        md_cell_code(&t.id),
                         test_count_text(t),
                         test_interval_text(t),
-                        match super::test_shift_text(t) {
+                        cell(&match super::test_shift_text(t) {
                             Some(shift) => format!("{}; {shift}", test_versus_text(c, t)),
                             None => test_versus_text(c, t),
-                        },
+                        }),
                         sig
                     );
                 }
@@ -145,8 +150,10 @@ impl Markup for Markdown {
                     if let Some(bisect) = &t.bisect {
                         let _ = writeln!(
                             out,
-                            "\n`{}` in `{}` is order-dependent: `{bisect}` finds what ran before it and made it fail.",
-                            t.id, c.name
+                            "\n{} in {} is order-dependent: {} finds what ran before it and made it fail.",
+                            md_code(&t.id),
+                            md_code(&c.name),
+                            md_code(bisect)
                         );
                     }
                 }
@@ -172,14 +179,19 @@ impl Markup for Markdown {
         if !notes.is_empty() {
             let _ = writeln!(out);
             for n in notes {
-                let _ = writeln!(out, "- {n}");
+                let _ = writeln!(out, "- {}", one_line(&n));
             }
         }
         for (c, f) in shown_failures(report) {
-            let _ = writeln!(out, "\nFirst failure in `{}` (run `{}`):\n", c.name, f.run);
-            let _ = writeln!(out, "```sh\n{}\n```", f.repro);
+            let _ = writeln!(
+                out,
+                "\nFirst failure in {} (run {}):\n",
+                md_code(&c.name),
+                md_code(&f.run)
+            );
+            let _ = writeln!(out, "{}", md_block("sh", [f.repro.as_str()]));
             if let Some(note) = &f.repro_note {
-                let _ = writeln!(out, "\n{note}");
+                let _ = writeln!(out, "\n{}", one_line(note));
             }
         }
     }
@@ -188,9 +200,9 @@ impl Markup for Markdown {
     fn design_chosen(&mut self, _why: &str) {}
 
     fn prove(&mut self, lines: &[String]) {
-        let _ = writeln!(self.out, "\n**{}**\n", lines[0]);
+        let _ = writeln!(self.out, "\n**{}**\n", one_line(&lines[0]));
         for line in &lines[1..] {
-            let _ = writeln!(self.out, "- {}", line.trim_start().replace('|', "\\|"));
+            let _ = writeln!(self.out, "- {}", cell(line.trim_start()));
         }
     }
 
@@ -206,9 +218,10 @@ impl Markup for Markdown {
         for (cell, row) in confirmed {
             let _ = writeln!(
                 self.out,
-                "- `{cell}` · `{}`: {}",
-                row.id,
-                row.verdict.as_deref().unwrap_or("")
+                "- {} · {}: {}",
+                md_code(cell),
+                md_code(&row.id),
+                one_line(row.verdict.as_deref().unwrap_or(""))
             );
         }
     }

@@ -40,6 +40,7 @@ pub mod sham;
 mod snapshots_test;
 pub mod svg;
 pub mod table;
+pub(crate) mod text;
 pub mod undecided;
 pub mod verify;
 pub mod wording;

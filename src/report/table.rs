@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::beside::CiHistory;
 use super::markup::{walk, Markup};
 use super::per_test::TestRow;
+use super::text::one_line;
 use super::{
     applied_text, failure_heading, interval_text, notes, runs_text, shown_failures,
     shown_test_rows, test_count_text, test_counts, test_interval_text, test_versus_text,
@@ -37,7 +38,7 @@ struct Table {
 
 impl Markup for Table {
     fn code(&self, text: &str) -> String {
-        text.to_string()
+        one_line(text).into_owned()
     }
 
     fn lead(&mut self, term: &str, rest: &str) {
@@ -45,7 +46,7 @@ impl Markup for Table {
     }
 
     fn item(&mut self, text: &str) {
-        let _ = writeln!(self.out, "  {text}");
+        let _ = writeln!(self.out, "  {}", one_line(text));
     }
 
     fn header(&mut self, report: &Report) {
@@ -58,14 +59,19 @@ impl Markup for Table {
             report.seed,
             runs_text(report)
         );
-        let _ = writeln!(out, "command: {}", crate::repro::join(&report.command));
+        let _ = writeln!(
+            out,
+            "command: {}",
+            one_line(&crate::repro::join(&report.command))
+        );
         if let Some(runner) = &report.runner {
-            let _ = writeln!(out, "runner: {runner} (recipe)");
+            let _ = writeln!(out, "runner: {} (recipe)", one_line(runner));
         }
         if let Some(sig) = &report.signature {
             let _ = writeln!(
                 out,
-                "counting runs that reproduced the signature (in their output or a failing test's message): {sig}"
+                "counting runs that reproduced the signature (in their output or a failing test's message): {}",
+                one_line(sig)
             );
         }
         if let Some(run) = &report.replay_of {
@@ -94,7 +100,7 @@ impl Markup for Table {
             .iter()
             .map(|c| {
                 [
-                    super::shown_name(c),
+                    one_line(&super::shown_name(c)).into_owned(),
                     format!("{} of {}", c.k, c.n),
                     if c.n == 0 {
                         "—".into()
@@ -102,8 +108,12 @@ impl Markup for Table {
                         format!("{:.1}%", c.rate * 100.0)
                     },
                     interval_text(c),
-                    versus_text(c),
-                    applied_text(c, report.cells.iter().find(|b| b.name == "baseline")),
+                    one_line(&versus_text(c)).into_owned(),
+                    one_line(&applied_text(
+                        c,
+                        report.cells.iter().find(|b| b.name == "baseline"),
+                    ))
+                    .into_owned(),
                 ]
             })
             .collect();
@@ -148,35 +158,40 @@ impl Markup for Table {
         if !notes.is_empty() {
             let _ = writeln!(out);
             for n in notes {
-                let _ = writeln!(out, "note: {n}");
+                let _ = writeln!(out, "note: {}", one_line(&n));
             }
         }
         if !repros.is_empty() {
             let _ = writeln!(out);
             for (c, f) in repros {
-                let _ = writeln!(out, "first failure in {} (run {}):", c.name, f.run);
-                let _ = writeln!(out, "  {}", f.repro);
+                let _ = writeln!(
+                    out,
+                    "first failure in {} (run {}):",
+                    one_line(&c.name),
+                    one_line(&f.run)
+                );
+                let _ = writeln!(out, "  {}", one_line(&f.repro));
                 for sig in c.signatures.iter().take(3) {
-                    let _ = writeln!(out, "  {}× {}", sig.count, sig.signature);
+                    let _ = writeln!(out, "  {}× {}", sig.count, one_line(&sig.signature));
                 }
                 if let Some(note) = &f.repro_note {
-                    let _ = writeln!(out, "  note: {note}");
+                    let _ = writeln!(out, "  note: {}", one_line(note));
                 }
                 if let Some(log) = &f.log {
-                    let _ = writeln!(out, "  log (in the store): {log}");
+                    let _ = writeln!(out, "  log (in the store): {}", one_line(log));
                 }
             }
         }
     }
 
     fn design_chosen(&mut self, why: &str) {
-        let _ = writeln!(self.out, "\ndesign: {why}");
+        let _ = writeln!(self.out, "\ndesign: {}", one_line(why));
     }
 
     fn prove(&mut self, lines: &[String]) {
         let _ = writeln!(self.out);
         for line in lines {
-            let _ = writeln!(self.out, "{line}");
+            let _ = writeln!(self.out, "{}", one_line(line));
         }
     }
 
@@ -185,9 +200,10 @@ impl Markup for Table {
         for (cell, row) in confirmed {
             let _ = writeln!(
                 self.out,
-                "  {cell}  {}: {}",
-                row.id,
-                row.verdict.as_deref().unwrap_or("")
+                "  {}  {}: {}",
+                one_line(cell),
+                one_line(&row.id),
+                one_line(row.verdict.as_deref().unwrap_or(""))
             );
         }
     }
@@ -242,11 +258,11 @@ fn render_tests(report: &Report, out: &mut String, color: bool) {
         .iter()
         .map(|(c, t)| {
             [
-                c.name.clone(),
-                t.id.clone(),
+                one_line(&c.name).into_owned(),
+                one_line(&t.id).into_owned(),
                 test_count_text(t),
                 test_interval_text(t),
-                test_versus_text(c, t),
+                one_line(&test_versus_text(c, t)).into_owned(),
             ]
         })
         .collect();
@@ -275,15 +291,16 @@ fn render_tests(report: &Report, out: &mut String, color: bool) {
     for (row, (_, t)) in body.iter().zip(&rows) {
         let _ = writeln!(out, "{}", line(row, color));
         if let Some(shift) = super::test_shift_text(t) {
-            let _ = writeln!(out, "      {shift}");
+            let _ = writeln!(out, "      {}", one_line(&shift));
         }
         for sig in t.signatures.iter().take(3) {
-            let _ = writeln!(out, "      {}× {}", sig.count, sig.signature);
+            let _ = writeln!(out, "      {}× {}", sig.count, one_line(&sig.signature));
         }
         if let Some(bisect) = &t.bisect {
             let _ = writeln!(
                 out,
-                "      order-dependent: find what ran before it and made it fail: {bisect}"
+                "      order-dependent: find what ran before it and made it fail: {}",
+                one_line(bisect)
             );
         }
         if t.other_failures > 0 {

@@ -138,7 +138,7 @@ fn bar(total: u64, color: bool) -> ProgressBar {
 /// writer never lands inside it); a closed stderr is not worth stopping
 /// the session for. Unit tests print through the harness's capture.
 fn write_line(line: &str) {
-    let whole = format!("{line}\n");
+    let whole = format!("{}\n", crate::report::text::one_line(line));
     #[cfg(not(test))]
     {
         use std::io::Write as _;

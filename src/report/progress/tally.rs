@@ -104,7 +104,10 @@ impl Tally {
     pub fn failures_text(&self) -> String {
         let failing: Vec<String> = (self.cells.iter())
             .filter(|c| c.failed > 0)
-            .map(|c| format!("{} {}/{}", c.name, c.failed, c.done))
+            .map(|c| {
+                let name = crate::report::text::one_line(&c.name);
+                format!("{name} {}/{}", c.failed, c.done)
+            })
             .collect();
         if failing.is_empty() {
             "no failures".into()
