@@ -244,7 +244,7 @@ pub fn not_run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{RunTopology, TestOutcome};
+    use crate::record::{ProcessEnd, RunTopology, TestOutcome};
 
     #[test]
     fn focused_test_ids_match_across_runner_and_junit_spellings() {
@@ -274,15 +274,9 @@ mod tests {
     }
 
     fn run(index: usize, cell: &str, outcome: Outcome, group: Option<usize>) -> RunRecord {
-        let mut r: RunRecord = serde_json::from_value(serde_json::json!({
-            "schema": "flakelab.run/1", "id": format!("s.{index:05}"), "session": "s",
-            "index": index, "cell": cell, "perturbations": [], "replicate": 0, "seed": 1,
-            "started_at": "", "duration_s": 0.1, "outcome": "pass", "end": {"how": "not_started"},
-            "exit_code": null, "signal": null, "signature_match": null, "reason": null,
-            "log": null, "output_bytes": 0, "output_dropped": 0, "argv": [], "cwd": "/",
-            "env": {"set": {}, "unset": []}, "repro": "true", "stragglers": 0, "warnings": []
-        }))
-        .unwrap();
+        let mut r = crate::record::fixture::run("s", index, cell);
+        (r.duration_s, r.end, r.exit_code) = (0.1, ProcessEnd::NotStarted, None);
+        r.repro = "true".into();
         r.outcome = outcome;
         r.topology = group.map(|g| RunTopology {
             group: g,

@@ -47,19 +47,11 @@ pub struct RepoInfo {
     pub remote: Option<String>,
 }
 
-/// Schema tag of a run record as written today (the compact encoding,
-/// `flakelab.run/2`; see `store::compact`) and of every run record read
-/// back from one.
-pub const RUN_SCHEMA: &str = "flakelab.run/2";
-/// Schema tag of the first run encoding: one whole record per line. Such
-/// lines are still read; their records keep this tag.
-pub const RUN_SCHEMA_V1: &str = "flakelab.run/1";
-/// Schema tag written into every session record.
-pub const SESSION_SCHEMA: &str = "flakelab.session/1";
-/// Schema tag written into every ladder record (and `ladder --format json`).
-pub const LADDER_SCHEMA: &str = "flakelab.ladder/1";
-/// Schema tag written into every session-end record.
-pub const SESSION_END_SCHEMA: &str = "flakelab.session-end/1";
+#[cfg(test)]
+pub(crate) mod fixture;
+pub mod schema;
+
+pub use schema::{LADDER_SCHEMA, RUN_SCHEMA, RUN_SCHEMA_V1, SESSION_END_SCHEMA, SESSION_SCHEMA};
 
 /// How a session that recorded its end stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

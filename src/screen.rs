@@ -221,8 +221,7 @@ fn pytest_file<'a>(classname: &'a str, dir: &Path) -> Option<(String, Vec<&'a st
     })
 }
 
-/// Schema tag of a [`ScreenRecord`].
-pub const SCREEN_SCHEMA: &str = "flakelab.screen/1";
+pub use crate::record::schema::SCREEN_SCHEMA;
 
 /// One candidate's confirmation, as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

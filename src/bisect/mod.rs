@@ -11,8 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::RunRecord;
 
-/// Schema tag of a [`BisectRecord`].
-pub const BISECT_SCHEMA: &str = "flakelab.bisect/1";
+pub use crate::record::schema::BISECT_SCHEMA;
 
 /// The pytest plugin `[ordered] how = "pytest-plugin"` loads, written into
 /// the store before the first ordered run.
@@ -298,16 +297,9 @@ mod tests {
     use crate::record::{TestOutcome, TestRecord};
 
     fn run(tests: &[(&str, bool)]) -> RunRecord {
-        let mut r: RunRecord = serde_json::from_value(serde_json::json!({
-            "schema": "flakelab.run/1", "id": "s.00001", "session": "s", "index": 1,
-            "cell": "shuffle", "perturbations": ["shuffle"], "replicate": 1, "seed": 7,
-            "started_at": "", "duration_s": 0.0, "outcome": "fail",
-            "end": {"how": "exited", "code": 1}, "exit_code": 1, "signal": null,
-            "signature_match": null, "reason": null, "log": null, "output_bytes": 0,
-            "output_dropped": 0, "argv": [], "cwd": "/", "env": {"set": {}, "unset": []},
-            "repro": "", "stragglers": 0, "warnings": []
-        }))
-        .unwrap();
+        let mut r = crate::record::fixture::failed(crate::record::fixture::run("s", 1, "shuffle"));
+        r.perturbations = vec!["shuffle".into()];
+        (r.replicate, r.seed) = (1, 7);
         r.tests = tests
             .iter()
             .map(|(id, failed)| TestRecord {

@@ -402,16 +402,8 @@ mod tests {
     use crate::record::TestRecord;
 
     fn run(cell: &str, tests: &[(&str, Option<&str>, TestOutcome)]) -> RunRecord {
-        let mut r: RunRecord = serde_json::from_value(serde_json::json!({
-            "schema": "flakelab.run/1", "id": "s.00001", "session": "s", "index": 1,
-            "cell": cell, "perturbations": [], "replicate": 1, "seed": 1,
-            "started_at": "", "duration_s": 0.0, "outcome": "pass",
-            "end": {"how": "exited", "code": 0}, "exit_code": 0, "signal": null,
-            "signature_match": null, "reason": null, "log": null, "output_bytes": 0,
-            "output_dropped": 0, "argv": [], "cwd": "/", "env": {"set": {}, "unset": []},
-            "repro": "", "stragglers": 0, "warnings": []
-        }))
-        .unwrap();
+        let mut r = crate::record::fixture::run("s", 1, cell);
+        r.replicate = 1;
         r.tests = tests
             .iter()
             .map(|(id, family, outcome)| TestRecord {

@@ -27,8 +27,7 @@ use crate::store::LoadStats;
 
 use classify::{Classification, CoverageRow};
 
-/// JSON schema tag of the evidence document.
-pub const EVIDENCE_SCHEMA: &str = "flakelab.evidence/1";
+pub use crate::record::schema::EVIDENCE_SCHEMA;
 
 /// The runner and its version.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -358,8 +358,7 @@ pub struct Analysis {
     pub reports: u64,
 }
 
-/// Schema of the JSON of `flakelab history`.
-pub const HISTORY_JSON_SCHEMA: &str = "flakelab.history/1";
+pub use crate::record::schema::HISTORY_JSON_SCHEMA;
 
 /// The state of a commit: 1 pass only, 2 fail only, 3 both.
 fn state(c: &Counts) -> u8 {

@@ -18,8 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::analyse::Analysis;
 
-/// Schema of the baseline file.
-pub const BASELINE_SCHEMA: &str = "flakelab.baseline/1";
+pub use crate::record::schema::BASELINE_SCHEMA;
 
 /// One (test, context) of a baseline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

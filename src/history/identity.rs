@@ -53,7 +53,7 @@ pub fn report_key(
         h.update((s.len() as u64).to_le_bytes());
         h.update(s.as_bytes());
     };
-    part("flakelab.identity/1");
+    part(crate::record::schema::IDENTITY_SCHEMA);
     part(&context.len().to_string());
     for (k, v) in context {
         part(k);

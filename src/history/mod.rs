@@ -21,16 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::junit::CaseOutcome;
 
-/// Schema of a report line (one ingested JUnit report: context, provenance,
-/// path, digest).
-pub const REPORT_SCHEMA: &str = "flakelab.ci-report/1";
-/// Schema of an observation line (a chunk of one report's executions).
-pub const OBSERVATION_SCHEMA: &str = "flakelab.observation/1";
-/// Schema of a counts line (observations folded by `flakelab compact`).
-pub const COUNTS_SCHEMA: &str = "flakelab.counts/1";
-/// Schema of a folded line (the identity keys of the reports a compaction
-/// folded, so re-ingesting one of them still counts once).
-pub const FOLDED_SCHEMA: &str = "flakelab.folded/1";
+pub use crate::record::schema::{
+    CI_REPORT_SCHEMA as REPORT_SCHEMA, COUNTS_SCHEMA, FOLDED_SCHEMA, OBSERVATION_SCHEMA,
+};
 
 /// Where one report's executions ran (see [`context`]): the dimensions an
 /// outcome may legitimately depend on. Never provenance.

@@ -60,8 +60,7 @@ pub use wording::{
     test_shift_text, test_versus_text, versus_text,
 };
 
-/// JSON schema tag of the report document.
-pub const REPORT_SCHEMA: &str = "flakelab.report/1";
+pub use crate::record::schema::REPORT_SCHEMA;
 
 /// A cell compared with the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize)]

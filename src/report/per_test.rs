@@ -688,15 +688,8 @@ mod tests {
     use crate::record::TestRecord;
 
     fn run(id: &str, tests: &[(&str, TestOutcome, Option<bool>)]) -> RunRecord {
-        let mut r: RunRecord = serde_json::from_value(serde_json::json!({
-            "schema": "flakelab.run/1", "id": id, "session": "s", "index": 0, "cell": "c",
-            "perturbations": [], "replicate": 0, "seed": 1, "started_at": "", "duration_s": 0.0,
-            "outcome": "pass", "end": {"how": "exited", "code": 0}, "exit_code": 0, "signal": null,
-            "signature_match": null, "reason": null, "log": null, "output_bytes": 0,
-            "output_dropped": 0, "argv": [], "cwd": "/", "env": {"set": {}, "unset": []},
-            "repro": "", "stragglers": 0, "warnings": []
-        }))
-        .unwrap();
+        let mut r = crate::record::fixture::run("s", 0, "c");
+        r.id = id.to_string();
         r.tests = tests
             .iter()
             .map(|(tid, o, m)| TestRecord {

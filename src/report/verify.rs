@@ -12,8 +12,7 @@ use super::VsBaseline;
 use crate::record::RungCount;
 use crate::stats;
 
-/// Schema tag of `verify --format json`.
-pub const VERIFY_SCHEMA: &str = "flakelab.verify/1";
+pub use crate::record::schema::VERIFY_SCHEMA;
 
 /// One revision of the comparison.
 #[derive(Debug, Serialize)]

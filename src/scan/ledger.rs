@@ -8,8 +8,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-/// The ledger file's schema name.
-pub const LEDGER_SCHEMA: &str = "flakelab.scan-ledger/1";
+pub use crate::record::schema::LEDGER_SCHEMA;
 
 /// One accepted site.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -26,8 +26,7 @@ pub mod walk;
 use detect::{Proposal, TreeFacts};
 use syntax::{Lang, Src};
 
-/// The scan report's schema name.
-pub const SCAN_SCHEMA: &str = "flakelab.scan/1";
+pub use crate::record::schema::SCAN_SCHEMA;
 
 /// A flake-source class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

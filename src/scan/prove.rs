@@ -18,8 +18,7 @@ use super::{Class, Finding};
 use crate::catalog::recipe::{argv, Recipe};
 use crate::stats;
 
-/// Schema tag of a [`ProveRecord`].
-pub const PROVE_SCHEMA: &str = "flakelab.scan-prove/1";
+pub use crate::record::schema::PROVE_SCHEMA;
 
 /// Failures and runs of one test in one arm.
 pub type Arm = (u64, u64);

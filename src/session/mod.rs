@@ -521,16 +521,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = spec(dir.path(), &["tz=UTC", "env=A=1"], &Layers::none()).in_copies(3, Vec::new());
         assert_eq!((s.copies, s.jobs), (3, 3));
-        let mut run: RunRecord = serde_json::from_value(serde_json::json!({
-            "schema": "flakelab.run/1", "id": "s.00004", "session": "s", "index": 4,
-            "cell": "env=A=1", "perturbations": ["env=A=1"], "replicate": 1, "seed": 77,
-            "started_at": "", "duration_s": 0.0, "outcome": "fail",
-            "end": {"how": "exited", "code": 1}, "exit_code": 1, "signal": null,
-            "signature_match": null, "reason": null, "log": null, "output_bytes": 0,
-            "output_dropped": 0, "argv": [], "cwd": "/nonexistent", "env": {"set": {}, "unset": []},
-            "repro": "", "stragglers": 0, "warnings": []
-        }))
-        .unwrap();
+        let mut run =
+            crate::record::fixture::failed(crate::record::fixture::run("s", 4, "env=A=1"));
+        run = crate::record::fixture::in_dir(run, "/nonexistent");
+        run.perturbations = vec!["env=A=1".into()];
+        (run.replicate, run.seed) = (1, 77);
         let r = s.clone().replaying(&run, 5).unwrap();
         assert_eq!(names(&r), ["env=A=1"]);
         assert_eq!((r.runs, r.jobs, r.copies), (5, 1, 1));

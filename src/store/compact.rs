@@ -43,10 +43,7 @@ use crate::record::{ProcessEnd, RunRecord, TestOutcome, RUN_SCHEMA, RUN_SCHEMA_V
 /// The most contexts one writer's lines may index (a context is one cell
 /// in one working copy): a larger `c` is an unreadable line.
 const MAX_CONTEXTS: usize = 1 << 16;
-/// Schema of a test-table line.
-pub const TESTS_SCHEMA: &str = "flakelab.tests/2";
-/// Schema of a context line.
-pub const CONTEXT_SCHEMA: &str = "flakelab.context/2";
+pub use crate::record::schema::{CONTEXT_SCHEMA, TESTS_SCHEMA};
 
 pub use super::lines::run_id;
 
