@@ -5,12 +5,15 @@
 //! records of one sharded session join, and the shards block of a report
 //! (which hosts ran which shards; per cell, whether the rate differs
 //! between hosts before the runs are pooled). Pure: no I/O; the
-//! environment is passed in as a lookup.
+//! environment is passed in as a lookup. [`merge`] joins the shards'
+//! stores into one.
 //!
 //! Slicing is by replicate block: the plan runs replicate `r` of every cell
 //! in block `r`, and shard `I` of `N` runs the blocks with `r mod N = I − 1`.
 //! Every shard therefore runs every cell, the baseline included, equally
 //! often, so drift on one machine falls on all cells alike.
+
+pub(crate) mod merge;
 
 use std::collections::BTreeMap;
 
