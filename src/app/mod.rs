@@ -2,13 +2,10 @@
 //! a session spec (`crate::session`), running it, and handing the result to
 //! `crate::report` to render. This file dispatches.
 
-use std::io::Write as _;
-
 use crate::cli::{self, Command, Format};
 use crate::error::{Error, Result};
 use crate::exec::child::Stop;
 use crate::exec::Executor;
-use crate::report::{self, Report};
 
 mod bisect;
 mod check;
@@ -28,10 +25,12 @@ mod report_cmd;
 mod run;
 mod scan;
 mod screen;
+mod shared;
 mod verify;
 
 // `run` and `report` write GitHub's step summary beside their output.
 use crate::report::outputs;
+use shared::{num_cpus, print_report, print_text, runtime, set_color, start_watching};
 
 /// What every subcommand shares: how subjects and probes are started.
 #[derive(Debug, Clone, Default)]
@@ -93,60 +92,6 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
     }
 }
 
-/// Decides, once, whether stdout and stderr get color (`report::color`).
-fn set_color(when: cli::ColorWhen) {
-    use std::io::IsTerminal as _;
-    let choice = match when {
-        cli::ColorWhen::Auto => report::color::Choice::Auto,
-        cli::ColorWhen::Always => report::color::Choice::Always,
-        cli::ColorWhen::Never => report::color::Choice::Never,
-    };
-    let var = |name: &str| std::env::var(name).ok();
-    let (no_color, force) = (var("NO_COLOR"), var("CLICOLOR_FORCE"));
-    let on = |terminal: bool| {
-        report::color::enabled(choice, no_color.as_deref(), force.as_deref(), terminal)
-    };
-    report::color::set(
-        on(std::io::stdout().is_terminal()),
-        on(std::io::stderr().is_terminal()),
-    );
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    // One thread: the work happens in the children; a single-threaded loop
-    // hands each exit to the next spawn without cross-thread wake-ups.
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Error::harness(
-                format!("cannot start the async runtime: {e}"),
-                "report this as a bug",
-            )
-        })
-}
-
-/// Watches for Ctrl-C, makes flakelab a child subreaper and starts the
-/// warden (`exec::warden`; a warden that cannot start becomes a warning on
-/// each session): call once per process, before the first session.
-fn start_watching() -> Result<tokio::sync::watch::Receiver<Stop>> {
-    let stop = crate::exec::schedule::watch_signals().map_err(|e| {
-        Error::harness(
-            format!("cannot watch for Ctrl-C: {e}"),
-            "report this as a bug",
-        )
-    })?;
-    if let Err(e) = crate::exec::child::become_subreaper() {
-        return Err(Error::harness(
-            format!("cannot become a child subreaper: {e}"),
-            "flakelab needs Linux's PR_SET_CHILD_SUBREAPER to find processes that escape a run",
-        ));
-    }
-    // Its refusal is read back by each session (`exec::warden::status`).
-    let _ = crate::exec::warden::start();
-    Ok(stop)
-}
-
 /// Runs `spec` in a runtime of its own and prints the report the store then
 /// holds; returns the exit code (`replay`, `demo`).
 fn run_and_report(spec: &crate::session::SessionSpec, format: Format) -> Result<i32> {
@@ -164,20 +109,4 @@ fn run_and_report(spec: &crate::session::SessionSpec, format: Format) -> Result<
         })
         .exit_code())
     })
-}
-
-/// Prints a report in `format`, masked by `redaction` ([`report::render`]).
-fn print_report(report: &Report, format: Format, redaction: &crate::redact::Redaction) {
-    print_text(&report::render(report, format, redaction));
-}
-
-/// Writes a rendered output to stdout.
-fn print_text(text: &str) {
-    let mut out = std::io::stdout().lock();
-    // A closed stdout (`| head`) is not an error worth a non-zero exit.
-    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
-}
-
-fn num_cpus() -> usize {
-    crate::perturb::isolate::allowed_cpus().len().max(1)
 }
