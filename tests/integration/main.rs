@@ -16,6 +16,7 @@ mod history;
 mod honest;
 mod hostile;
 mod hostile_input;
+mod hostile_output;
 mod html_report;
 mod junit_corpus;
 mod junit_e2e;
