@@ -423,18 +423,6 @@ where
     text.parse::<T>().map_err(|e| format!("not a number ({e})"))
 }
 
-fn at_least_one<T: Copy + PartialEq + From<u8>>(
-    what: &'static str,
-) -> impl Fn(&T) -> std::result::Result<T, String> {
-    move |n| {
-        if *n == T::from(0) {
-            Err(format!("0 {what}"))
-        } else {
-            Ok(*n)
-        }
-    }
-}
-
 /// The forms a duration takes, for messages.
 pub const DURATION_FORMS: &str =
     "write a number and a unit, such as `30s`, `5m`, `90s` or `1h 30m` (units: ms, s, m, h, d)";
@@ -491,6 +479,9 @@ fn duration(text: &str) -> std::result::Result<Duration, String> {
 /// The most runs per cell a session plans (the plan is walked whole for
 /// its counts: this keeps that walk well under a second).
 pub const MAX_RUNS: u32 = 100_000;
+/// The most runs at once: the warden keeps one slot per run in flight and
+/// has 4,096 (`exec::roll_map`'s `SLOTS_MAX`: keep this at most that).
+pub const MAX_JOBS: usize = 4096;
 /// The longest per-run timeout.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// The longest grace between SIGTERM and SIGKILL.
@@ -554,7 +545,13 @@ pub fn resolve_run_with(
         &JOBS,
         defaulted(jobs, DEFAULT_JOBS),
         usize::to_string,
-        at_least_one("runs at once would run nothing"),
+        |n| match *n {
+            0 => Err("0 runs at once would run nothing".into()),
+            n if n > MAX_JOBS => Err(format!(
+                "{n} runs at once is more than flakelab keeps in flight ({MAX_JOBS}): each is a process group its warden must be able to sweep"
+            )),
+            n => Ok(n),
+        },
     )?;
 
     let confidence = pick(
@@ -983,6 +980,13 @@ mod tests {
                     ..RunFlags::default()
                 },
                 "invalid --jobs `0`",
+            ),
+            (
+                RunFlags {
+                    jobs: Some(MAX_JOBS + 1),
+                    ..RunFlags::default()
+                },
+                "invalid --jobs `4097`",
             ),
             (
                 RunFlags {

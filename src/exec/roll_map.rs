@@ -36,6 +36,8 @@ pub(super) const MARKER: usize = 8;
 pub(super) const MARKER_MAX: usize = SLOT - MARKER;
 /// Slots the mapping has room for: 1 MiB of address space, of which only
 /// the pages the file has grown to exist (a page holds 16 slots).
+/// `config::MAX_JOBS` is kept at most this: a session never has more runs
+/// in flight than the roll holds.
 pub(super) const SLOTS_MAX: usize = 4096;
 const PAGE: usize = 4096;
 
