@@ -156,6 +156,7 @@ fn main() {
             &store,
             std::slice::from_ref(&reports),
             &recorded,
+            &flakelab::redact::Redaction::default(),
         )
         .unwrap();
         assert_eq!(s.recorded, FILES as u64);

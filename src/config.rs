@@ -545,12 +545,14 @@ pub fn resolve_run_with(
         &JOBS,
         defaulted(jobs, DEFAULT_JOBS),
         usize::to_string,
-        |n| match *n {
+        |n| {
+            match *n {
             0 => Err("0 runs at once would run nothing".into()),
             n if n > MAX_JOBS => Err(format!(
                 "{n} runs at once is more than flakelab keeps in flight ({MAX_JOBS}): each is a process group its warden must be able to sweep"
             )),
             n => Ok(n),
+        }
         },
     )?;
 

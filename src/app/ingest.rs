@@ -7,6 +7,7 @@ use crate::cli::{ContextFlags, IngestArgs};
 use crate::error::{Error, Result, EXIT_OK, EXIT_USAGE};
 use crate::history::context::{self, Overrides};
 use crate::history::ingest::ingest_reports;
+use crate::redact::Redaction;
 use crate::report::text::one_line;
 use crate::store::Store;
 
@@ -45,7 +46,12 @@ pub(super) fn ingest_cmd(args: &IngestArgs) -> Result<i32> {
     let env = |k: &str| std::env::var(k).ok();
     let recorded = context::detect(&env, (std::env::consts::OS, std::env::consts::ARCH), &flags);
     let store = Store::open(&history_store(&args.store.store))?;
-    let summary = ingest_reports(&store, &args.reports, &recorded)?;
+    // Masked as a run's records are: the project's extra names, and the
+    // credentials in flakelab's own environment wherever they appear.
+    let dir = std::env::current_dir()
+        .map_err(|e| Error::store(".", e, "run flakelab from a directory that exists"))?;
+    let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
+    let summary = ingest_reports(&store, &args.reports, &recorded, &redaction)?;
     let line = format!(
         "ingested {} report(s), {} observation(s), context {}{}; {} already recorded (the same execution)",
         summary.recorded,

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::history::context::Recorded;
 use crate::history::{identity, Observation, ReportRecord, REPORT_SCHEMA};
+use crate::redact::{Redaction, REDACTED};
 
 /// Where ingested reports are recorded: the store's history file.
 pub trait Sink {
@@ -50,12 +51,17 @@ pub struct IngestSummary {
 /// Ingests every report `inputs` names into `store`'s history with
 /// `recorded`'s context and provenance. A report that cannot be read is
 /// listed in [`IngestSummary::unreadable`] and the rest go on; an input
-/// that names nothing is an error (before anything is written).
+/// that names nothing is an error (before anything is written). What is
+/// recorded is masked by `redaction` as a run's records are (context and
+/// provenance values, paths, test ids and files, reasons); a report's
+/// identity key is taken before, so it does not change with the masking.
 pub fn ingest_reports(
     store: &impl Sink,
     inputs: &[PathBuf],
     recorded: &Recorded,
+    redaction: &Redaction,
 ) -> Result<IngestSummary> {
+    let masked = masked(recorded, redaction);
     let mut files = Vec::new();
     for input in inputs {
         let found = expand(input)?;
@@ -98,16 +104,24 @@ pub fn ingest_reports(
             summary.duplicates += 1;
             continue;
         }
+        let text = |t: &str| redaction.text(t).into_owned();
+        let obs: Vec<Observation> = (obs.into_iter())
+            .map(|mut o| {
+                o.test = text(&o.test);
+                o.file = o.file.as_deref().map(text);
+                o
+            })
+            .collect();
         let report = ReportRecord {
             schema: REPORT_SCHEMA.to_string(),
             key: key.clone(),
-            context: recorded.context.clone(),
-            commit: recorded.commit.clone(),
-            provenance: recorded.provenance.clone(),
-            path: shown,
+            context: masked.context.clone(),
+            commit: masked.commit.clone(),
+            provenance: masked.provenance.clone(),
+            path: text(&shown),
             digest,
             n: obs.len() as u64,
-            infra,
+            infra: infra.iter().map(|i| text(i)).collect(),
         };
         store.append(&report, &obs)?;
         heads.push(identity::Head::of(&report));
@@ -119,6 +133,34 @@ pub fn ingest_reports(
     }
     summary.indistinct_legs = identity::indistinct_legs(&heads);
     Ok(summary)
+}
+
+/// `recorded` as it is stored: a context value under a credential-like
+/// name replaced, credential values masked in every value.
+fn masked(recorded: &Recorded, redaction: &Redaction) -> Recorded {
+    let text = |t: &str| redaction.text(t).into_owned();
+    let opt = |t: &Option<String>| t.as_deref().map(text);
+    let context = (recorded.context.iter())
+        .map(|(k, v)| {
+            let v = if redaction.is_secret(k) {
+                REDACTED.to_string()
+            } else {
+                text(v)
+            };
+            (text(k), v)
+        })
+        .collect();
+    let p = &recorded.provenance;
+    let mut provenance = p.clone();
+    provenance.provider = opt(&p.provider);
+    provenance.run = opt(&p.run);
+    provenance.job = opt(&p.job);
+    provenance.attempt = opt(&p.attempt);
+    Recorded {
+        context,
+        commit: opt(&recorded.commit),
+        provenance,
+    }
 }
 
 /// `sha256:HEX` of the file's bytes as far as they can be read (a report

@@ -534,3 +534,50 @@ fn a_second_session_of_one_id_in_one_store_is_refused_while_the_first_runs() {
     assert_eq!(third.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&third.stderr).contains("already holds session same"));
 }
+
+#[test]
+fn ingest_masks_credentials_as_a_run_does() {
+    let lab = Lab::new();
+    let secret = "s3cr3t-1n-th3-3nv";
+    let report = lab.path().join("report.xml");
+    std::fs::write(
+        &report,
+        format!(
+            r#"<testsuite name="s" tests="1"><testcase classname="c" name="token {secret}" file="t/{secret}.py"/></testsuite>"#
+        ),
+    )
+    .unwrap();
+    let ingest = |extra: &[&str]| {
+        lab.cmd()
+            .env("DEPLOY_TOKEN", secret)
+            .args(["ingest", "--no-detect", "--commit", "c1"])
+            .args(extra)
+            .arg(&report)
+            .output()
+            .unwrap()
+    };
+    let out = ingest(&["--context", "api_key=plain-value", "--run-id", secret]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: String = files(&lab.store())
+        .iter()
+        .map(|f| String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned())
+        .collect();
+    // The report was recorded, its test under a masked id, the credential
+    // nowhere, the credential-named context value replaced.
+    assert!(written.contains("token <redacted>"), "{written}");
+    assert!(!written.contains(secret), "{written}");
+    assert!(!written.contains("plain-value"), "{written}");
+    // The masking does not change the report's identity: ingested again, it
+    // is the same execution.
+    let again = ingest(&["--context", "api_key=plain-value", "--run-id", secret]);
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("1 already recorded"),
+        "{}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+}
