@@ -10,6 +10,10 @@
 //! stop. The lock file of a killed session stays behind (it is empty and
 //! harmless); the next session never reuses it, since ids are unique.
 //!
+//! The lock file holds a small reserve of disk space while the session
+//! runs, given back just before the end record is written: a session that
+//! a full disk stops still records that it stopped, and why.
+//!
 //! This module owns the `running/` directory; the end records go through
 //! [`Store::append_session_end`] like every other record.
 
@@ -24,6 +28,10 @@ use crate::store::Store;
 
 /// Directory (under the store) of the running sessions' lock files.
 pub const RUNNING_DIR: &str = "running";
+
+/// Bytes a running session's lock file holds in reserve for its end record
+/// (which is well under 1 KiB).
+const RESERVE: usize = 16 * 1024;
 
 /// What a reader can tell about a recorded session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -81,12 +89,18 @@ impl Running {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(|e| Error::store_io(dir, &e, hint))?;
         }
-        OpenOptions::new()
+        let mut reserve = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
             .open(&path)
             .map_err(|e| Error::store_io(&path, &e, hint))?;
+        // Written, not just sized: a sparse file reserves nothing. A disk
+        // too full for it is named before the session starts.
+        std::io::Write::write_all(&mut reserve, &[0; RESERVE])
+            .and_then(|()| reserve.sync_all())
+            .map_err(|e| Error::store_io(&path, &e, hint))?;
+        drop(reserve);
         // Held open read-only: a file open for writing would keep the
         // store's filesystem from being remounted read-only.
         let file = File::open(&path).map_err(|e| Error::store_io(&path, &e, hint))?;
@@ -130,12 +144,27 @@ impl Running {
             true => SessionStop::Interrupted,
             false => SessionStop::Finished,
         };
-        self.record(how)
+        self.record(how, None)
+    }
+
+    /// Records that an error stopped the session, with the error, then
+    /// releases and removes the lock. A store that cannot take the record
+    /// reads "no stop" later; the caller reports the error either way.
+    pub fn fail(mut self, why: &Error) {
+        self.ended = true;
+        // The error's first line: what happened, not the hint.
+        let text = why.to_string();
+        let what = text.lines().next().unwrap_or_default().to_string();
+        let _ = self.record(SessionStop::Failed, Some(what));
     }
 
     /// Appends the end record, then removes the lock file. The record comes
     /// first: a reader never sees neither.
-    fn record(&self, how: SessionStop) -> Result<()> {
+    fn record(&self, how: SessionStop, reason: Option<String>) -> Result<()> {
+        // The reserve given back first, so the record fits on a full disk.
+        if let Ok(file) = OpenOptions::new().write(true).open(&self.path) {
+            let _ = file.set_len(0);
+        }
         let record = SessionEndRecord {
             schema: SESSION_END_SCHEMA.into(),
             session: self.session.clone(),
@@ -144,6 +173,7 @@ impl Running {
                 .map(|t| t.to_string())
                 .unwrap_or_default(),
             how,
+            reason,
         };
         self.store.append_session_end(&record)?;
         // A leftover lock file is harmless: the end record decides.
@@ -157,7 +187,7 @@ impl Drop for Running {
         if !self.ended {
             // The error that unwound the session is reported by its caller;
             // a store that cannot take this record either reads "no stop".
-            let _ = self.record(SessionStop::Failed);
+            let _ = self.record(SessionStop::Failed, None);
         }
     }
 }

@@ -78,6 +78,9 @@ pub struct SessionEndRecord {
     pub ended_at: String,
     /// How the session stopped.
     pub how: SessionStop,
+    /// What stopped a failed session (the error, as it was reported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// How one run ended, as counted by the statistics.

@@ -309,6 +309,9 @@ pub struct Report {
     /// no harness holding it: killed). Absent when not read from a store.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_end: Option<&'static str>,
+    /// What stopped a `failed` session, as its end record says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
     /// The cells, in plan order (baseline first).
     pub cells: Vec<CellReport>,
     /// `--confirm K`: each distinct failing run replayed K times.
@@ -571,6 +574,7 @@ fn finish_report(
         partial: recorded < planned,
         skipped_lines: load.skipped_lines,
         session_end: None,
+        stop_reason: None,
         cells,
         confirmations: Vec::new(),
         design: None,

@@ -128,8 +128,12 @@ pub fn notes(report: &Report) -> Vec<String> {
             report.recorded, report.planned
         )),
         Some("failed") if report.partial => out.push(format!(
-            "partial session: {} of {} planned runs were recorded (an error stopped it)",
-            report.recorded, report.planned
+            "partial session: {} of {} planned runs were recorded (an error stopped it{})",
+            report.recorded,
+            report.planned,
+            (report.stop_reason.as_deref())
+                .map(|r| format!(": {}", crate::report::text::one_line(r)))
+                .unwrap_or_default()
         )),
         _ if report.partial => out.push(format!(
             "partial session: {} of {} planned runs were recorded ({})",

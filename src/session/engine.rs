@@ -180,52 +180,64 @@ pub async fn run_session_looking(
             "give each shard its own store (--store DIR) and merge them with `flakelab merge`; a new session needs another --session-id",
         ));
     }
-    settings.store.append_session(&session)?;
-
     let kept = Kept::default();
-    // One display for the whole session, however many blocks it runs in.
-    // The recorded (redacted) cell names: a cell's name can hold a value.
-    let mut progress = Progress::new(planned(settings, &plan, &session.cells), settings.jobs);
-    let progress = &mut progress;
-    let interrupted = match on_block.as_mut() {
-        None => {
-            execute(
-                settings,
-                &session,
-                plan.iter().filter(|r| owns(settings, r.replicate)),
-                &cell_records,
-                stop.clone(),
-                &kept,
-                progress,
-            )
-            .await?
-        }
-        Some(look) => {
-            let mut interrupted = false;
-            for replicate in (0..settings.runs).filter(|&r| owns(settings, r)) {
-                let block = plan.block(replicate);
-                interrupted = execute(
+    let runs = async {
+        settings.store.append_session(&session)?;
+
+        // One display for the whole session, however many blocks it runs in.
+        // The recorded (redacted) cell names: a cell's name can hold a value.
+        let mut progress = Progress::new(planned(settings, &plan, &session.cells), settings.jobs);
+        let progress = &mut progress;
+        let interrupted = match on_block.as_mut() {
+            None => {
+                execute(
                     settings,
                     &session,
-                    block,
+                    plan.iter().filter(|r| owns(settings, r.replicate)),
                     &cell_records,
                     stop.clone(),
                     &kept,
                     progress,
                 )
-                .await?;
-                if interrupted {
-                    break;
-                }
-                let (runs, _) = settings.store.runs_of(&session_id)?;
-                if look(&runs) {
-                    break;
-                }
+                .await?
             }
-            interrupted
+            Some(look) => {
+                let mut interrupted = false;
+                for replicate in (0..settings.runs).filter(|&r| owns(settings, r)) {
+                    let block = plan.block(replicate);
+                    interrupted = execute(
+                        settings,
+                        &session,
+                        block,
+                        &cell_records,
+                        stop.clone(),
+                        &kept,
+                        progress,
+                    )
+                    .await?;
+                    if interrupted {
+                        break;
+                    }
+                    let (runs, _) = settings.store.runs_of(&session_id)?;
+                    if look(&runs) {
+                        break;
+                    }
+                }
+                interrupted
+            }
+        };
+        progress.finish();
+        Ok(interrupted)
+    };
+    let interrupted = match runs.await {
+        Ok(interrupted) => interrupted,
+        Err(e) => {
+            // Why it stopped is recorded with its stop (a full disk reads
+            // as a full disk, not as a killed harness).
+            running.fail(&e);
+            return Err(e);
         }
     };
-    progress.finish();
     running.end(interrupted)?;
     Ok(Some(SessionDone {
         session,

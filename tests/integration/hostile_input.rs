@@ -581,3 +581,47 @@ fn ingest_masks_credentials_as_a_run_does() {
         String::from_utf8_lossy(&again.stdout)
     );
 }
+
+#[test]
+fn a_session_a_full_disk_stops_is_reported_stopped_by_a_full_disk() {
+    // A store on a 400 KiB filesystem of its own (a tmpfs in a mount
+    // namespace, gone with it), filled by the runs' logs.
+    let usable = super::sh_ok("unshare -rm sh -c 'mount -t tmpfs -o size=64k t /mnt'");
+    if !super::capable("a tmpfs in a user mount namespace", usable) {
+        return;
+    }
+    let lab = Lab::new();
+    std::fs::create_dir(lab.path().join("small")).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=400k t small || exit 99
+         {bin} run --store small/st -n 40 -- sh -c 'head -c 60000 /dev/zero | tr \"\\0\" x' >/dev/null 2>run.err
+         echo $? > run.code
+         {bin} report --store small/st --format json > report.json",
+        bin = super::bin().display()
+    );
+    let mut unshare = std::process::Command::new("unshare");
+    super::scrub(&mut unshare);
+    let out = (unshare.current_dir(lab.path()))
+        .args(["-rm", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |name: &str| std::fs::read_to_string(lab.path().join(name)).unwrap();
+    // The session stops with the full disk named, and its report says so
+    // later, not that the harness was killed.
+    assert_eq!(read("run.code").trim(), "2");
+    assert!(read("run.err").contains("the filesystem holding the store is full"));
+    let report: serde_json::Value = serde_json::from_str(&read("report.json")).unwrap();
+    assert_eq!(report["session_end"], "failed", "{report}");
+    assert!(
+        (report["stop_reason"].as_str().unwrap_or_default())
+            .contains("the filesystem holding the store is full"),
+        "{report}"
+    );
+    let recorded = report["recorded"].as_u64().unwrap();
+    assert!(recorded > 0 && recorded < 40, "{recorded}");
+}
