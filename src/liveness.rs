@@ -7,8 +7,8 @@
 //! OOM killer), so a reader tells the three states apart without trusting
 //! pids or clocks: an end record means the session stopped; no end record
 //! and a held lock mean it is running; neither means it ended without a
-//! stop. The lock file of a killed session stays behind (it is empty and
-//! harmless); the next session never reuses it, since ids are unique.
+//! stop. The lock file of a killed session stays behind (it holds only
+//! the reserve below); the next session never reuses it, since ids are unique.
 //!
 //! The lock file holds a small reserve of disk space while the session
 //! runs, given back just before the end record is written: a session that
