@@ -589,6 +589,69 @@ mod tests {
     }
 
     #[test]
+    fn a_clock_start_reaches_the_mechanism_as_a_utc_instant_and_the_zone_is_judged_there() {
+        let catalog = Catalog::load(None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("libfaketime.so.1");
+        std::fs::write(&lib, b"").unwrap();
+        let mut host = HostFacts::detect();
+        host.faketime_override = Some(lib);
+        host.tz = Some("Asia/Tokyo".into());
+        let leap = prepare(
+            &catalog.cell("cal-leap-day").unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap();
+        // 29 February 2028, 23:59:58 in Berlin, whatever the host's zone.
+        assert_eq!(leap.set["FAKETIME"], "@1835477998");
+        assert_eq!(leap.set["FAKETIME_FMT"], "%s");
+        assert_eq!(leap.set["TZ"], "Europe/Berlin");
+        assert_eq!(leap.probes[0].argv, ["date", "+%s %z"]);
+        assert!(
+            matches!(&leap.probes[0].expect, Expect::Offset { zone, .. } if zone == "Europe/Berlin")
+        );
+        assert_eq!(
+            leap.probes[1].expect,
+            Expect::ClockAt {
+                epoch: 1_835_477_998
+            }
+        );
+        // Without a tz= the start is local to the host's zone.
+        let tokyo = prepare(
+            &catalog.cell("faketime=@2028-02-29 23:59:58").unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(tokyo.set["FAKETIME"], "@1835449198");
+        // A relative shift stays a shift.
+        let shift = prepare(
+            &catalog.cell("faketime=+200d+tz=Europe/Berlin").unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(shift.set["FAKETIME"], "+17280000");
+        assert!(!shift.set.contains_key("FAKETIME_FMT"));
+        // A local time the zone repeats names no one instant.
+        let err = prepare(
+            &catalog
+                .cell("tz=Europe/Berlin+faketime=@2027-10-31 02:30:00")
+                .unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("happens twice"), "{err}");
+    }
+
+    #[test]
     fn an_unknown_zone_is_refused_before_anything_runs() {
         let catalog = Catalog::load(None).unwrap();
         let cell = catalog.cell("tz=Mars/Olympus_Mons").unwrap();
