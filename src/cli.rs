@@ -439,7 +439,8 @@ pub struct SessionFlags {
 /// `flakelab run`.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Add every cell of a declared matrix (e.g. `standard`). Repeatable.
+    /// Add every cell of a declared matrix (e.g. `standard`; `calendar`:
+    /// zones and clock starts at calendar edges). Repeatable.
     /// Without -p or --matrix, the matrices come from FLAKELAB_MATRIX
     /// (comma-separated) or `[run] matrix` in flakelab.toml [default: none,
     /// the baseline alone].

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use perturbation::{Kind, KindInfo, KINDS};
+pub use perturbation::{Composed, Kind, KindInfo, KINDS};
 
 use crate::error::{Error, Result};
 
@@ -33,6 +33,10 @@ const EMBEDDED: &[(&str, &str)] = &[
     (
         "perturbations/kernel.toml",
         include_str!("../../perturbations/kernel.toml"),
+    ),
+    (
+        "perturbations/calendar.toml",
+        include_str!("../../perturbations/calendar.toml"),
     ),
     (
         "perturbations/runner.toml",
@@ -54,8 +58,8 @@ pub struct Declared {
     pub summary: String,
     /// The flake class it helps settle.
     pub settles: String,
-    /// The perturbation itself.
-    pub perturb: Kind,
+    /// The perturbation itself: one kind, or several applied together.
+    pub perturb: Composed,
     /// The file it came from (filled in on load).
     #[serde(skip_deserializing, default)]
     pub source: String,
@@ -244,13 +248,14 @@ impl Catalog {
         let mut perturbations = Vec::new();
         for item in perturbation::split_cell(spec, |n| self.declared(n).is_some()) {
             if let Some(d) = self.declared(item) {
-                perturbations.push(d.perturb.clone());
+                perturbations.extend(d.perturb.0.iter().cloned());
             } else if let Some(kind) = Kind::parse(item)? {
                 perturbations.push(kind);
             } else {
                 return Err(self.unknown(item));
             }
         }
+        perturbation::check_composition(&perturbations)?;
         Ok(Cell {
             name: spec.to_string(),
             perturbations,
@@ -386,6 +391,61 @@ perturb = { kind = "env", set = { DEBUG = "1" } }
         let err = Catalog::load(Some(dir.path())).unwrap_err().to_string();
         assert!(err.contains("matrix `mine`"), "{err}");
         assert!(err.contains("tz-nowhere"), "{err}");
+    }
+
+    #[test]
+    fn a_composed_perturbation_is_a_list_and_its_cell_has_every_kind() {
+        let c = Catalog::load(None).unwrap();
+        let leap = c.cell("cal-leap-day").unwrap();
+        assert_eq!(
+            leap.canonical(),
+            ["tz=Europe/Berlin", "faketime=@2028-02-29 23:59:58"]
+        );
+        assert_eq!(
+            c.declared("cal-leap-day").unwrap().perturb.name(),
+            "tz+faketime"
+        );
+        let calendar = c.matrix("calendar").expect("calendar matrix");
+        assert_eq!(calendar.cells.len(), 5);
+        for spec in &calendar.cells {
+            let cell = c.cell(spec).unwrap();
+            assert_eq!(cell.perturbations.len(), 2, "{spec}");
+        }
+        let mut own = Catalog::load(None).unwrap();
+        own.add_text(
+            "mine.toml",
+            "[[perturbation]]\nname = \"dst-paris\"\nsummary = \"s\"\nsettles = \"clock and zone\"\nperturb = [{ kind = \"tz\", zone = \"Europe/Paris\" }, { kind = \"faketime\", clock = \"@dst-3s\" }]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            own.cell("dst-paris").unwrap().canonical(),
+            ["tz=Europe/Paris", "faketime=@dst-3s"]
+        );
+        // A typo inside the list is named.
+        let err = Catalog::default()
+            .add_text(
+                "bad.toml",
+                "[[perturbation]]\nname = \"x\"\nsummary = \"s\"\nsettles = \"s\"\nperturb = [{ kind = \"tz\", zon = \"UTC\" }]\n",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("zon"), "{err}");
+    }
+
+    #[test]
+    fn a_start_before_the_dst_change_needs_the_zone_in_its_cell() {
+        let c = Catalog::load(None).unwrap();
+        let err = c.cell("faketime=@dst-5s").unwrap_err();
+        assert!(err.contains("needs tz=ZONE in the same cell"), "{err}");
+        assert!(c.cell("faketime=@dst-5s+tz=Europe/Berlin").is_ok());
+        let err = Catalog::default()
+            .add_text(
+                "bad.toml",
+                "[[perturbation]]\nname = \"x\"\nsummary = \"s\"\nsettles = \"s\"\nperturb = { kind = \"faketime\", clock = \"@dst-5s\" }\n",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("needs tz=ZONE"), "{err}");
     }
 
     #[test]

@@ -76,6 +76,90 @@ pub enum Kind {
     },
 }
 
+/// What a declared perturbation applies: one kind, or several together (a
+/// composition, such as a zone and a clock start: the calendar edges). In
+/// TOML, `perturb = { kind = "tz", … }` or
+/// `perturb = [{ kind = "tz", … }, { kind = "faketime", … }]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Composed(pub Vec<Kind>);
+
+impl Composed {
+    /// The kinds' names, joined by `+`.
+    pub fn name(&self) -> String {
+        let names: Vec<&str> = self.0.iter().map(Kind::name).collect();
+        names.join("+")
+    }
+
+    /// Checks each kind's values and that they compose
+    /// ([`check_composition`]).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.0.is_empty() {
+            return Err("an empty list: give at least one { kind = … }".into());
+        }
+        self.0.iter().try_for_each(Kind::validate)?;
+        check_composition(&self.0)
+    }
+}
+
+impl fmt::Display for Composed {
+    /// The cell spec: each kind's `kind=value`, joined by `+`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(Kind::to_string).collect();
+        write!(f, "{}", parts.join("+"))
+    }
+}
+
+impl Serialize for Composed {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0.as_slice() {
+            [one] => one.serialize(s),
+            many => many.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Composed {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct OneOrMany;
+        impl<'de> serde::de::Visitor<'de> for OneOrMany {
+            type Value = Composed;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a table { kind = … } or a list of them")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Composed, A::Error> {
+                let one = Kind::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(Composed(vec![one]))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Composed, A::Error> {
+                Vec::<Kind>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(Composed)
+            }
+        }
+        d.deserialize_any(OneOrMany)
+    }
+}
+
+/// Checks that the perturbations of one cell compose: a clock start
+/// before the next daylight-saving change (`faketime=@dst-5s`) needs the
+/// zone whose change it is (`tz=ZONE`) in the same cell.
+pub fn check_composition(kinds: &[Kind]) -> Result<(), String> {
+    let has_zone = kinds.iter().any(|k| matches!(k, Kind::Tz { .. }));
+    for kind in kinds {
+        if let Kind::Faketime { clock } = kind {
+            let before_dst = matches!(
+                values::parse_clock_shift(clock),
+                Ok(values::ClockShift::BeforeDst { .. })
+            );
+            if before_dst && !has_zone {
+                return Err(format!(
+                    "`{kind}` needs tz=ZONE in the same cell: the daylight-saving change is the zone's (e.g. tz=America/New_York+{kind})"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A kind this build knows: its name, the syntax of its value, and whether
 /// it may be written bare (a documented default value).
 #[derive(Debug, Clone, Copy)]
@@ -107,7 +191,7 @@ pub const KINDS: &[KindInfo] = &[
     },
     KindInfo {
         name: "faketime",
-        syntax: "faketime=+365d | -30d | +90m | +2h | +1y | @YYYY-MM-DD HH:MM:SS (libfaketime)",
+        syntax: "faketime=+365d | -30d | +90m | +2h | +1y | @YYYY-MM-DD HH:MM:SS (local to the cell's zone) | @YYYY-MM-DDTHH:MM:SSZ (UTC) | @dst-5s (before the next daylight-saving change of the cell's tz=)",
         bare: false,
     },
     KindInfo {

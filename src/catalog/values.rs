@@ -1,5 +1,6 @@
 //! Value grammars of the kernel-level kinds (pure parsing):
-//! `faketime=+365d` / `faketime=@2027-06-30 12:00:00`, `cpu-stress=2x` /
+//! `faketime=+365d` / `faketime=@2027-06-30 12:00:00` /
+//! `faketime=@2028-02-29T22:59:58Z` / `faketime=@dst-5s`, `cpu-stress=2x` /
 //! `cpu-stress=3`, `rlimit=nofile:64`.
 
 use std::fmt;
@@ -17,7 +18,32 @@ pub enum ClockShift {
         /// The start, in the child's local zone.
         at: jiff::civil::DateTime,
     },
+    /// Start the clock at this instant (`@2028-02-29T22:59:58Z`): what a
+    /// local start or a [`ClockShift::BeforeDst`] becomes once its zone is
+    /// known (`perturb::calendar`), the only absolute form a clock
+    /// mechanism is given.
+    Instant {
+        /// The start.
+        at: jiff::Timestamp,
+    },
+    /// Start the clock this many seconds before the next change of the
+    /// cell's zone's UTC offset (`@dst-5s`): turned into an
+    /// [`ClockShift::Instant`] when the session is planned, so that the
+    /// record and the repro line carry the instant.
+    BeforeDst {
+        /// Seconds before the change (at least 1).
+        seconds: i64,
+    },
 }
+
+/// The `faketime=@dst-…` prefix: before the next daylight-saving change.
+pub const BEFORE_DST: &str = "dst-";
+
+/// The libfaketime variable and value that make it read an
+/// [`ClockShift::Instant`]'s `@<epoch seconds>` as epoch seconds. Without
+/// it libfaketime reads `@YYYY-MM-DD HH:MM:SS` with `mktime` in the
+/// child's `TZ` (and picks one of the two readings of a repeated hour).
+pub const FAKETIME_FMT_EPOCH: (&str, &str) = ("FAKETIME_FMT", "%s");
 
 /// The smallest relative shift accepted: the probe's tolerance must be able
 /// to tell a shifted clock from an unshifted one.
@@ -30,6 +56,18 @@ pub fn parse_clock_shift(text: &str) -> Result<ClockShift, String> {
         return Ok(ClockShift::Relative { seconds: 0 });
     }
     if let Some(rest) = text.strip_prefix('@') {
+        if let Some(before) = rest.strip_prefix(BEFORE_DST) {
+            let seconds = parse_seconds(before).filter(|s| *s >= 1).ok_or_else(|| {
+                format!("faketime `{text}`: write @dst-5s (a whole number of seconds, minutes or hours, s, m or h, before the next daylight-saving change of the cell's zone)")
+            })?;
+            return Ok(ClockShift::BeforeDst { seconds });
+        }
+        if rest.contains('T') {
+            let at: jiff::Timestamp = rest.trim().parse().map_err(|e| {
+                format!("faketime `{text}`: expected an instant @YYYY-MM-DDTHH:MM:SSZ ({e})")
+            })?;
+            return Ok(ClockShift::Instant { at });
+        }
         let at: jiff::civil::DateTime = rest
             .trim()
             .parse()
@@ -41,7 +79,7 @@ pub fn parse_clock_shift(text: &str) -> Result<ClockShift, String> {
         Some('-') => -1,
         _ => {
             return Err(format!(
-                "faketime `{text}`: write a signed shift such as +365d, -30d, +90m, +2h, +1y, or an absolute start @2027-06-30 12:00:00"
+                "faketime `{text}`: write a signed shift such as +365d, -30d, +90m, +2h, +1y, or an absolute start @2027-06-30 12:00:00 (local), @2027-06-30T10:00:00Z (UTC) or @dst-5s"
             ))
         }
     };
@@ -82,12 +120,35 @@ pub fn parse_clock_shift(text: &str) -> Result<ClockShift, String> {
     Ok(ClockShift::Relative { seconds })
 }
 
+/// `5s`, `2m`, `1h` (or bare seconds) as seconds.
+fn parse_seconds(text: &str) -> Option<i64> {
+    let (digits, per) = match text.char_indices().last()? {
+        (i, 's') => (&text[..i], 1),
+        (i, 'm') => (&text[..i], 60),
+        (i, 'h') => (&text[..i], 3600),
+        _ => (text, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<i64>().ok()?.checked_mul(per)
+}
+
+/// An instant as written in a `faketime=@…` value: `2028-02-29T22:59:58Z`.
+pub fn instant_text(at: jiff::Timestamp) -> String {
+    at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
 impl ClockShift {
-    /// The value of libfaketime's `FAKETIME` variable.
+    /// The value of libfaketime's `FAKETIME` variable. An
+    /// [`ClockShift::Instant`] is `@<epoch seconds>`, read as such only
+    /// with [`FAKETIME_FMT_EPOCH`] set beside it.
     pub fn faketime_value(&self) -> String {
         match self {
             ClockShift::Relative { seconds } => format!("{seconds:+}"),
             ClockShift::Absolute { at } => format!("@{}", at.strftime("%Y-%m-%d %H:%M:%S")),
+            ClockShift::Instant { at } => format!("@{}", at.as_second()),
+            ClockShift::BeforeDst { seconds } => format!("@{BEFORE_DST}{seconds}s"),
         }
     }
 }
@@ -234,7 +295,34 @@ mod tests {
         );
         let abs = parse_clock_shift("@2027-06-30 12:00:00").unwrap();
         assert_eq!(abs.faketime_value(), "@2027-06-30 12:00:00");
-        for bad in ["365d", "+d", "+5w", "+30s", "@tomorrow", ""] {
+        let instant = parse_clock_shift("@2028-02-29T22:59:58Z").unwrap();
+        assert_eq!(instant.faketime_value(), "@1835477998");
+        let ClockShift::Instant { at } = instant else {
+            panic!("{instant:?}")
+        };
+        assert_eq!(instant_text(at), "2028-02-29T22:59:58Z");
+        assert_eq!(
+            parse_clock_shift("@dst-5s").unwrap(),
+            ClockShift::BeforeDst { seconds: 5 }
+        );
+        assert_eq!(
+            parse_clock_shift("@dst-2m").unwrap(),
+            ClockShift::BeforeDst { seconds: 120 }
+        );
+        for bad in [
+            "365d",
+            "+d",
+            "+5w",
+            "+30s",
+            "@tomorrow",
+            "",
+            "@dst",
+            "@dst-",
+            "@dst-0s",
+            "@dst-5w",
+            "@dst--5s",
+            "@2028-02-30T00:00:00Z",
+        ] {
             assert!(parse_clock_shift(bad).is_err(), "{bad}");
         }
     }

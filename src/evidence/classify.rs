@@ -226,7 +226,9 @@ fn forward(clock: &str, start: Option<jiff::Timestamp>) -> bool {
                 .datetime()
                 .saturating_add(jiff::SignedDuration::from_hours(14))
         }),
-        Err(_) => false,
+        Ok(ClockShift::Instant { at }) => start.is_some_and(|s| at > s),
+        // Resolved to an instant when planned; never recorded unresolved.
+        Ok(ClockShift::BeforeDst { .. }) | Err(_) => false,
     }
 }
 

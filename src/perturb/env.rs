@@ -13,9 +13,10 @@ pub fn zoneinfo_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/share/zoneinfo"))
 }
 
-/// Checks that `zone` names a TZif file in `zoneinfo` and returns its UTC
-/// offset now, formatted as `date +%z` prints it (`+0545`).
-pub fn check_zone(zone: &str, zoneinfo: &Path) -> Result<String> {
+/// Checks that `zone` names a TZif file in `zoneinfo` and returns its
+/// rules, read from the file the child's C library reads (the offset the
+/// zone has at an instant: `perturb::calendar::offset_at`).
+pub fn load_zone(zone: &str, zoneinfo: &Path) -> Result<jiff::tz::TimeZone> {
     let unknown = |why: &str| {
         let mut hint = format!(
             "use a zone name from the zoneinfo database ({}), e.g. `Pacific/Kiritimati`; `ls {}` lists them",
@@ -40,11 +41,8 @@ pub fn check_zone(zone: &str, zoneinfo: &Path) -> Result<String> {
     if !bytes.starts_with(b"TZif") {
         return Err(unknown("the file is not a TZif zone"));
     }
-    let tz = jiff::tz::TimeZone::tzif(zone, &bytes)
-        .map_err(|e| unknown(&format!("the zone file does not parse ({e})")))?;
-    Ok(format_offset(
-        tz.to_offset(jiff::Timestamp::now()).seconds(),
-    ))
+    jiff::tz::TimeZone::tzif(zone, &bytes)
+        .map_err(|e| unknown(&format!("the zone file does not parse ({e})")))
 }
 
 /// Formats an offset in seconds as `+HHMM` / `-HHMM`.
@@ -144,19 +142,22 @@ mod tests {
     #[test]
     fn known_zones_give_their_offset() {
         let dir = zoneinfo_dir();
-        assert_eq!(check_zone("Asia/Kathmandu", &dir).unwrap(), "+0545");
-        assert_eq!(check_zone("Pacific/Kiritimati", &dir).unwrap(), "+1400");
-        assert_eq!(check_zone("UTC", &dir).unwrap(), "+0000");
+        let now = jiff::Timestamp::now();
+        let offset =
+            |zone: &str| format_offset(load_zone(zone, &dir).unwrap().to_offset(now).seconds());
+        assert_eq!(offset("Asia/Kathmandu"), "+0545");
+        assert_eq!(offset("Pacific/Kiritimati"), "+1400");
+        assert_eq!(offset("UTC"), "+0000");
     }
 
     #[test]
     fn unknown_zones_and_paths_are_refused_with_a_suggestion() {
         let dir = zoneinfo_dir();
-        let err = check_zone("kathmandu", &dir).unwrap_err().to_string();
+        let err = load_zone("kathmandu", &dir).unwrap_err().to_string();
         assert!(err.contains("did you mean `Asia/Kathmandu`"), "{err}");
-        assert!(check_zone("../../etc/passwd", &dir).is_err());
-        assert!(check_zone("/etc/passwd", &dir).is_err());
-        assert!(check_zone("Asia", &dir).is_err());
+        assert!(load_zone("../../etc/passwd", &dir).is_err());
+        assert!(load_zone("/etc/passwd", &dir).is_err());
+        assert!(load_zone("Asia", &dir).is_err());
     }
 
     #[test]
@@ -167,15 +168,15 @@ mod tests {
         let utc = std::fs::read(zoneinfo_dir().join("UTC")).unwrap();
         std::fs::write(dir.path().join("Asia/Kathmandu"), &utc).unwrap();
         std::fs::write(dir.path().join("Asia/notes.tab"), "x\n").unwrap();
-        let err = check_zone("zone1970.tab", dir.path())
+        let err = load_zone("zone1970.tab", dir.path())
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a TZif zone"), "{err}");
         assert!(!err.contains("did you mean"), "{err}");
         // A table under another directory is no suggestion either; a zone is.
-        let err = check_zone("notes.tab", dir.path()).unwrap_err().to_string();
+        let err = load_zone("notes.tab", dir.path()).unwrap_err().to_string();
         assert!(!err.contains("did you mean"), "{err}");
-        let err = check_zone("kathmandu", dir.path()).unwrap_err().to_string();
+        let err = load_zone("kathmandu", dir.path()).unwrap_err().to_string();
         assert!(err.contains("did you mean `Asia/Kathmandu`"), "{err}");
     }
 

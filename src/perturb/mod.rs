@@ -7,6 +7,7 @@
 //! probes are run by `exec` through the same launch path as the cell's runs;
 //! [`probe::judge`] reads what the child reported. Nothing here spawns.
 
+pub mod calendar;
 pub mod env;
 pub mod faketime;
 pub mod isolate;
@@ -202,6 +203,7 @@ pub fn prepare(
         argv
     };
     let mut clock: Option<(String, ClockShift)> = None;
+    let now = jiff::Timestamp::now();
     for kind in &cell.perturbations {
         let label = kind.recorded(redaction);
         if let Some(reason) = host.unsupported.get(kind.name()) {
@@ -209,14 +211,15 @@ pub fn prepare(
         }
         match kind {
             Kind::Tz { zone } => {
-                let offset = env::check_zone(zone, &host.zoneinfo)?;
+                let tz = env::load_zone(zone, &host.zoneinfo)?;
                 out.claim(&label, "TZ", Some(zone))?;
                 out.probes.push(Probe {
                     perturbation: label,
-                    argv: vec!["date".into(), "+%z".into()],
+                    // One clock read: the offset at the instant the child sees.
+                    argv: vec!["date".into(), "+%s %z".into()],
                     expect: Expect::Offset {
                         zone: zone.clone(),
-                        offset,
+                        tz,
                     },
                 });
             }
@@ -259,6 +262,15 @@ pub fn prepare(
             Kind::Faketime { clock: text } => {
                 let shift = values::parse_clock_shift(text)
                     .map_err(|m| Error::usage(m, "see `flakelab run --help`"))?;
+                // The mechanism is given a relative shift or a UTC instant.
+                let shift = match start_zone(cell, host)
+                    .and_then(|zone| {
+                        calendar::start_instant(&shift, zone.as_ref().map(|(n, tz)| (n.as_str(), tz)), now)
+                            .map_err(|m| Error::usage(format!("`{label}`: {m}"), "give a time that exists once in the zone, or a UTC instant @YYYY-MM-DDTHH:MM:SSZ"))
+                    })? {
+                    Some(at) => ClockShift::Instant { at },
+                    None => shift,
+                };
                 match faketime::locate(host.faketime_override.as_deref()) {
                     Ok(lib) => {
                         let preload = host.ld_preload.as_deref();
@@ -268,6 +280,10 @@ pub fn prepare(
                             faketime::child_env(&lib, &shift.faketime_value(), preload, options)
                         {
                             out.claim(&label, &k, Some(&v))?;
+                        }
+                        if let ClockShift::Instant { .. } = shift {
+                            let (k, v) = values::FAKETIME_FMT_EPOCH;
+                            out.claim(&label, k, Some(v))?;
                         }
                         if let Some((r, f)) = needs {
                             let set: Vec<String> =
@@ -436,22 +452,14 @@ pub fn prepare(
     if let Some((label, shift)) = clock {
         let expect = match shift {
             ClockShift::Relative { seconds } => Expect::ClockShift { seconds },
-            ClockShift::Absolute { at } => {
-                let zone = out.set.get("TZ").cloned().or_else(|| host.tz.clone());
-                let tz = zone
-                    .and_then(|z| jiff::tz::TimeZone::get(&z).ok())
-                    .unwrap_or_else(jiff::tz::TimeZone::system);
-                let epoch = at
-                    .to_zoned(tz)
-                    .map_err(|e| {
-                        Error::usage(
-                            format!("`{label}`: {e}"),
-                            "give a time that exists in the zone",
-                        )
-                    })?
-                    .timestamp()
-                    .as_second();
-                Expect::ClockAt { epoch }
+            ClockShift::Instant { at } => Expect::ClockAt {
+                epoch: at.as_second(),
+            },
+            other => {
+                return Err(Error::harness(
+                    format!("`{label}`: {other:?} was not made an instant"),
+                    "report this as a bug",
+                ))
             }
         };
         out.probes.push(Probe {
@@ -461,6 +469,24 @@ pub fn prepare(
         });
     }
     Ok(out)
+}
+
+/// The zone a clock start in `cell` is local to: the cell's `tz=`, else
+/// the zone the host's processes are in (which the child inherits), with
+/// its rules; None when neither can be read (then only UTC instants and
+/// shifts can be given).
+fn start_zone(cell: &Cell, host: &HostFacts) -> Result<Option<(String, jiff::tz::TimeZone)>> {
+    if let Some(zone) = calendar::zone_of(cell) {
+        return Ok(Some((
+            zone.to_string(),
+            env::load_zone(zone, &host.zoneinfo)?,
+        )));
+    }
+    Ok(sham::host_zone(host).and_then(|zone| {
+        env::load_zone(&zone, &host.zoneinfo)
+            .ok()
+            .map(|tz| (zone, tz))
+    }))
 }
 
 #[cfg(test)]
@@ -560,6 +586,69 @@ mod tests {
             needs.notes,
             ["faketime=+365d: the pytest recipe sets FAKETIME_DONT_FAKE_MONOTONIC=1 for its runtime (measured to hang without it); this changes how the subject's time flows beyond the shift"]
         );
+    }
+
+    #[test]
+    fn a_clock_start_reaches_the_mechanism_as_a_utc_instant_and_the_zone_is_judged_there() {
+        let catalog = Catalog::load(None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("libfaketime.so.1");
+        std::fs::write(&lib, b"").unwrap();
+        let mut host = HostFacts::detect();
+        host.faketime_override = Some(lib);
+        host.tz = Some("Asia/Tokyo".into());
+        let leap = prepare(
+            &catalog.cell("cal-leap-day").unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap();
+        // 29 February 2028, 23:59:58 in Berlin, whatever the host's zone.
+        assert_eq!(leap.set["FAKETIME"], "@1835477998");
+        assert_eq!(leap.set["FAKETIME_FMT"], "%s");
+        assert_eq!(leap.set["TZ"], "Europe/Berlin");
+        assert_eq!(leap.probes[0].argv, ["date", "+%s %z"]);
+        assert!(
+            matches!(&leap.probes[0].expect, Expect::Offset { zone, .. } if zone == "Europe/Berlin")
+        );
+        assert_eq!(
+            leap.probes[1].expect,
+            Expect::ClockAt {
+                epoch: 1_835_477_998
+            }
+        );
+        // Without a tz= the start is local to the host's zone.
+        let tokyo = prepare(
+            &catalog.cell("faketime=@2028-02-29 23:59:58").unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(tokyo.set["FAKETIME"], "@1835449198");
+        // A relative shift stays a shift.
+        let shift = prepare(
+            &catalog.cell("faketime=+200d+tz=Europe/Berlin").unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(shift.set["FAKETIME"], "+17280000");
+        assert!(!shift.set.contains_key("FAKETIME_FMT"));
+        // A local time the zone repeats names no one instant.
+        let err = prepare(
+            &catalog
+                .cell("tz=Europe/Berlin+faketime=@2027-10-31 02:30:00")
+                .unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("happens twice"), "{err}");
     }
 
     #[test]

@@ -22,12 +22,13 @@ pub struct Probe {
 /// What a probe's output must show.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expect {
-    /// `date +%z` prints the zone's current offset.
+    /// `date '+%s %z'` prints the child's clock reading and the offset the
+    /// zone has at that instant (which may be a faked one).
     Offset {
         /// The zone.
         zone: String,
-        /// Its offset now, `+HHMM`.
-        offset: String,
+        /// Its rules, from the zoneinfo database the child reads.
+        tz: jiff::tz::TimeZone,
     },
     /// `locale` accepts the locale (no "Cannot set" complaint) and reports it.
     Locale {
@@ -187,18 +188,7 @@ pub fn judge(
         }
     }
     match &probe.expect {
-        Expect::Offset { zone, offset } => {
-            let seen = output.trim();
-            if seen == offset {
-                Ok(format!(
-                    "{what}: child's UTC offset is {seen}, as {zone} has now"
-                ))
-            } else {
-                Err(format!(
-                    "{what}: child's UTC offset is {seen}, expected {offset} for {zone}: the zone did not reach the child"
-                ))
-            }
-        }
+        Expect::Offset { zone, tz } => judge_offset(what, zone, tz, output, seen.real_now),
         Expect::Locale { locale } => {
             if let Some(line) = output.lines().find(|l| l.contains("Cannot set")) {
                 return Err(format!("{what}: the C library refused it: {}", line.trim()));
@@ -338,6 +328,49 @@ pub fn judge(
                 "{what}: the probe ended before its stress could be measured"
             )),
         },
+    }
+}
+
+/// The zone probe: the offset the child printed against the one `zone`
+/// has at the instant the child's clock read (its own, faked or not), so a
+/// zone composes with a shifted clock.
+fn judge_offset(
+    what: &str,
+    zone: &str,
+    tz: &jiff::tz::TimeZone,
+    output: &str,
+    real_now: i64,
+) -> Result<String, String> {
+    let (read, seen) = output
+        .trim()
+        .split_once(' ')
+        .and_then(|(s, z)| Some((s.parse::<i64>().ok()?, z)))
+        .ok_or_else(|| {
+            format!(
+                "{what}: `date '+%s %z'` printed {:?}, not a time and an offset",
+                excerpt(output)
+            )
+        })?;
+    let expected = super::calendar::offset_at(tz, read)
+        .ok_or_else(|| format!("{what}: the child's clock reads {read}, out of range"))?;
+    let when = if (read - real_now).abs() <= CLOCK_TOLERANCE_S {
+        "now".to_string()
+    } else {
+        format!(
+            "at {}, the instant the child's clock reads",
+            jiff::Timestamp::from_second(read)
+                .map(crate::catalog::values::instant_text)
+                .unwrap_or_else(|_| read.to_string())
+        )
+    };
+    if seen == expected {
+        Ok(format!(
+            "{what}: child's UTC offset is {seen}, as {zone} has {when}"
+        ))
+    } else {
+        Err(format!(
+            "{what}: child's UTC offset is {seen}, expected {expected} for {zone} {when}: the zone did not reach the child"
+        ))
     }
 }
 
@@ -599,23 +632,54 @@ mod tests {
         ProcessEnd::Exited { code: 0 }
     }
 
-    fn tz_probe() -> Probe {
+    fn tz_probe(zone: &str) -> Probe {
         Probe {
-            perturbation: "tz=Asia/Kathmandu".into(),
-            argv: vec!["date".into(), "+%z".into()],
+            perturbation: format!("tz={zone}"),
+            argv: vec!["date".into(), "+%s %z".into()],
             expect: Expect::Offset {
-                zone: "Asia/Kathmandu".into(),
-                offset: "+0545".into(),
+                zone: zone.into(),
+                tz: jiff::tz::TimeZone::get(zone).unwrap(),
             },
         }
     }
 
     #[test]
     fn offset_probe_catches_a_zone_that_fell_back_to_utc() {
-        assert!(judge_(&tz_probe(), &ok(), "+0545\n").is_ok());
-        let err = judge_(&tz_probe(), &ok(), "+0000\n").unwrap_err();
+        // The test's real clock is in 1970, when Tokyo had +0900 too.
+        let p = tz_probe("Asia/Tokyo");
+        assert_eq!(
+            judge_(&p, &ok(), "1000003 +0900\n").unwrap(),
+            "tz=Asia/Tokyo: child's UTC offset is +0900, as Asia/Tokyo has now"
+        );
+        let err = judge_(&p, &ok(), "1000003 +0000\n").unwrap_err();
         assert!(err.contains("did not reach the child"), "{err}");
-        assert!(judge_(&tz_probe(), &ProcessEnd::Exited { code: 1 }, "").is_err());
+        assert!(judge_(&p, &ProcessEnd::Exited { code: 1 }, "").is_err());
+        assert!(judge_(&p, &ok(), "+0900\n")
+            .unwrap_err()
+            .contains("not a time and an offset"));
+    }
+
+    #[test]
+    fn the_offset_is_judged_at_the_instant_the_childs_clock_reads() {
+        // The real clock (`real_now` = 1_000_000) is in January 1970: Berlin
+        // has +0100. A child whose clock reads July 2027 sees +0200.
+        let p = tz_probe("Europe/Berlin");
+        let july = "2027-07-15T12:00:00Z".parse::<jiff::Timestamp>().unwrap();
+        let out = format!("{} +0200\n", july.as_second());
+        assert_eq!(
+            judge_(&p, &ok(), &out).unwrap(),
+            "tz=Europe/Berlin: child's UTC offset is +0200, as Europe/Berlin has at 2027-07-15T12:00:00Z, the instant the child's clock reads"
+        );
+        let winter = format!("{} +0100\n", july.as_second());
+        let err = judge_(&p, &ok(), &winter).unwrap_err();
+        assert_eq!(
+            err,
+            "tz=Europe/Berlin: child's UTC offset is +0100, expected +0200 for Europe/Berlin at 2027-07-15T12:00:00Z, the instant the child's clock reads: the zone did not reach the child"
+        );
+        assert!(judge_(&p, &ok(), "1000000 +0100\n").is_ok());
+        assert!(judge_(&p, &ok(), "1000000 +0200\n")
+            .unwrap_err()
+            .contains("expected +0100 for Europe/Berlin now"));
     }
 
     #[test]

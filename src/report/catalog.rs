@@ -297,12 +297,13 @@ pub fn show(catalog: &Catalog, name: &str) -> Option<String> {
     let _ = writeln!(out, "summary:     {}", m.summary);
     let _ = writeln!(out, "declared in: {}", m.source);
     let _ = writeln!(out, "cells:");
+    let w = m.cells.iter().map(String::len).max().unwrap_or(0).max(16);
     for spec in &m.cells {
         let canonical = catalog
             .cell(spec)
             .map(|c| c.canonical().join(" + "))
             .unwrap_or_default();
-        let _ = writeln!(out, "  {spec:<16} {canonical}");
+        let _ = writeln!(out, "  {spec:<w$} {canonical}");
     }
     Some(out)
 }

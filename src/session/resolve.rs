@@ -201,6 +201,9 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
     if let Some(r) = &recipe {
         facts.unsupported = r.unsupported.clone();
     }
+    // `faketime=@dst-…` becomes the instant it means now: the record, the
+    // repro line and a replay carry it.
+    perturb::calendar::resolve_cells(&mut wanted, &facts.zoneinfo, jiff::Timestamp::now())?;
     let shams = if intent.shams {
         add_shams(&catalog, &mut wanted, &facts, &redaction)?
     } else {

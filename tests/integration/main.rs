@@ -3,6 +3,7 @@
 
 mod bisect;
 mod book;
+mod calendar;
 mod catalog_cli;
 mod clock;
 mod concurrent;
