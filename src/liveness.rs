@@ -137,14 +137,15 @@ impl Running {
     }
 
     /// Records that the session finished, or was interrupted by a stop
-    /// signal, then releases and removes the lock.
-    pub fn end(mut self, interrupted: bool) -> Result<()> {
+    /// signal, with what it learnt while it ran (`warnings`), then releases
+    /// and removes the lock.
+    pub fn end(mut self, interrupted: bool, warnings: Vec<String>) -> Result<()> {
         self.ended = true;
         let how = match interrupted {
             true => SessionStop::Interrupted,
             false => SessionStop::Finished,
         };
-        self.record(how, None)
+        self.record(how, None, warnings)
     }
 
     /// Records that an error stopped the session, with the error, then
@@ -155,12 +156,17 @@ impl Running {
         // The error's first line: what happened, not the hint.
         let text = why.to_string();
         let what = text.lines().next().unwrap_or_default().to_string();
-        let _ = self.record(SessionStop::Failed, Some(what));
+        let _ = self.record(SessionStop::Failed, Some(what), Vec::new());
     }
 
     /// Appends the end record, then removes the lock file. The record comes
     /// first: a reader never sees neither.
-    fn record(&self, how: SessionStop, reason: Option<String>) -> Result<()> {
+    fn record(
+        &self,
+        how: SessionStop,
+        reason: Option<String>,
+        warnings: Vec<String>,
+    ) -> Result<()> {
         // The reserve given back first, so the record fits on a full disk.
         if let Ok(file) = OpenOptions::new().write(true).open(&self.path) {
             let _ = file.set_len(0);
@@ -174,6 +180,7 @@ impl Running {
                 .unwrap_or_default(),
             how,
             reason,
+            warnings,
         };
         self.store.append_session_end(&record)?;
         // A leftover lock file is harmless: the end record decides.
@@ -187,7 +194,7 @@ impl Drop for Running {
         if !self.ended {
             // The error that unwound the session is reported by its caller;
             // a store that cannot take this record either reads "no stop".
-            let _ = self.record(SessionStop::Failed, None);
+            let _ = self.record(SessionStop::Failed, None, Vec::new());
         }
     }
 }
@@ -223,7 +230,7 @@ mod tests {
         assert_eq!(state(&store, "s1").unwrap(), SessionState::NoStop);
         let running = Running::start(&store, "s1").unwrap();
         assert_eq!(state(&store, "s1").unwrap(), SessionState::Running);
-        running.end(true).unwrap();
+        running.end(true, Vec::new()).unwrap();
         assert_eq!(
             state(&store, "s1").unwrap(),
             SessionState::Stopped(SessionStop::Interrupted)
@@ -240,7 +247,10 @@ mod tests {
             state(&store, "s3").unwrap(),
             SessionState::Stopped(SessionStop::Failed)
         );
-        Running::start(&store, "s4").unwrap().end(false).unwrap();
+        Running::start(&store, "s4")
+            .unwrap()
+            .end(false, Vec::new())
+            .unwrap();
         assert_eq!(state(&store, "s4").unwrap().word(), "finished");
     }
 
@@ -256,7 +266,7 @@ mod tests {
         );
         // The refusal left the first one's lock and record alone.
         assert_eq!(state(&store, "s1").unwrap(), SessionState::Running);
-        first.end(false).unwrap();
+        first.end(false, Vec::new()).unwrap();
         assert_eq!(state(&store, "s1").unwrap().word(), "finished");
         // Abandoned: no end record, no lock left.
         Running::start(&store, "s2").unwrap().abandon();

@@ -81,6 +81,10 @@ pub struct SessionEndRecord {
     /// What stopped a failed session (the error, as it was reported).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// What the session learnt while it ran and could not say at its start
+    /// (its warden ended during it, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// How one run ended, as counted by the statistics.

@@ -55,7 +55,10 @@ pub(crate) fn shown(
     let mut report = fold.finish(load);
     if session.records_end {
         report.session_end = Some(crate::liveness::state(store, &session.id)?.word());
-        report.stop_reason = store.session_end(&session.id)?.and_then(|e| e.reason);
+        if let Some(end) = store.session_end(&session.id)? {
+            report.stop_reason = end.reason;
+            report.warnings.extend(end.warnings);
+        }
     }
     if let Some(screen) = store.screen_of(&session.id)? {
         along.screened(&mut report, &screen);

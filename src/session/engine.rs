@@ -238,7 +238,10 @@ pub async fn run_session_looking(
             return Err(e);
         }
     };
-    running.end(interrupted)?;
+    // A warden that ended during the session (a subject killed it) is said
+    // at its end: its runs' processes were not guarded from then on.
+    let later = survivor_warning(&settings.executor).filter(|w| !session.warnings.contains(w));
+    running.end(interrupted, later.into_iter().collect())?;
     Ok(Some(SessionDone {
         session,
         interrupted,
@@ -255,7 +258,7 @@ fn survivor_warning(executor: &crate::exec::Executor) -> Option<String> {
     }
     crate::exec::warden::status().map(|why| {
         format!(
-            "no warden ({why}): if flakelab is killed, the processes of its runs keep running;              they are still ended when flakelab ends on its own or by Ctrl-C/SIGTERM/SIGHUP              (see `flakelab doctor`)"
+            "no warden ({why}): if flakelab is killed, the processes of its runs keep running; they are still ended when flakelab ends on its own or by Ctrl-C/SIGTERM/SIGHUP (see `flakelab doctor`)"
         )
     })
 }

@@ -625,3 +625,33 @@ fn a_session_a_full_disk_stops_is_reported_stopped_by_a_full_disk() {
     let recorded = report["recorded"].as_u64().unwrap();
     assert!(recorded > 0 && recorded < 40, "{recorded}");
 }
+
+#[test]
+fn a_subject_that_kills_the_warden_is_reported_at_the_sessions_end() {
+    let lab = Lab::new();
+    // The subject SIGKILLs its own flakelab's warden (a child of the same
+    // flakelab, `flakelab __warden`), and only that one.
+    let script = r#"for p in $(pgrep -P $PPID); do
+        if tr '\0' ' ' < /proc/$p/cmdline | grep -q __warden; then kill -9 $p; fi
+    done"#;
+    let (code, stderr, runs) = run(&lab, &[], &[], script);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(runs.len(), 2);
+    let out = lab.run(&["report", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("the warden process ended during the session"),
+        "{report}"
+    );
+    // A session whose warden lived says nothing of the kind.
+    let calm = Lab::new();
+    let (code, _, _) = run(&calm, &[], &[], "true");
+    assert_eq!(code, 0);
+    let out = calm.run(&["report", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        !report["warnings"].to_string().contains("warden"),
+        "{report}"
+    );
+}
