@@ -5,9 +5,17 @@
 //!
 //! The copies live in a temporary directory and are removed when the
 //! [`WorkingCopies`] value is dropped (also after Ctrl-C, which flakelab
-//! catches), including their `git worktree` registrations.
+//! catches), including their `git worktree` registrations. Those a killed
+//! flakelab left are removed by the next that makes copies
+//! ([`owned`]), and their registrations pruned from the repository it
+//! copies.
+
+pub mod owned;
 
 use std::path::{Path, PathBuf};
+
+/// The prefix of the copies' temporary directories.
+const COPIES: &str = "flakelab-copies-";
 
 /// Directory names never copied: flakelab's own store.
 const NEVER_COPIED: &[&str] = &[".flakelab"];
@@ -15,7 +23,7 @@ const NEVER_COPIED: &[&str] = &[".flakelab"];
 /// A set of temporary working copies of one subject.
 #[derive(Debug)]
 pub struct WorkingCopies {
-    root: Option<tempfile::TempDir>,
+    root: Option<owned::OwnedDir>,
     /// The repository's top level, when the copies are worktrees.
     repo: Option<PathBuf>,
     copies: Vec<PathBuf>,
@@ -59,9 +67,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 impl WorkingCopies {
     /// Makes `count` working copies of the subject directory `dir`.
     pub fn create(dir: &Path, count: usize) -> Result<WorkingCopies, String> {
-        let root = tempfile::Builder::new()
-            .prefix("flakelab-copies-")
-            .tempdir()
+        let root = owned::OwnedDir::new(COPIES)
             .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
         // A directory holding no tracked file (ignored, or not yet added)
         // would be missing from a worktree: it is copied instead.
@@ -125,6 +131,8 @@ impl WorkingCopies {
             })
             .collect();
         self.repo = Some(top.clone());
+        // Registrations of copies a killed flakelab left (swept above).
+        let _ = git(&top, &["worktree", "prune"]);
         for i in 0..count {
             let copy = self.root_path().join(format!("copy-{i}"));
             let copy_text = copy.display().to_string();
@@ -185,15 +193,14 @@ impl WorkingCopies {
             .unwrap_or(Path::new(""))
             .to_path_buf();
         let mut commits = Vec::new();
+        let _ = git(&top, &["worktree", "prune"]);
         for rev in revs {
             let spec = format!("{rev}^{{commit}}");
             let commit = git(&top, &["rev-parse", "--verify", "--quiet", &spec])
                 .map_err(|_| format!("`{rev}` names no commit in {}", top.display()))?;
             commits.push(commit.trim().to_string());
         }
-        let root = tempfile::Builder::new()
-            .prefix("flakelab-copies-")
-            .tempdir()
+        let root = owned::OwnedDir::new(COPIES)
             .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
         let mut copies = WorkingCopies {
             root: Some(root),

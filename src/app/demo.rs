@@ -7,15 +7,13 @@ use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 use crate::session::{self, resolve::Layers, Intent};
 
 pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
-    let dir = tempfile::Builder::new()
-        .prefix("flakelab-demo-")
-        .tempdir()
-        .map_err(|e| {
-            Error::harness(
-                format!("cannot create the demo directory: {e}"),
-                "check that $TMPDIR is writable",
-            )
-        })?;
+    // A demo project a killed flakelab left is removed first.
+    let dir = crate::workspace::owned::OwnedDir::new("flakelab-demo-").map_err(|e| {
+        Error::harness(
+            format!("cannot create the demo directory: {e}"),
+            "check that $TMPDIR is writable",
+        )
+    })?;
     crate::demo::create_project(dir.path()).map_err(|e| {
         Error::harness(
             format!("cannot write the demo project: {e}"),

@@ -489,6 +489,78 @@ fn ctrl_c_during_a_rung_removes_its_working_copies() {
 }
 
 #[test]
+fn the_copies_a_killed_ladder_left_are_removed_by_the_next() {
+    if !capable("git", sh_ok("git --version")) {
+        return;
+    }
+    let lab = Lab::new();
+    let shared = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let lane = |command: &str| {
+        std::fs::write(
+            lab.path().join("flakelab.toml"),
+            format!("[lane]\ncommand = [\"sh\", \"-c\", \"{command}\"]\n"),
+        )
+        .unwrap();
+    };
+    lane("touch \\\"$LADDER_SHARED/started.$$\\\"; exec sleep 300");
+    git(
+        lab.path(),
+        "git init -q && git add . && git commit -qm fixture",
+    );
+    let args = [
+        "ladder",
+        "--from",
+        "5",
+        "--processes",
+        "2",
+        "-n",
+        "1",
+        "--",
+        "true",
+    ];
+    let mut child = lab
+        .cmd()
+        .env("LADDER_SHARED", shared.path())
+        .env("TMPDIR", tmp.path())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Ready when both lanes have started (their own signal).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_dir(shared.path()).unwrap().count() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lanes never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Killed without a chance to clean up: its copies and their
+    // registrations stay behind.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(leftover_copies(tmp.path()).len(), 1);
+    assert_eq!(worktrees(lab.path()), 3);
+    // The next ladder that makes copies removes them first.
+    lane("true");
+    let out = lab
+        .cmd()
+        .env("TMPDIR", tmp.path())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(leftover_copies(tmp.path()), Vec::<String>::new());
+    assert_eq!(worktrees(lab.path()), 1);
+}
+
+#[test]
 fn a_rung_that_cannot_be_built_is_skipped_with_why_never_clean() {
     let lab = Lab::new();
     let (out, json) = ladder(
