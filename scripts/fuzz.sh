@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 seconds="${1:-10}"; shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(junit store catalog config cell_spec signature)
+[ ${#targets[@]} -gt 0 ] || targets=(junit store catalog config cell_spec signature archive quarantine)
 export RUSTC_BOOTSTRAP=1
 target_dir="${CARGO_TARGET_DIR:-../target}"
 export CARGO_TARGET_DIR="$target_dir/fuzz"

@@ -13,7 +13,7 @@
 //! Every shard therefore runs every cell, the baseline included, equally
 //! often, so drift on one machine falls on all cells alike.
 
-pub(crate) mod merge;
+pub mod merge;
 
 use std::collections::BTreeMap;
 

@@ -23,6 +23,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("config", config),
     ("cell_spec", cell_spec),
     ("signature", signature),
+    ("archive", archive),
+    ("quarantine", quarantine),
 ];
 
 /// The JUnit reader on any bytes. When it accepts the input and the input is
@@ -280,4 +282,108 @@ pub fn signature(data: &[u8]) {
 fn embedded() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();
     CATALOG.get_or_init(|| Catalog::load(None).expect("the embedded catalog loads"))
+}
+
+/// `flakelab merge` of an archive made of the input (a `.tar.gz` when it
+/// starts with gzip's magic bytes, else a `.tar`) into a fresh store, with
+/// small unpack limits. Merging may refuse the archive but must not panic,
+/// and whatever it accepts leaves only directories and regular files in the
+/// destination, within the limits.
+pub fn archive(data: &[u8]) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let name = if data.starts_with(&[0x1f, 0x8b]) {
+        "shard.tar.gz"
+    } else {
+        "shard.tar"
+    };
+    let input = dir.path().join(name);
+    std::fs::write(&input, data).expect("the archive is written");
+    let into = dir.path().join("merged");
+    let limits = flakelab::store::foreign::Limits {
+        bytes: 1 << 20,
+        entries: 256,
+    };
+    if flakelab::shard::merge::merge(&[input], &into, limits).is_err() {
+        return;
+    }
+    let mut total = 0u64;
+    let mut dirs = vec![into];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).expect("the destination reads") {
+            let path = entry.expect("an entry").path();
+            let meta = std::fs::symlink_metadata(&path).expect("its metadata");
+            if meta.is_dir() {
+                dirs.push(path);
+            } else {
+                assert!(meta.is_file(), "{} is not a regular file", path.display());
+                total += meta.len();
+            }
+        }
+    }
+    // The merged store holds at most what the archive could unpack, plus
+    // the records the merge writes about it.
+    assert!(total <= 4 << 20, "{total} bytes merged");
+}
+
+/// Every quarantine format on test ids made of the input (split at NUL
+/// bytes, lossily decoded). No format may print a line a CI log reads as a
+/// workflow command, break one id over several lines where the syntax is
+/// one argument, or leave a Ruby interpolation open.
+pub fn quarantine(data: &[u8]) {
+    use flakelab::history::quarantine::{emit, Entry, Syntax};
+    let entries: Vec<Entry> = (data.split(|b| *b == 0))
+        .take(16)
+        .map(|id| Entry {
+            test: String::from_utf8_lossy(id).into_owned(),
+            evidence: "seen failing".into(),
+            file: None,
+        })
+        .collect();
+    for syntax in [
+        Syntax::Pytest,
+        Syntax::Go,
+        Syntax::Jest,
+        Syntax::Vitest,
+        Syntax::CargoNextest,
+        Syntax::Rspec,
+        Syntax::Phpunit,
+        Syntax::Yaml,
+    ] {
+        let out = emit(syntax, &entries);
+        for line in out.text.lines() {
+            assert!(!line.trim_start().starts_with("::"), "{syntax:?}: {line:?}");
+        }
+        match syntax {
+            // One argument (or one argument a line): no id's own break.
+            Syntax::Go | Syntax::Jest | Syntax::Vitest | Syntax::CargoNextest => {
+                assert!(
+                    out.text.trim_end().lines().count() <= 1,
+                    "{syntax:?}: {:?}",
+                    out.text
+                );
+            }
+            Syntax::Pytest => {
+                for line in out.text.lines() {
+                    assert!(line.starts_with("--deselect="), "{line:?}");
+                }
+            }
+            Syntax::Rspec => {
+                // Every `#` inside the list's literals is escaped.
+                let list = out.text.lines().nth(1).unwrap_or_default();
+                let bytes = list.as_bytes();
+                let mut inside = false;
+                let mut i = 0;
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'\\' if inside => i += 1,
+                        b'"' => inside = !inside,
+                        b'#' if inside => panic!("an unescaped # in {list:?}"),
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            Syntax::Phpunit | Syntax::Yaml => {}
+        }
+    }
 }

@@ -20,19 +20,19 @@ use crate::store::Store;
 
 /// What a merge did.
 #[derive(Debug)]
-pub(crate) struct Merge {
+pub struct Merge {
     /// Inputs merged.
-    pub(crate) inputs: usize,
+    pub inputs: usize,
     /// Whether the destination was a store before.
-    pub(crate) existed: bool,
+    pub existed: bool,
     /// The merged store's sessions.
-    pub(crate) sessions: Vec<SessionRecord>,
+    pub sessions: Vec<SessionRecord>,
     /// Sessions new or joined.
-    pub(crate) new_sessions: usize,
+    pub new_sessions: usize,
     /// Distinct runs.
-    pub(crate) runs: u64,
+    pub runs: u64,
     /// Runs written.
-    pub(crate) new_runs: u64,
+    pub new_runs: u64,
 }
 
 /// What the merged store will hold, and where each record came from.
@@ -147,7 +147,7 @@ fn conflict(message: String) -> Error {
 
 /// Merges the stores at `inputs` (directories or archives, each unpacked
 /// within `limits`) into the store at `into`, created when absent.
-pub(crate) fn merge(inputs: &[PathBuf], into: &Path, limits: Limits) -> Result<Merge> {
+pub fn merge(inputs: &[PathBuf], into: &Path, limits: Limits) -> Result<Merge> {
     let sources: Vec<Source> = (inputs.iter())
         .map(|p| open_source(p, limits))
         .collect::<Result<_>>()?;

@@ -193,11 +193,11 @@ fn find_store(dir: &Path) -> Option<PathBuf> {
 
 /// How much one archive may unpack.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
+pub struct Limits {
     /// Bytes of file content, added up.
-    pub(crate) bytes: u64,
+    pub bytes: u64,
     /// Entries, files and directories alike.
-    pub(crate) entries: u64,
+    pub entries: u64,
 }
 
 /// Why an archive was not unpacked.

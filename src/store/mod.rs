@@ -17,7 +17,7 @@ mod compact_tests;
 mod fast;
 #[cfg(test)]
 mod fast_tests;
-pub(crate) mod foreign;
+pub mod foreign;
 pub mod history;
 mod lines;
 pub(crate) mod open;

@@ -83,6 +83,16 @@ fn the_signature_corpus_replays() {
 }
 
 #[test]
+fn the_archive_corpus_replays() {
+    replay("archive", target("archive"), Vec::new());
+}
+
+#[test]
+fn the_quarantine_corpus_replays() {
+    replay("quarantine", target("quarantine"), Vec::new());
+}
+
+#[test]
 fn the_reference_reading_counts_direct_children_only() {
     let xml = b"<testsuites><testsuite><testcase name='a'><failure/><error/></testcase>\
         <testcase name='b'><system-out><failure/></system-out></testcase>\
