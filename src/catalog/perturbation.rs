@@ -267,7 +267,16 @@ impl Kind {
                 .keys()
                 .chain(unset)
                 .try_for_each(|k| check_var_name(k, &format!("env {k}"))),
-            _ => Ok(()),
+            // Nothing more to check here: a zone or a locale is checked on
+            // the host it applies to (its probe), the rest carry no value
+            // or one checked above. Every kind is named: a new kind is led
+            // here by the compiler.
+            Kind::Tz { .. }
+            | Kind::Locale { .. }
+            | Kind::Netns
+            | Kind::Shuffle
+            | Kind::CpuPin { .. }
+            | Kind::Race { .. } => Ok(()),
         }
     }
 
