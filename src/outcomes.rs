@@ -1,7 +1,8 @@
 //! From a parsed JUnit report to the per-test records of one run: one record
 //! per test id, from its first attempt (a later attempt of the same id —
-//! a rerun element or a repeated test case — is a retry, never the sample),
-//! with the failure's normalised signature. Pure.
+//! a rerun element, pytest-rerunfailures' case per attempt, or a repeated
+//! test case — is a retry, never the sample), with the failure's normalised
+//! signature. Pure.
 
 use std::collections::HashMap;
 
@@ -11,6 +12,10 @@ use crate::signature;
 
 /// Characters of a failure message kept in a record.
 pub const MESSAGE_CHARS: usize = 300;
+
+/// The headline of a first attempt that failed and was retried when the
+/// report keeps no word of it.
+pub const NO_MESSAGE: &str = "failed its first attempt (the report keeps no message of it)";
 
 fn outcome(o: CaseOutcome) -> TestOutcome {
     match o {
@@ -26,7 +31,7 @@ fn outcome(o: CaseOutcome) -> TestOutcome {
 pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<TestRecord> {
     let mut out: Vec<TestRecord> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    for case in &parsed.cases {
+    for case in &crate::junit::fold_reruns(&parsed.cases) {
         let id = case.id();
         if let Some(&i) = index.get(&id) {
             // A repeated case is a later attempt of the same test.
@@ -67,6 +72,13 @@ pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<T
             .or_else(|| case.detail.as_deref().and_then(first_line))
             .or_else(|| case.message.as_deref().and_then(first_line))
             .unwrap_or_default();
+        // A rerun plugin may keep nothing of an attempt it reran (pytest's
+        // empty case before the rerun): say so rather than sign with "".
+        let headline = if headline.is_empty() && failed && case.reruns > 0 {
+            NO_MESSAGE.to_string()
+        } else {
+            headline
+        };
         // A data race's report names the race better than any line of it.
         let race = failed.then(|| signature::race(&text)).flatten();
         let headline = race.as_deref().unwrap_or(headline.as_str());

@@ -22,6 +22,10 @@ use serde::Serialize;
 use super::{context_name, Context, Counts, CountsRecord, InfraNote, Item, COUNTS_SCHEMA};
 use crate::stats;
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// One folded (test, context, commit).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -118,6 +122,7 @@ impl Fold {
                 for o in obs {
                     let row = self.row(&o.test, c, &r.commit);
                     row.counts.add(o.outcome, &label);
+                    row.counts.retried += u64::from(o.retried);
                     if row.file.is_none() && o.file.is_some() {
                         row.file.clone_from(&o.file);
                         row.line = o.line;
@@ -257,6 +262,10 @@ pub struct ContextRate {
     pub n: u64,
     /// Skipped runs.
     pub skipped: u64,
+    /// Of the failures, those that passed on a retry (their first attempt
+    /// failed: counted in `k`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub passed_on_retry: u64,
     /// Point rate.
     pub rate: f64,
     /// Clopper–Pearson lower bound.
@@ -478,6 +487,7 @@ fn one_test(
             k: p.k,
             n: p.n,
             skipped: sum.skipped,
+            passed_on_retry: sum.retried,
             rate: p.rate,
             low: p.low,
             high: p.high,
@@ -771,6 +781,7 @@ mod tests {
             .map(|(i, &o)| Observation {
                 test: t.into(),
                 outcome: o,
+                retried: false,
                 rep: i as u32,
                 file: None,
                 line: None,

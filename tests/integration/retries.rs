@@ -1,0 +1,208 @@
+//! The first attempt counts (issue #35 item 2), with the real runners and
+//! their own retry mechanisms: pytest-rerunfailures (`--reruns`), jest's
+//! `jest.retryTimes`, vitest's `retry` and Playwright's `retries`. Each
+//! suite has a test that fails its first attempt in every run and passes on
+//! its retry — decided by a file keyed by the run's `FLAKELAB_RUN_ID`, not
+//! by chance: the first attempt of a run creates it and fails, the retry
+//! finds it and passes — beside a test that always fails and one that
+//! always passes. Every run's first attempt failed, so k = n, and each of
+//! those failures "passed on a retry"; the passing test stays clean.
+
+use super::{capable, cell, sh_ok, Lab};
+
+const RUNS: &str = "2";
+
+/// The row of the test whose id ends with `name` in the baseline cell.
+fn row<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    let base = cell(report, "baseline");
+    base["tests"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tests in {base}"))
+        .iter()
+        .find(|t| t["id"].as_str().unwrap().ends_with(name))
+        .unwrap_or_else(|| panic!("no test {name} in {base}"))
+}
+
+/// (k, n, passed on a retry) of a row.
+fn counts(row: &serde_json::Value) -> (u64, u64, u64) {
+    (
+        row["k"].as_u64().unwrap(),
+        row["n"].as_u64().unwrap(),
+        row["passed_on_rerun"].as_u64().unwrap(),
+    )
+}
+
+/// Runs `command` twice and checks the three tests' rows, the run records
+/// and the text report.
+fn first_attempts_count(lab: &Lab, command: &[&str], flaky: &str, always: &str, ok: &str) {
+    let mut args = vec!["-n", RUNS, "--"];
+    args.extend_from_slice(command);
+    let (_, report) = lab.run_json(&args);
+    assert_eq!(counts(row(&report, flaky)), (2, 2, 2), "{report}");
+    assert_eq!(counts(row(&report, always)), (2, 2, 0), "{report}");
+    assert_eq!(counts(row(&report, ok)), (0, 2, 0), "{report}");
+    // Each run record holds the first attempt's failure and the retry.
+    for run in lab.runs() {
+        let t = run["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"].as_str().unwrap().ends_with(flaky))
+            .unwrap_or_else(|| panic!("no {flaky} in {run}"));
+        assert_eq!(t["outcome"], "fail", "{t}");
+        assert_eq!(t["passed_on_rerun"], true, "{t}");
+    }
+    // The text report says it in words.
+    let out = lab.run(&["report"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("2 of these failures passed on a retry"),
+        "{text}"
+    );
+}
+
+#[test]
+fn pytest_reruns_count_the_first_attempt() {
+    if !capable(
+        "pytest with pytest-rerunfailures (pip install pytest-rerunfailures)",
+        sh_ok("python3 -c 'import pytest, pytest_rerunfailures'"),
+    ) {
+        return;
+    }
+    let lab = Lab::new();
+    std::fs::write(
+        lab.path().join("test_retry.py"),
+        r#"import os
+
+
+def first_attempt_of_this_run_fails():
+    mark = ".first-" + os.environ["FLAKELAB_RUN_ID"]
+    if not os.path.exists(mark):
+        open(mark, "w").close()
+        raise AssertionError("the first attempt of this run fails")
+
+
+def test_flaky():
+    first_attempt_of_this_run_fails()
+
+
+def test_always():
+    assert False, "always fails"
+
+
+def test_ok():
+    pass
+"#,
+    )
+    .unwrap();
+    first_attempts_count(
+        &lab,
+        &[
+            "python3",
+            "-m",
+            "pytest",
+            "-p",
+            "no:randomly",
+            "--reruns",
+            "2",
+            "test_retry.py",
+        ],
+        "::test_flaky",
+        "::test_always",
+        "::test_ok",
+    );
+}
+
+/// The JavaScript helper: the first attempt of each run throws.
+const JS_FIRST: &str = r#"
+function firstAttemptOfThisRunFails() {
+  const mark = `${process.cwd()}/.first-${process.env.FLAKELAB_RUN_ID}`;
+  if (!fs.existsSync(mark)) {
+    fs.writeFileSync(mark, '');
+    throw new Error('the first attempt of this run fails');
+  }
+}
+"#;
+
+#[test]
+fn jest_retry_times_count_the_first_attempt() {
+    let Some(lab) = super::runner_node::npm_lab("jest-project", "jest 30.5.2 (npm install)") else {
+        return;
+    };
+    std::fs::write(
+        lab.path().join("retry.test.js"),
+        format!(
+            "const fs = require('fs');\n{JS_FIRST}\njest.retryTimes(1);\n\
+             test('flaky', () => firstAttemptOfThisRunFails());\n\
+             test('always', () => {{ throw new Error('always fails'); }});\n\
+             test('ok', () => {{}});\n"
+        ),
+    )
+    .unwrap();
+    first_attempts_count(
+        &lab,
+        &["npx", "jest", "retry.test.js"],
+        "::flaky",
+        "::always",
+        "::ok",
+    );
+}
+
+#[test]
+fn vitest_retry_counts_the_first_attempt() {
+    let Some(lab) = super::runner_node::npm_lab("vitest-project", "vitest 4.1.12 (npm install)")
+    else {
+        return;
+    };
+    std::fs::write(
+        lab.path().join("retry.test.js"),
+        format!(
+            "import {{ test }} from 'vitest';\nimport fs from 'node:fs';\n{JS_FIRST}\n\
+             test('flaky', {{ retry: 1 }}, () => firstAttemptOfThisRunFails());\n\
+             test('always', {{ retry: 1 }}, () => {{ throw new Error('always fails'); }});\n\
+             test('ok', () => {{}});\n"
+        ),
+    )
+    .unwrap();
+    first_attempts_count(
+        &lab,
+        &["npx", "vitest", "run", "retry.test.js"],
+        "::flaky",
+        "::always",
+        "::ok",
+    );
+}
+
+#[test]
+fn playwright_retries_count_the_first_attempt() {
+    // No browser is launched: these tests take no page.
+    let Some(lab) = super::runner_node::npm_lab(
+        "playwright-project",
+        "@playwright/test 1.65.1 (npm install)",
+    ) else {
+        return;
+    };
+    std::fs::write(
+        lab.path().join("tests/retry.spec.js"),
+        format!(
+            "const {{ test }} = require('@playwright/test');\nconst fs = require('fs');\n{JS_FIRST}\n\
+             test('flaky', () => firstAttemptOfThisRunFails());\n\
+             test('always', () => {{ throw new Error('always fails'); }});\n\
+             test('ok', () => {{}});\n"
+        ),
+    )
+    .unwrap();
+    first_attempts_count(
+        &lab,
+        &[
+            "npx",
+            "playwright",
+            "test",
+            "--retries=1",
+            "tests/retry.spec.js",
+        ],
+        "::flaky",
+        "::always",
+        "::ok",
+    );
+}
