@@ -305,6 +305,12 @@ fn gotestsum_junit_gives_per_test_outcomes_and_every_shuffle_seed() {
     let pair = test(shuffle, B);
     assert!(pair["k"].as_u64().unwrap() >= 1, "{pair}");
     assert_eq!(test(shuffle, SLOTS)["k"].as_u64(), Some(0));
+    // Signed by the failing test's own line, never go's `=== RUN` framing
+    // that gotestsum keeps in its JUnit body.
+    for s in pair["signatures"].as_array().unwrap() {
+        let sig = s["signature"].as_str().unwrap();
+        assert!(sig.starts_with("config_test.go:<n>: "), "{pair}");
+    }
     for r in lab.runs().iter().filter(|r| r["cell"] == "shuffle") {
         assert_eq!(
             r["env"]["set"]["GOTESTSUM_FORMAT"], "standard-verbose",
