@@ -15,6 +15,7 @@
 
 mod jest_json;
 mod libtest;
+mod nextest_json;
 mod playwright_json;
 mod rspec_json;
 mod test2json;
@@ -44,6 +45,9 @@ pub enum Format {
     VitestJson,
     /// Playwright Test's `--reporter=json` document.
     PlaywrightJson,
+    /// cargo-nextest's libtest-like JSON events (`--message-format
+    /// libtest-json`).
+    NextestJson,
 }
 
 impl Format {
@@ -57,6 +61,7 @@ impl Format {
             Format::RspecJson => "rspec --format json",
             Format::VitestJson => "vitest --reporter=json",
             Format::PlaywrightJson => "playwright --reporter=json",
+            Format::NextestJson => "nextest --message-format libtest-json",
         }
     }
 
@@ -70,6 +75,7 @@ impl Format {
             Format::RspecJson => "rspec-json",
             Format::VitestJson => "vitest-json",
             Format::PlaywrightJson => "playwright-json",
+            Format::NextestJson => "nextest-json",
         }
     }
 }
@@ -100,6 +106,7 @@ pub fn parse(format: Format, bytes: &[u8], base: &Path) -> Result<Parsed, Report
         }
         Format::Test2json => test2json::cases(&text),
         Format::Libtest => libtest::cases(&strip_ansi(&text)),
+        Format::NextestJson => nextest_json::cases(&text),
         Format::JestJson | Format::VitestJson => {
             jest_json::cases(&text, base).map_err(|m| malformed(format, m))?
         }
@@ -182,6 +189,7 @@ mod tests {
             Format::RspecJson,
             Format::VitestJson,
             Format::PlaywrightJson,
+            Format::NextestJson,
         ] {
             let written: Format =
                 serde_json::from_value(serde_json::Value::String(f.name().into())).unwrap();
