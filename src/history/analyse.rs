@@ -122,7 +122,11 @@ impl Fold {
                 for o in obs {
                     let row = self.row(&o.test, c, &r.commit);
                     row.counts.add(o.outcome, &label);
-                    row.counts.retried += u64::from(o.retried);
+                    if o.retried {
+                        // The run also holds the retry's pass.
+                        row.counts.retried += 1;
+                        super::push_once(&mut row.counts.passing_runs, &label);
+                    }
                     if row.file.is_none() && o.file.is_some() {
                         row.file.clone_from(&o.file);
                         row.line = o.line;
@@ -221,6 +225,10 @@ pub struct SameCommit {
     pub failed: u64,
     /// Passes on it.
     pub passed: u64,
+    /// Of the failures, first attempts whose retry passed in the same run:
+    /// a disagreement on one commit by itself.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub passed_on_retry: u64,
     /// The runs with a failure.
     pub failing_runs: Vec<String>,
     /// The runs with a pass.
@@ -372,7 +380,8 @@ pub const HISTORY_JSON_SCHEMA: &str = "flakelab.history/1";
 
 /// The state of a commit: 1 pass only, 2 fail only, 3 both.
 fn state(c: &Counts) -> u8 {
-    u8::from(c.passed > 0) | (u8::from(c.bad() > 0) << 1)
+    // A retry that passed is a pass on the commit.
+    u8::from(c.passed > 0 || c.retried > 0) | (u8::from(c.bad() > 0) << 1)
 }
 
 /// What history says, per test.
@@ -460,12 +469,15 @@ fn one_test(
                 continue;
             }
             states.push((state(&r.counts), *r));
-            if r.counts.passed > 0 && r.counts.bad() > 0 {
+            // A first attempt that failed and a retry that passed disagree
+            // on one commit as much as two runs do.
+            if (r.counts.passed > 0 || r.counts.retried > 0) && r.counts.bad() > 0 {
                 same_commit.push(SameCommit {
                     context: name.clone(),
                     commit: r.commit.clone(),
                     failed: r.counts.bad(),
                     passed: r.counts.passed,
+                    passed_on_retry: r.counts.retried,
                     failing_runs: r.counts.failing_runs.clone(),
                     passing_runs: r.counts.passing_runs.clone(),
                 });
@@ -588,8 +600,12 @@ fn statement(
                 1 => String::new(),
                 m => format!("; {} more commit(s) like it", m - 1),
             };
+            let retried = match s.passed_on_retry {
+                0 => String::new(),
+                r => format!(", {r} of the failures passed on a retry"),
+            };
             format!(
-                "passed and failed on the same commit {} in {}: {} failed, {} passed ({} failing; {} passing): proven nondeterministic there{more}",
+                "passed and failed on the same commit {} in {}: {} failed{retried}, {} passed ({} failing; {} passing): proven nondeterministic there{more}",
                 s.commit.as_deref().unwrap_or("(unknown commit)"),
                 s.context,
                 s.failed,

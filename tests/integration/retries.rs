@@ -206,3 +206,120 @@ fn playwright_retries_count_the_first_attempt() {
         "::ok",
     );
 }
+
+/// History and the check gate: a CI report from real pytest with
+/// `--reruns 2`, in which `test_flaky` failed and then passed on its rerun,
+/// is ingested as a failure that passed on a retry — a disagreement on one
+/// commit — and the gate, whose baseline saw the test pass, fails on it.
+#[test]
+fn history_counts_a_rerun_pass_as_its_failed_first_attempt_and_the_gate_fails() {
+    if !capable(
+        "pytest with pytest-rerunfailures (pip install pytest-rerunfailures)",
+        sh_ok("python3 -c 'import pytest, pytest_rerunfailures'"),
+    ) {
+        return;
+    }
+    let lab = Lab::new();
+    std::fs::write(
+        lab.path().join("test_retry.py"),
+        "import os\n\n\ndef test_flaky():\n    mark = '.first-' + os.environ['FLAKELAB_RUN_ID']\n    if not os.path.exists(mark):\n        open(mark, 'w').close()\n        raise AssertionError('first attempt fails')\n\n\ndef test_ok():\n    pass\n",
+    )
+    .unwrap();
+    let pytest = |run: &str| {
+        let out = std::process::Command::new("python3")
+            .args([
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "no:randomly",
+            ])
+            .args([
+                "--reruns",
+                "2",
+                &format!("--junitxml={run}.xml"),
+                "test_retry.py",
+            ])
+            .env("FLAKELAB_RUN_ID", run)
+            .current_dir(lab.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    };
+    let ingest = |run: &str, commit: &str| {
+        let xml = format!("{run}.xml");
+        let out = lab.run(&[
+            "ingest",
+            "--no-detect",
+            "--commit",
+            commit,
+            "--run-id",
+            run,
+            &xml,
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // c0: the first attempt passed (its mark was there already).
+    std::fs::write(lab.path().join(".first-r0"), "").unwrap();
+    pytest("r0");
+    ingest("r0", "c0");
+    let out = lab.run(&["check", "--write-baseline"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // c1: it failed, then passed on its rerun.
+    pytest("r1");
+    ingest("r1", "c1");
+    let out = lab.run(&["history", "--format", "json", "--min-runs", "1"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let test = json["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["test"] == "test_retry::test_flaky")
+        .unwrap_or_else(|| panic!("no test_flaky in {json}"));
+    assert_eq!(test["finding"], "same-commit", "{test}");
+    let ctx = &test["contexts"][0];
+    assert_eq!(
+        (
+            ctx["k"].as_u64(),
+            ctx["n"].as_u64(),
+            ctx["passed_on_retry"].as_u64()
+        ),
+        (Some(1), Some(2), Some(1)),
+        "{test}"
+    );
+    assert!(
+        test["statement"]
+            .as_str()
+            .unwrap()
+            .contains("1 failed, 1 of the failures passed on a retry, 0 passed (run r1 failing; run r1 passing)"),
+        "{test}"
+    );
+    // The gate: a test that passes only on a retry is not clean.
+    let out = lab.run(&["check"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("test_flaky"));
+}
