@@ -323,3 +323,51 @@ fn history_counts_a_rerun_pass_as_its_failed_first_attempt_and_the_gate_fails() 
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("test_flaky"));
 }
+
+/// pytest-rerunfailures 16.6 and before keep only a test's last attempt in
+/// pytest's JUnit: nothing there shows the first. The run does not pass
+/// that off as clean: the report says how many runs retried attempts their
+/// report does not hold, and what to install. (16.6 is loaded through
+/// PYTHONPATH from where scripts/test.sh puts it.)
+#[test]
+fn pytest_rerunfailures_before_16_6_1_is_said_not_hidden() {
+    let old = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("pytest-rerunfailures-16.6");
+    if !capable(
+        "pytest-rerunfailures 16.6 in target/tmp (scripts/test.sh installs it)",
+        old.join("pytest_rerunfailures.py").is_file() && sh_ok("python3 -m pytest --version"),
+    ) {
+        return;
+    }
+    let lab = Lab::new();
+    std::fs::write(
+        lab.path().join("test_retry.py"),
+        "import os\n\n\ndef test_flaky():\n    mark = '.first-' + os.environ['FLAKELAB_RUN_ID']\n    if not os.path.exists(mark):\n        open(mark, 'w').close()\n        raise AssertionError('first attempt fails')\n",
+    )
+    .unwrap();
+    let out = lab
+        .cmd()
+        .env("PYTHONPATH", &old)
+        .args([
+            "run",
+            "-n",
+            "2",
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "-p",
+            "no:randomly",
+        ])
+        .args(["--reruns", "1", "test_retry.py"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "2 of 2 runs: the runner retried 1 attempt(s) but its report keeps none of them"
+        ),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("pytest-rerunfailures>=16.6.1"), "{text}");
+}
