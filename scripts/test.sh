@@ -47,6 +47,15 @@ fi
 # (JUnit) and recipe tests drive. Pinned: the versions runners.md verified.
 python3 -c 'import pytest, pytest_randomly, xdist' >/dev/null 2>&1 \
   || python3 -m pip install --quiet pytest==9.2.0 pytest-randomly==5.1.0 pytest-xdist==3.8.0
+# pytest-rerunfailures for the retry tests (tests/integration/retries.rs),
+# pinned: from 16.6.1 on it makes pytest's JUnit write a case per attempt.
+python3 -c 'import pytest_rerunfailures' >/dev/null 2>&1 \
+  || python3 -m pip install --quiet pytest-rerunfailures==16.7
+# ... and 16.6, the last that kept only a test's last attempt in the report,
+# beside it (loaded through PYTHONPATH by retries.rs only).
+rerun_old="${CARGO_TARGET_DIR:-target}/tmp/pytest-rerunfailures-16.6"
+[ -e "$rerun_old/pytest_rerunfailures.py" ] \
+  || python3 -m pip install --quiet --no-deps --target "$rerun_old" pytest-rerunfailures==16.6
 
 # jest, vitest, mocha and @playwright/test for the node recipes' tests: the
 # tests install the pinned versions of

@@ -79,6 +79,15 @@ pub enum JunitFact {
         /// The recipe's name.
         recipe: String,
     },
+    /// The recipe reads per-test outcomes from what the runner ships
+    /// itself (`go test -json`, libtest's lines, jest's `--json`): no
+    /// JUnit report needed.
+    Own {
+        /// The recipe's name.
+        recipe: String,
+        /// Where the rows come from, in words (`go test -json`).
+        from: String,
+    },
     /// The command holds `{junit}`: flakelab picks a path per run.
     InCommand,
     /// The command writes a report to this path; flakelab reads it there.
@@ -223,6 +232,11 @@ pub fn plan(command: Vec<String>, source: Source, recipes: &[Recipe], also: Vec<
     } else if let Some(r) = recipe.filter(|r| r.junit.is_some()) {
         JunitFact::Injected {
             recipe: r.name.clone(),
+        }
+    } else if let Some((r, p)) = recipe.and_then(|r| r.per_test.as_ref().map(|p| (r, p))) {
+        JunitFact::Own {
+            recipe: r.name.clone(),
+            from: p.format.label().to_string(),
         }
     } else if let Some(path) = junit_path_in(&command) {
         JunitFact::Path(path)
@@ -378,6 +392,10 @@ pub fn render(plan: &Plan) -> String {
             line(&format!("# JUnit report to read after each run: not needed, the {recipe} recipe asks the runner for one per run (--junit, FLAKELAB_JUNIT override it)."));
             line("# junit = \"reports/{run}.xml\"");
         }
+        JunitFact::Own { recipe, from } => {
+            line(&format!("# JUnit report to read after each run: not needed, the {recipe} recipe reads a row per test from the runner's own output ({from}); --junit, FLAKELAB_JUNIT override it."));
+            line("# junit = \"reports/{run}.xml\"");
+        }
         JunitFact::InCommand => {
             line("# JUnit report to read after each run: not needed, `{junit}` in the command gets a fresh path per run (--junit, FLAKELAB_JUNIT; never both).");
             line("# junit = \"reports/{run}.xml\"");
@@ -460,6 +478,9 @@ pub fn summary(plan: &Plan, path: &Path) -> String {
         JunitFact::Injected { recipe } => {
             format!("  [run] junit: not needed (the {recipe} recipe asks for a report per run)\n")
         }
+        JunitFact::Own { recipe, from } => format!(
+            "  [run] junit: not needed (the {recipe} recipe reads a row per test from {from})\n"
+        ),
         JunitFact::InCommand => "  [run] junit: not needed ({junit} is in the command)\n".into(),
         JunitFact::Absent(_) => "  [run] junit: none (runs count by exit code)\n".into(),
     });
@@ -743,7 +764,27 @@ mod tests {
             plan_for("pytest --junitxml={junit}").junit,
             JunitFact::InCommand
         );
-        assert!(matches!(plan_for("cargo test").junit, JunitFact::Absent(_)));
+        // go and cargo give a row per test from their own output: never
+        // "runs count by exit code".
+        for (command, recipe, from) in [
+            ("cargo test", "cargo-test", "libtest's output"),
+            ("go test ./...", "go", "go test -json"),
+        ] {
+            let plan = plan_for(command);
+            assert_eq!(
+                plan.junit,
+                JunitFact::Own {
+                    recipe: recipe.into(),
+                    from: from.into()
+                },
+                "{command}"
+            );
+            let text = render(&plan);
+            assert!(!text.contains("count by exit code"), "{text}");
+            assert!(summary(&plan, Path::new("flakelab.toml"))
+                .contains(&format!("reads a row per test from {from}")));
+        }
+        assert!(matches!(plan_for("./ci/test").junit, JunitFact::Absent(_)));
         assert_eq!(
             plan_for("./ci/test --junit-report out/report.xml").junit,
             JunitFact::Path("out/report.xml".into())

@@ -1,7 +1,8 @@
 //! From a parsed JUnit report to the per-test records of one run: one record
 //! per test id, from its first attempt (a later attempt of the same id —
-//! a rerun element or a repeated test case — is a retry, never the sample),
-//! with the failure's normalised signature. Pure.
+//! a rerun element, pytest-rerunfailures' case per attempt, or a repeated
+//! test case — is a retry, never the sample), with the failure's normalised
+//! signature. Pure.
 
 use std::collections::HashMap;
 
@@ -11,6 +12,14 @@ use crate::signature;
 
 /// Characters of a failure message kept in a record.
 pub const MESSAGE_CHARS: usize = 300;
+
+/// go's framing lines around a test's own output (gotestsum keeps them in
+/// its JUnit bodies): never a failure's headline.
+const GO_FRAMING: [&str; 4] = ["=== RUN", "=== PAUSE", "=== CONT", "=== NAME"];
+
+/// The headline of a first attempt that failed and was retried when the
+/// report keeps no word of it.
+pub const NO_MESSAGE: &str = "failed its first attempt (the report keeps no message of it)";
 
 fn outcome(o: CaseOutcome) -> TestOutcome {
     match o {
@@ -26,7 +35,7 @@ fn outcome(o: CaseOutcome) -> TestOutcome {
 pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<TestRecord> {
     let mut out: Vec<TestRecord> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    for case in &parsed.cases {
+    for case in &crate::junit::fold_reruns(&parsed.cases) {
         let id = case.id();
         if let Some(&i) = index.get(&id) {
             // A repeated case is a later attempt of the same test.
@@ -46,11 +55,17 @@ pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<T
             .join("\n");
         // The headline: the message's first line, else the body's. A line
         // that only names the test says nothing (PHPUnit 9 starts the body
-        // with `Class::method`): the next one is the headline.
+        // with `Class::method`; gotestsum with go's `=== RUN   TestX`
+        // framing): the next one is the headline.
         let first_line = |t: &str| {
             t.lines()
                 .map(str::trim)
-                .find(|l| !l.is_empty() && *l != id && *l != case.name)
+                .find(|l| {
+                    !l.is_empty()
+                        && *l != id
+                        && *l != case.name
+                        && !GO_FRAMING.iter().any(|p| l.starts_with(p))
+                })
                 .map(str::to_string)
         };
         // A generic message ("Failed", as gotestsum writes) says nothing:
@@ -67,6 +82,13 @@ pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<T
             .or_else(|| case.detail.as_deref().and_then(first_line))
             .or_else(|| case.message.as_deref().and_then(first_line))
             .unwrap_or_default();
+        // A rerun plugin may keep nothing of an attempt it reran (pytest's
+        // empty case before the rerun): say so rather than sign with "".
+        let headline = if headline.is_empty() && failed && case.reruns > 0 {
+            NO_MESSAGE.to_string()
+        } else {
+            headline
+        };
         // A data race's report names the race better than any line of it.
         let race = failed.then(|| signature::race(&text)).flatten();
         let headline = race.as_deref().unwrap_or(headline.as_str());
@@ -130,6 +152,24 @@ Failed asserting that two strings are identical.</failure></testcase></testsuite
         assert_eq!(recs[0].retries, 1);
         assert_eq!(recs[0].family(), "m::t");
         assert_eq!(recs[0].signature.as_deref(), Some("boom <n>"));
+    }
+
+    #[test]
+    fn gotestsum_framing_is_never_the_headline() {
+        // gotestsum 1.8.2's JUnit of a failing test.
+        let p = parsed(
+            r#"<testsuite name="example.com/zone"><testcase classname="example.com/zone" name="TestZone"><failure message="Failed" type="">=== RUN   TestZone
+=== PAUSE TestZone
+=== CONT  TestZone
+    zone_test.go:14: invoice dated day 2, want 1
+--- FAIL: TestZone (0.00s)
+</failure></testcase></testsuite>"#,
+        );
+        let recs = records(&p, None);
+        assert_eq!(
+            recs[0].signature.as_deref(),
+            Some("zone_test.go:<n>: invoice dated day <n>, want <n>")
+        );
     }
 
     #[test]

@@ -347,6 +347,7 @@ pub fn quarantine(data: &[u8]) {
         Syntax::CargoNextest,
         Syntax::Rspec,
         Syntax::Phpunit,
+        Syntax::PhpunitFilter,
         Syntax::Yaml,
     ] {
         let out = emit(syntax, &entries);
@@ -383,7 +384,7 @@ pub fn quarantine(data: &[u8]) {
                     i += 1;
                 }
             }
-            Syntax::Phpunit | Syntax::Yaml => {}
+            Syntax::Phpunit | Syntax::PhpunitFilter | Syntax::Yaml => {}
         }
     }
 }

@@ -6,7 +6,7 @@
 use crate::cli::{QuarantineArgs, QuarantineFormat};
 use crate::error::{Error, Result, EXIT_OK};
 use crate::history::analyse::Finding;
-use crate::history::quarantine::{emit, emit_go_run, go_list, Entry, Syntax};
+use crate::history::quarantine::{emit, emit_go_run, go_list, phpunit_syntax, Entry, Syntax};
 use crate::store::Store;
 
 pub(super) fn quarantine_cmd(args: &QuarantineArgs) -> Result<i32> {
@@ -35,7 +35,36 @@ pub(super) fn quarantine_cmd(args: &QuarantineArgs) -> Result<i32> {
         QuarantineFormat::Vitest => Syntax::Vitest,
         QuarantineFormat::CargoNextest => Syntax::CargoNextest,
         QuarantineFormat::Rspec => Syntax::Rspec,
-        QuarantineFormat::Phpunit => Syntax::Phpunit,
+        QuarantineFormat::Phpunit => {
+            // The project's own PHPUnit first (Composer's), else the one
+            // on PATH: `--exclude-filter` exists from PHPUnit 11 on.
+            let local = std::path::Path::new("vendor/bin/phpunit");
+            let program = if local.is_file() {
+                "vendor/bin/phpunit"
+            } else {
+                "phpunit"
+            };
+            let version = crate::exec::query::query(program, &["--version"]);
+            let version = version
+                .as_deref()
+                .and_then(|v| v.lines().find(|l| l.contains("PHPUnit")));
+            let syntax = phpunit_syntax(version);
+            eprintln!(
+                "note: {} for {}",
+                if syntax == Syntax::Phpunit {
+                    "--exclude-filter"
+                } else {
+                    "--filter with a negative lookahead"
+                },
+                version.map_or_else(
+                    || format!(
+                        "no PHPUnit found (`{program} --version`): every PHPUnit since 9 reads it"
+                    ),
+                    |v| v.split(" by ").next().unwrap_or(v).trim().to_string()
+                )
+            );
+            syntax
+        }
         QuarantineFormat::Yaml => Syntax::Yaml,
     };
     let out = match (&args.go_list, syntax) {

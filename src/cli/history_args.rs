@@ -148,7 +148,9 @@ pub enum QuarantineFormat {
     CargoNextest,
     /// A spec_helper.rb snippet for rspec.
     Rspec,
-    /// `--exclude-filter=REGEX` for PHPUnit.
+    /// For the PHPUnit installed (`vendor/bin/phpunit`, else `phpunit`):
+    /// `--exclude-filter=REGEX` from PHPUnit 11, `--filter=REGEX` (a
+    /// negative lookahead) before.
     Phpunit,
     /// A YAML list with the evidence.
     Yaml,

@@ -22,6 +22,10 @@ use serde::Serialize;
 use super::{context_name, Context, Counts, CountsRecord, InfraNote, Item, COUNTS_SCHEMA};
 use crate::stats;
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// One folded (test, context, commit).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -118,6 +122,11 @@ impl Fold {
                 for o in obs {
                     let row = self.row(&o.test, c, &r.commit);
                     row.counts.add(o.outcome, &label);
+                    if o.retried {
+                        // The run also holds the retry's pass.
+                        row.counts.retried += 1;
+                        super::push_once(&mut row.counts.passing_runs, &label);
+                    }
                     if row.file.is_none() && o.file.is_some() {
                         row.file.clone_from(&o.file);
                         row.line = o.line;
@@ -216,6 +225,10 @@ pub struct SameCommit {
     pub failed: u64,
     /// Passes on it.
     pub passed: u64,
+    /// Of the failures, first attempts whose retry passed in the same run:
+    /// a disagreement on one commit by itself.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub passed_on_retry: u64,
     /// The runs with a failure.
     pub failing_runs: Vec<String>,
     /// The runs with a pass.
@@ -257,6 +270,10 @@ pub struct ContextRate {
     pub n: u64,
     /// Skipped runs.
     pub skipped: u64,
+    /// Of the failures, those that passed on a retry (their first attempt
+    /// failed: counted in `k`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub passed_on_retry: u64,
     /// Point rate.
     pub rate: f64,
     /// Clopper–Pearson lower bound.
@@ -362,7 +379,8 @@ pub use crate::record::schema::HISTORY_JSON_SCHEMA;
 
 /// The state of a commit: 1 pass only, 2 fail only, 3 both.
 fn state(c: &Counts) -> u8 {
-    u8::from(c.passed > 0) | (u8::from(c.bad() > 0) << 1)
+    // A retry that passed is a pass on the commit.
+    u8::from(c.passed > 0 || c.retried > 0) | (u8::from(c.bad() > 0) << 1)
 }
 
 /// What history says, per test.
@@ -450,12 +468,15 @@ fn one_test(
                 continue;
             }
             states.push((state(&r.counts), *r));
-            if r.counts.passed > 0 && r.counts.bad() > 0 {
+            // A first attempt that failed and a retry that passed disagree
+            // on one commit as much as two runs do.
+            if (r.counts.passed > 0 || r.counts.retried > 0) && r.counts.bad() > 0 {
                 same_commit.push(SameCommit {
                     context: name.clone(),
                     commit: r.commit.clone(),
                     failed: r.counts.bad(),
                     passed: r.counts.passed,
+                    passed_on_retry: r.counts.retried,
                     failing_runs: r.counts.failing_runs.clone(),
                     passing_runs: r.counts.passing_runs.clone(),
                 });
@@ -477,6 +498,7 @@ fn one_test(
             k: p.k,
             n: p.n,
             skipped: sum.skipped,
+            passed_on_retry: sum.retried,
             rate: p.rate,
             low: p.low,
             high: p.high,
@@ -577,8 +599,12 @@ fn statement(
                 1 => String::new(),
                 m => format!("; {} more commit(s) like it", m - 1),
             };
+            let retried = match s.passed_on_retry {
+                0 => String::new(),
+                r => format!(", {r} of the failures passed on a retry"),
+            };
             format!(
-                "passed and failed on the same commit {} in {}: {} failed, {} passed ({} failing; {} passing): proven nondeterministic there{more}",
+                "passed and failed on the same commit {} in {}: {} failed{retried}, {} passed ({} failing; {} passing): proven nondeterministic there{more}",
                 s.commit.as_deref().unwrap_or("(unknown commit)"),
                 s.context,
                 s.failed,
@@ -770,6 +796,7 @@ mod tests {
             .map(|(i, &o)| Observation {
                 test: t.into(),
                 outcome: o,
+                retried: false,
                 rep: i as u32,
                 file: None,
                 line: None,

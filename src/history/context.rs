@@ -100,9 +100,13 @@ pub fn parse_pair(s: &str) -> Result<(String, String), String> {
         ));
     }
     if DIMENSIONS.contains(&k) {
+        // The flag that sets the dimension (the leg's is `--matrix`).
+        let flag = match k {
+            "leg" => "matrix".to_string(),
+            other => other.replace('_', "-"),
+        };
         return Err(format!(
-            "--context {k}=… names a built-in dimension: use --{} instead",
-            k.replace('_', "-")
+            "--context {k}=… names a built-in dimension: use --{flag} instead"
         ));
     }
     Ok((k.to_string(), v.trim().to_string()))
@@ -393,6 +397,13 @@ mod tests {
         assert_eq!(parse_pair("db=pg16").unwrap(), ("db".into(), "pg16".into()));
         assert!(parse_pair("db").unwrap_err().contains("KEY=VALUE"));
         assert!(parse_pair("os=linux").unwrap_err().contains("--os"));
+        // The hint names the flag `flakelab ingest` has: the leg's is --matrix.
+        assert!(parse_pair("leg=x")
+            .unwrap_err()
+            .contains("use --matrix instead"));
+        assert!(parse_pair("runtime_version=3")
+            .unwrap_err()
+            .contains("use --runtime-version instead"));
         assert!(parse_pair("a b=c").unwrap_err().contains("letters"));
     }
 }

@@ -67,9 +67,12 @@ pub fn report_key(
 }
 
 /// The observations of a report's cases, in document order, each with its
-/// repetition index (how many earlier cases have the same id). The file
-/// and line are kept for failures and errors only.
+/// repetition index (how many earlier cases have the same id). Each is its
+/// first attempt's outcome, "passed on a retry" kept apart; pytest's case
+/// per rerun attempt is one observation ([`crate::junit::fold_reruns`]).
+/// The file and line are kept for failures and errors only.
 pub fn observations(cases: &[Case]) -> Vec<Observation> {
+    let cases = crate::junit::fold_reruns(cases);
     let mut seen: HashMap<String, u32> = HashMap::with_capacity(cases.len());
     cases
         .iter()
@@ -78,10 +81,11 @@ pub fn observations(cases: &[Case]) -> Vec<Observation> {
             let rep = seen.entry(test.clone()).or_insert(0);
             let this = *rep;
             *rep += 1;
-            let bad = matches!(c.outcome, CaseOutcome::Failed | CaseOutcome::Errored);
+            let bad = matches!(c.first_attempt, CaseOutcome::Failed | CaseOutcome::Errored);
             Observation {
                 test,
-                outcome: c.outcome,
+                outcome: c.first_attempt,
+                retried: c.passed_on_rerun(),
                 rep: this,
                 file: c.file.clone().filter(|_| bad),
                 line: c.line.filter(|_| bad),

@@ -101,8 +101,11 @@ pub struct ReportRecord {
 pub struct Observation {
     /// The test id ([`crate::junit::Case::id`]).
     pub test: String,
-    /// Its outcome.
+    /// Its first attempt's outcome: what a rate counts.
     pub outcome: CaseOutcome,
+    /// The first attempt failed and a retry passed ("passed on a retry":
+    /// counted as the failure it first was, and kept apart).
+    pub retried: bool,
     /// The repetition index: how many earlier cases of the report have the
     /// same id (`go test -count=12` gives 0..11).
     pub rep: u32,
@@ -128,6 +131,9 @@ pub struct Counts {
     /// Skipped: not in any rate.
     #[serde(default, rename = "s")]
     pub skipped: u64,
+    /// Of the failures, those whose first attempt failed and a retry passed.
+    #[serde(default, rename = "rp", skip_serializing_if = "is_zero")]
+    pub retried: u64,
     /// The runs (provenance labels) with a failure or error, first seen
     /// first.
     #[serde(default, rename = "fr", skip_serializing_if = "Vec::is_empty")]
@@ -173,6 +179,7 @@ impl Counts {
         self.failed += other.failed;
         self.errored += other.errored;
         self.skipped += other.skipped;
+        self.retried += other.retried;
         for r in &other.failing_runs {
             push_once(&mut self.failing_runs, r);
         }
@@ -180,6 +187,10 @@ impl Counts {
             push_once(&mut self.passing_runs, r);
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn push_once(list: &mut Vec<String>, run: &str) {
@@ -255,6 +266,10 @@ pub enum Item<'a> {
     Infra(&'a InfraNote),
 }
 
+/// The letter of an observation that failed its first attempt and passed
+/// on a retry (a failure in every count).
+pub const RETRIED_CODE: &str = "r";
+
 /// The outcome letter of an observation entry.
 pub fn outcome_code(o: CaseOutcome) -> &'static str {
     match o {
@@ -265,11 +280,22 @@ pub fn outcome_code(o: CaseOutcome) -> &'static str {
     }
 }
 
-/// The outcome of an observation entry's letter.
+/// The letter of an observation: [`RETRIED_CODE`] when it passed on a
+/// retry, else its outcome's.
+pub fn observation_code(o: &Observation) -> &'static str {
+    if o.retried {
+        RETRIED_CODE
+    } else {
+        outcome_code(o.outcome)
+    }
+}
+
+/// The outcome of an observation entry's letter ([`RETRIED_CODE`] is a
+/// failure).
 pub fn outcome_of(code: &str) -> Option<CaseOutcome> {
     Some(match code {
         "p" => CaseOutcome::Passed,
-        "f" => CaseOutcome::Failed,
+        "f" | RETRIED_CODE => CaseOutcome::Failed,
         "e" => CaseOutcome::Errored,
         "s" => CaseOutcome::Skipped,
         _ => return None,

@@ -35,8 +35,13 @@ pub enum Syntax {
     CargoNextest,
     /// A `spec_helper.rb` snippet excluding the full descriptions.
     Rspec,
-    /// `--exclude-filter=REGEX` for PHPUnit.
+    /// `--exclude-filter=REGEX` for PHPUnit 11 and later.
     Phpunit,
+    /// `--filter=REGEX` for PHPUnit before 11 (no `--exclude-filter`): a
+    /// negative lookahead that matches every test but the listed ones
+    /// (PHPUnit 9 and 10 match a filter against `Class::method`, followed
+    /// by ` with data set …` for a data-provider case).
+    PhpunitFilter,
     /// A generic YAML list with the evidence.
     Yaml,
 }
@@ -48,6 +53,21 @@ pub struct Emitted {
     pub text: String,
     /// Tests the syntax cannot express, left out (with why).
     pub left_out: Vec<String>,
+}
+
+/// The PHPUnit syntax for the PHPUnit whose `--version` printed
+/// `version` (`PHPUnit 9.6.7 by Sebastian Bergmann and contributors.`):
+/// `--exclude-filter` from PHPUnit 11 on, else (older, or unknown) the
+/// `--filter` lookahead every PHPUnit since 9 reads the same way.
+pub fn phpunit_syntax(version: Option<&str>) -> Syntax {
+    let major = version
+        .and_then(|v| v.split_whitespace().skip_while(|w| *w != "PHPUnit").nth(1))
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok());
+    match major {
+        Some(m) if m >= 11 => Syntax::Phpunit,
+        _ => Syntax::PhpunitFilter,
+    }
 }
 
 /// `(classname, name)` of a test id.
@@ -146,6 +166,20 @@ pub fn emit(syntax: Syntax, entries: &[Entry]) -> Emitted {
                     "--exclude-filter=/^(?:{})(?:\\x{{20}}|$)/\n",
                     names.join("|")
                 )
+            }
+        }
+        Syntax::PhpunitFilter => {
+            if entries.is_empty() {
+                String::new()
+            } else {
+                let names: Vec<String> = entries
+                    .iter()
+                    .map(|e| {
+                        let (class, name) = split(&e.test);
+                        pcre_escape(&format!("{class}::{name}"))
+                    })
+                    .collect();
+                format!("--filter=/^(?!(?:{})(?:\\x{{20}}|$))/\n", names.join("|"))
             }
         }
         Syntax::Yaml => {
@@ -419,6 +453,32 @@ mod tests {
             emit(Syntax::Phpunit, &[e("Tests\\FooTest::testBar")]).text,
             "--exclude-filter=/^(?:Tests\\\\FooTest\\:\\:testBar)(?:\\x{20}|$)/\n"
         );
+        assert_eq!(
+            emit(Syntax::PhpunitFilter, &[e("Tests\\FooTest::testBar")]).text,
+            "--filter=/^(?!(?:Tests\\\\FooTest\\:\\:testBar)(?:\\x{20}|$))/\n"
+        );
+        for (version, syntax) in [
+            (
+                Some("PHPUnit 9.6.7 by Sebastian Bergmann and contributors."),
+                Syntax::PhpunitFilter,
+            ),
+            (
+                Some("PHPUnit 10.5.2 by Sebastian Bergmann and contributors."),
+                Syntax::PhpunitFilter,
+            ),
+            (
+                Some("PHPUnit 11.0.1 by Sebastian Bergmann and contributors."),
+                Syntax::Phpunit,
+            ),
+            (
+                Some("PHPUnit 12.3.0 by Sebastian Bergmann and contributors."),
+                Syntax::Phpunit,
+            ),
+            (Some("garbage"), Syntax::PhpunitFilter),
+            (None, Syntax::PhpunitFilter),
+        ] {
+            assert_eq!(phpunit_syntax(version), syntax, "{version:?}");
+        }
         let yaml = emit(Syntax::Yaml, &[e("a::b")]).text;
         assert_eq!(
             yaml,
@@ -537,7 +597,8 @@ mod hostile_ids {
             let entries: Vec<Entry> = names.iter().map(|n| entry(format!("c::{n}"))).collect();
             for syntax in [
                 Syntax::Pytest, Syntax::Go, Syntax::Jest, Syntax::Vitest,
-                Syntax::CargoNextest, Syntax::Rspec, Syntax::Phpunit, Syntax::Yaml,
+                Syntax::CargoNextest, Syntax::Rspec, Syntax::Phpunit, Syntax::PhpunitFilter,
+                Syntax::Yaml,
             ] {
                 let out = emit(syntax, &entries);
                 // One line per argument: no line break of a test's own, and
@@ -564,6 +625,19 @@ mod hostile_ids {
                         let lines = out.text.lines().count();
                         prop_assert_eq!(lines + out.left_out.len(), names.len());
                         prop_assert!(out.text.lines().all(|l| l.starts_with("--deselect=c.py::")));
+                    }
+                    Syntax::PhpunitFilter => {
+                        // One word: a lookahead refusing exactly the names.
+                        prop_assert!(!out.text.trim_end().contains(char::is_whitespace), "{}", out.text);
+                        let p = out.text.trim_end().strip_prefix("--filter=/^(?!").unwrap();
+                        let inner = p.strip_suffix("(?:\\x{20}|$))/").unwrap().replace("\\/", "/");
+                        let re = regex::Regex::new(&format!("^(?:{inner})$")).unwrap();
+                        for n in &names {
+                            let id = format!("c::{n}");
+                            prop_assert!(re.is_match(&id), "{}", n);
+                        }
+                        let stranger = format!("c::{other}");
+                        prop_assert!(!re.is_match(&stranger));
                     }
                     Syntax::Go | Syntax::Phpunit => {
                         // A single word, read as a regex matching exactly

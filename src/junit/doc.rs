@@ -361,7 +361,7 @@ impl Doc {
                 case.skipped = true;
                 return Kind::Outcome;
             }
-            b"flakyFailure" | b"rerunFailure" => (CaseOutcome::Failed, true),
+            b"flakyFailure" | b"rerunFailure" | b"rerun" => (CaseOutcome::Failed, true),
             b"flakyError" | b"rerunError" => (CaseOutcome::Errored, true),
             // Kept only after a failure or error (a passing case's output is
             // never read).
@@ -845,6 +845,10 @@ mod tests {
         assert_eq!(c.message, None);
         let c = read(r#"<system-out><flakyFailure/></system-out>"#);
         assert_eq!((c.outcome, c.first_attempt, c.reruns), (Passed, Passed, 0));
+        // A bare `<rerun>` element is an attempt that failed and was rerun.
+        let c = read(r#"<rerun message="first try">t</rerun>"#);
+        assert_eq!((c.outcome, c.first_attempt, c.reruns), (Passed, Failed, 1));
+        assert_eq!(c.message.as_deref(), Some("first try"));
     }
 
     #[test]

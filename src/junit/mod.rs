@@ -33,6 +33,7 @@
 // that wires the stages together.
 mod doc;
 mod guard;
+mod reruns;
 mod text;
 
 use std::fs::File;
@@ -44,6 +45,7 @@ use quick_xml::Reader;
 
 use doc::Doc;
 use guard::{Event, Guard};
+pub use reruns::fold_reruns;
 
 /// Bytes kept of a failure/error `message` attribute (cut at a character
 /// boundary; no marker).
@@ -87,8 +89,9 @@ pub struct Case {
     /// outcome-like children are `<flakyFailure>`/`<flakyError>` (it failed,
     /// then passed on rerun) is Failed/Errored here, after the first such
     /// element. k of N counts this one: a retry that passed must not hide the
-    /// failure. (`<rerunFailure>`/`<rerunError>` without a `<failure>` or
-    /// `<error>` are read the same way.)
+    /// failure. (`<rerunFailure>`/`<rerunError>`/`<rerun>` without a
+    /// `<failure>` or `<error>` are read the same way; pytest's one case per
+    /// attempt is folded by [`fold_reruns`].)
     pub first_attempt: CaseOutcome,
     /// Number of `<flakyFailure>`/`<flakyError>`/`<rerunFailure>`/`<rerunError>`
     /// direct children.

@@ -481,6 +481,7 @@ mod tests {
             .map(|t| Observation {
                 test: t.to_string(),
                 outcome: CaseOutcome::Passed,
+                retried: false,
                 rep: 0,
                 file: None,
                 line: None,

@@ -24,6 +24,9 @@ pub struct Fold<'s> {
     recorded: u64,
     executed: u64,
     shards: crate::shard::ShardTally,
+    /// Runs whose runner retried attempts its report keeps no trace of,
+    /// and the first one's words.
+    hidden_retries: (u64, Option<String>),
 }
 
 /// One cell's counts while its runs are read.
@@ -128,12 +131,18 @@ impl<'s> Fold<'s> {
             recorded: 0,
             executed: 0,
             shards: Default::default(),
+            hidden_retries: (0, None),
         }
     }
 
     /// Adds one run (of this session; any order).
     pub fn add(&mut self, r: &RunView) {
         self.recorded += 1;
+        let unseen = crate::catalog::recipe::retries::UNSEEN;
+        if let Some(w) = r.warnings().iter().find(|w| w.starts_with(unseen)) {
+            self.hidden_retries.0 += 1;
+            self.hidden_retries.1.get_or_insert_with(|| w.clone());
+        }
         self.shards.add(self.session, r);
         let outcome = r.outcome();
         if outcome != Outcome::NotApplied {
@@ -248,6 +257,8 @@ impl<'s> Fold<'s> {
     /// The report of the runs added.
     pub fn finish(self, load: LoadStats) -> Report {
         let session = self.session;
+        let (hidden, said) = self.hidden_retries;
+        let recorded = self.recorded;
         let mut data_runs = Vec::with_capacity(self.cells.len());
         let cells = session
             .cells
@@ -259,7 +270,7 @@ impl<'s> Fold<'s> {
                 cell
             })
             .collect();
-        finish_report(
+        let mut report = finish_report(
             session,
             cells,
             data_runs,
@@ -267,7 +278,15 @@ impl<'s> Fold<'s> {
             self.executed,
             load,
             crate::shard::summary(session, &self.shards),
-        )
+        );
+        // A runner that retried attempts its report keeps no trace of:
+        // those first attempts are not in the counts, said once.
+        if let Some(w) = said {
+            report
+                .warnings
+                .push(format!("{hidden} of {recorded} runs: {w}"));
+        }
+        report
     }
 }
 

@@ -311,7 +311,7 @@ fn render_tests(report: &Report, out: &mut String, color: bool) {
             );
         }
         if t.passed_on_rerun > 0 {
-            let _ = writeln!(out, "      {} of these failures passed on rerun (still counted: the first attempt is the sample)", t.passed_on_rerun);
+            let _ = writeln!(out, "      {} of these failures passed on a retry (still counted: the first attempt is the sample; a test that passes only on a retry is not clean)", t.passed_on_rerun);
         }
     }
     if clean > 0 {

@@ -299,6 +299,14 @@ fn read_tests(
                 None
             };
             record.tests = crate::outcomes::records(&parsed, matcher);
+            // A runner that says it retried while its report holds no retry
+            // hid first attempts: never silently.
+            if let Some(r) = settings.recipe.as_ref().and_then(|r| r.retries.as_ref()) {
+                let recorded: u64 = record.tests.iter().map(|t| u64::from(t.retries)).sum();
+                if let Some(w) = r.unseen(&String::from_utf8_lossy(log), recorded) {
+                    record.warnings.push(w);
+                }
+            }
             if record.tests.is_empty() {
                 record.tests_missing = Some(format!("{shown} holds no test case"));
                 // A report file the runner wrote with no test case in it

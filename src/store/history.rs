@@ -32,8 +32,8 @@ use super::{append_bytes, Store, HINT_READ, HINT_WRITE};
 use crate::error::{Error, Result};
 use crate::history::identity::Head;
 use crate::history::{
-    outcome_code, outcome_of, CountsRecord, FoldedRecord, Item, Observation, ReportRecord,
-    COUNTS_SCHEMA, FOLDED_SCHEMA, OBSERVATION_SCHEMA, REPORT_SCHEMA,
+    observation_code, outcome_of, CountsRecord, FoldedRecord, Item, Observation, ReportRecord,
+    COUNTS_SCHEMA, FOLDED_SCHEMA, OBSERVATION_SCHEMA, REPORT_SCHEMA, RETRIED_CODE,
 };
 
 /// Directory of the history file, under the store.
@@ -467,7 +467,7 @@ fn encode(report: &ReportRecord, obs: &[Observation]) -> serde_json::Result<Vec<
             out.push(b'[');
             serde_json::to_writer(&mut out, &o.test)?;
             out.extend_from_slice(b",\"");
-            out.extend_from_slice(outcome_code(o.outcome).as_bytes());
+            out.extend_from_slice(observation_code(o).as_bytes());
             out.push(b'"');
             if o.rep > 0 || o.file.is_some() || o.line.is_some() {
                 out.extend_from_slice(format!(",{}", o.rep).as_bytes());
@@ -487,7 +487,9 @@ fn encode(report: &ReportRecord, obs: &[Observation]) -> serde_json::Result<Vec<
 
 fn decode_entry(e: &[serde_json::Value]) -> Option<Observation> {
     let test = e.first()?.as_str()?.to_string();
-    let outcome = outcome_of(e.get(1)?.as_str()?)?;
+    let code = e.get(1)?.as_str()?;
+    let outcome = outcome_of(code)?;
+    let retried = code == RETRIED_CODE;
     let rep = match e.get(2) {
         None => 0,
         Some(v) => u32::try_from(v.as_u64()?).ok()?,
@@ -500,6 +502,7 @@ fn decode_entry(e: &[serde_json::Value]) -> Option<Observation> {
     Some(Observation {
         test,
         outcome,
+        retried,
         rep,
         file,
         line,
@@ -541,6 +544,7 @@ mod tests {
         Observation {
             test: test.into(),
             outcome,
+            retried: false,
             rep,
             file: (outcome == CaseOutcome::Failed).then(|| "t.py".to_string()),
             line: (outcome == CaseOutcome::Failed).then_some(4),

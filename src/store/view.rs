@@ -409,6 +409,14 @@ impl<'a> RunView<'a> {
         }
     }
 
+    /// Problems the harness met that did not change the outcome.
+    pub fn warnings(&self) -> &[String] {
+        match self {
+            RunView::Whole(r) => &r.warnings,
+            RunView::Compact(c) => &c.line.warn,
+        }
+    }
+
     /// Why it has no per-test data, when it was expected.
     pub fn tests_missing(&self) -> Option<&str> {
         match self {

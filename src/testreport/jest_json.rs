@@ -4,8 +4,18 @@
 //! (describe titles and the test title joined by spaces: what `-t` takes).
 //! A file that failed to run (a syntax error, a throwing import) has no
 //! assertion results: it is one errored case named after the file, with
-//! jest's message. A test retried by `jest.retryTimes` that passed in the
-//! end but carries `retryReasons` failed its first attempt.
+//! jest's message.
+//!
+//! Retries: jest only retries (`jest.retryTimes(N)`) an attempt that
+//! failed, and counts every attempt in `invocations`, so a test with more
+//! than one invocation failed its first attempt, whatever its final status;
+//! `retryReasons` holds the retried attempts' errors only with
+//! `logErrorsBeforeRetry`. Vitest's JSON reporter (`--reporter=json`)
+//! writes the same document without `invocations`: there a retried test
+//! (`retry: N`) keeps every failed attempt's message in
+//! `failureMessages`, so a passed test with a failure message passed on a
+//! retry (a failed one's several messages may be one attempt's soft
+//! assertions: its retries are not counted).
 
 use std::path::Path;
 
@@ -85,15 +95,27 @@ pub(super) fn cases(text: &str, base: &Path) -> Result<Vec<Case>, String> {
             } else {
                 a.full_name
             };
+            // The first attempt's error first: a retried attempt's reason
+            // (jest) or the first of the messages (vitest).
             let text = a
-                .failure_messages
+                .retry_reasons
                 .first()
-                .or(a.retry_reasons.first())
+                .or(a.failure_messages.first())
                 .map(|m| super::strip_ansi(m));
+            let attempts = match a.invocations {
+                Some(n) => n.max(1),
+                // Vitest: one message per failed attempt before the pass.
+                // (A failed test's messages may be several errors of one
+                // attempt, `expect.soft`: its retries are not counted.)
+                None if outcome == CaseOutcome::Passed => u32::try_from(a.failure_messages.len())
+                    .map_or(u32::MAX, |n| n.saturating_add(1)),
+                None => 1,
+            }
+            .max(1 + u32::from(outcome == CaseOutcome::Passed && !a.retry_reasons.is_empty()));
             let mut c = super::case(&shown, &name, outcome, None, text);
-            if outcome == CaseOutcome::Passed && !a.retry_reasons.is_empty() {
+            if attempts > 1 && outcome != CaseOutcome::Skipped {
                 c.first_attempt = CaseOutcome::Failed;
-                c.reruns = a.invocations.unwrap_or(1).saturating_sub(1).max(1);
+                c.reruns = attempts - 1;
             }
             out.push(c);
         }
@@ -147,5 +169,52 @@ mod tests {
         assert_eq!(cs[1].reruns, 1);
         assert_eq!(cs[2].outcome, CaseOutcome::Skipped);
         assert!(cases("not json", Path::new("/p")).is_err());
+    }
+
+    #[test]
+    fn invocations_and_failure_messages_tell_retries() {
+        // jest 30.5.2, `jest.retryTimes(1)` without logErrorsBeforeRetry:
+        // no retryReasons, only the count of invocations.
+        let text = r#"{"testResults":[{"name":"/p/a.test.js","status":"failed","message":"","assertionResults":[
+            {"fullName":"flaky","title":"flaky","status":"passed","failureMessages":[],"retryReasons":[],"invocations":2},
+            {"fullName":"ok","title":"ok","status":"passed","failureMessages":[],"retryReasons":[],"invocations":1},
+            {"fullName":"always","title":"always","status":"failed","failureMessages":["Error: always boom"],"retryReasons":[],"invocations":2}]}]}"#;
+        let cs = cases(text, Path::new("/p")).unwrap();
+        let got: Vec<(CaseOutcome, CaseOutcome, u32)> = cs
+            .iter()
+            .map(|c| (c.first_attempt, c.outcome, c.reruns))
+            .collect();
+        use CaseOutcome::{Failed, Passed};
+        assert_eq!(
+            got,
+            [
+                (Failed, Passed, 1),
+                (Passed, Passed, 0),
+                (Failed, Failed, 1)
+            ]
+        );
+        // vitest 4.1.12's JSON reporter, `retry: 1`: no invocations; every
+        // failed attempt's message.
+        let text = r#"{"testResults":[{"name":"/p/a.test.js","status":"failed","message":"","assertionResults":[
+            {"fullName":"flaky","title":"flaky","status":"passed","failureMessages":["AssertionError: expected +0 to be 1"]},
+            {"fullName":"ok","title":"ok","status":"passed","failureMessages":[]},
+            {"fullName":"always","title":"always","status":"failed","failureMessages":["Error: always boom","Error: always boom"]}]}]}"#;
+        let cs = cases(text, Path::new("/p")).unwrap();
+        let got: Vec<(CaseOutcome, CaseOutcome, u32)> = cs
+            .iter()
+            .map(|c| (c.first_attempt, c.outcome, c.reruns))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Failed, Passed, 1),
+                (Passed, Passed, 0),
+                (Failed, Failed, 0)
+            ]
+        );
+        assert_eq!(
+            cs[0].detail.as_deref(),
+            Some("AssertionError: expected +0 to be 1")
+        );
     }
 }

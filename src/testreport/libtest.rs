@@ -106,7 +106,7 @@ fn outcome(result: &str) -> Option<CaseOutcome> {
 
 /// The panic message: the line after `thread '…' panicked at …:` (Rust
 /// 1.73 and later), else the quoted message of the older one-line form.
-fn panic_message(block: &str) -> Option<String> {
+pub(super) fn panic_message(block: &str) -> Option<String> {
     let mut lines = block.lines();
     while let Some(l) = lines.next() {
         // `thread 'NAME' panicked at`, `thread 'NAME' (TID) panicked at` (1.90+).

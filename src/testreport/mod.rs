@@ -1,7 +1,10 @@
 //! Per-test outcomes from what a runner ships, for runners whose own
 //! structured output is not JUnit: go's test2json events (`go test -json`),
 //! libtest's `test NAME ... ok` lines (`cargo test`), jest's `--json`
-//! results and rspec's `--format json`. Each reader turns its format into
+//! results (and vitest's, of the same shape), Playwright's and rspec's JSON.
+//! Where a runner's JUnit drops a retried attempt (jest-junit, vitest's and
+//! Playwright's JUnit reporters write a test that passed on a retry as a
+//! pass), its JSON is what keeps the first attempt. Each reader turns its format into
 //! the same [`crate::junit::Parsed`] the JUnit reader produces, so ids,
 //! families, first attempts and signatures come from one place
 //! (`crate::outcomes`). Pure: bytes in, cases out.
@@ -12,6 +15,8 @@
 
 mod jest_json;
 mod libtest;
+mod nextest_json;
+mod playwright_json;
 mod rspec_json;
 mod test2json;
 
@@ -35,6 +40,14 @@ pub enum Format {
     JestJson,
     /// rspec's `--format json` document.
     RspecJson,
+    /// Vitest's `--reporter=json` document (jest's shape, read by the same
+    /// reader).
+    VitestJson,
+    /// Playwright Test's `--reporter=json` document.
+    PlaywrightJson,
+    /// cargo-nextest's libtest-like JSON events (`--message-format
+    /// libtest-json`).
+    NextestJson,
 }
 
 impl Format {
@@ -46,6 +59,9 @@ impl Format {
             Format::Libtest => "libtest's output",
             Format::JestJson => "jest --json",
             Format::RspecJson => "rspec --format json",
+            Format::VitestJson => "vitest --reporter=json",
+            Format::PlaywrightJson => "playwright --reporter=json",
+            Format::NextestJson => "nextest --message-format libtest-json",
         }
     }
 
@@ -57,6 +73,9 @@ impl Format {
             Format::Libtest => "libtest",
             Format::JestJson => "jest-json",
             Format::RspecJson => "rspec-json",
+            Format::VitestJson => "vitest-json",
+            Format::PlaywrightJson => "playwright-json",
+            Format::NextestJson => "nextest-json",
         }
     }
 }
@@ -87,7 +106,13 @@ pub fn parse(format: Format, bytes: &[u8], base: &Path) -> Result<Parsed, Report
         }
         Format::Test2json => test2json::cases(&text),
         Format::Libtest => libtest::cases(&strip_ansi(&text)),
-        Format::JestJson => jest_json::cases(&text, base).map_err(|m| malformed(format, m))?,
+        Format::NextestJson => nextest_json::cases(&text),
+        Format::JestJson | Format::VitestJson => {
+            jest_json::cases(&text, base).map_err(|m| malformed(format, m))?
+        }
+        Format::PlaywrightJson => {
+            playwright_json::cases(&text, base).map_err(|m| malformed(format, m))?
+        }
         Format::RspecJson => rspec_json::cases(&text).map_err(|m| malformed(format, m))?,
     };
     Ok(Parsed {
@@ -162,6 +187,9 @@ mod tests {
             Format::Libtest,
             Format::JestJson,
             Format::RspecJson,
+            Format::VitestJson,
+            Format::PlaywrightJson,
+            Format::NextestJson,
         ] {
             let written: Format =
                 serde_json::from_value(serde_json::Value::String(f.name().into())).unwrap();

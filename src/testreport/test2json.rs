@@ -29,7 +29,12 @@ struct Open {
     package: String,
     test: String,
     end: Option<CaseOutcome>,
+    /// The output of the execution under way.
     output: String,
+    /// The output of the first execution that failed.
+    failed_output: Option<String>,
+    /// Executions started (`-count=N`, `-cpu 1,2,4` run a test N times).
+    runs: u32,
 }
 
 /// The cases of a stream of events, in the order the tests started.
@@ -54,16 +59,29 @@ pub(super) fn cases(text: &str) -> Vec<Case> {
                 test: test.clone(),
                 end: None,
                 output: String::new(),
+                failed_output: None,
+                runs: 0,
             });
             open.len() - 1
         });
         let t = &mut open[i];
         match ev.action.as_str() {
             // A test that runs more than once in one binary (`-cpu 1,2,4`,
-            // `-count=N`) failed in the run if any of its executions did.
+            // `-count=N`: repetitions, not retries — go runs each whatever
+            // the last did) failed in the run if any of its executions did;
+            // its words are the first failing execution's own lines.
+            "run" => {
+                t.runs = t.runs.saturating_add(1);
+                t.output.clear();
+            }
             "pass" if t.end == Some(CaseOutcome::Failed) => {}
             "pass" => t.end = Some(CaseOutcome::Passed),
-            "fail" => t.end = Some(CaseOutcome::Failed),
+            "fail" => {
+                t.end = Some(CaseOutcome::Failed);
+                if t.failed_output.is_none() {
+                    t.failed_output = Some(std::mem::take(&mut t.output));
+                }
+            }
             "skip" if t.end == Some(CaseOutcome::Failed) => {}
             "skip" => t.end = Some(CaseOutcome::Skipped),
             "output" => {
@@ -91,8 +109,10 @@ pub(super) fn cases(text: &str) -> Vec<Case> {
                 ),
             };
             let failed = matches!(outcome, CaseOutcome::Failed | CaseOutcome::Errored);
-            let detail = failed.then_some(t.output);
-            super::case(&t.package, &t.test, outcome, message, detail)
+            let detail = failed.then(|| t.failed_output.unwrap_or(t.output));
+            let mut c = super::case(&t.package, &t.test, outcome, message, detail);
+            c.reruns = t.runs.saturating_sub(1);
+            c
         })
         .collect()
 }
@@ -135,16 +155,29 @@ mod tests {
     fn a_test_run_at_several_gomaxprocs_fails_if_any_execution_failed() {
         // go test -cpu 1,2,4 -json: the same Test three times in one binary.
         let text = r#"{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"--- PASS: TestA (0.00s)\n"}
 {"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
 {"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}
 {"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:9: boom\n"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"--- FAIL: TestA (0.00s)\n"}
 {"Action":"fail","Package":"p","Test":"TestA","Elapsed":0}
 {"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"--- PASS: TestA (0.00s)\n"}
 {"Action":"pass","Package":"p","Test":"TestA","Elapsed":0}
 "#;
         let cs = cases(text);
         assert_eq!(cs.len(), 1);
-        assert_eq!(cs[0].outcome, CaseOutcome::Failed);
-        assert!(cs[0].detail.as_deref().unwrap().contains("boom"));
+        assert_eq!(
+            (cs[0].outcome, cs[0].first_attempt),
+            (CaseOutcome::Failed, CaseOutcome::Failed)
+        );
+        assert_eq!(cs[0].reruns, 2);
+        // The failing execution's own lines: never the passing one's.
+        assert_eq!(
+            cs[0].detail.as_deref(),
+            Some("    a_test.go:9: boom\n--- FAIL: TestA (0.00s)\n")
+        );
     }
 }

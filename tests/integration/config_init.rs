@@ -51,12 +51,34 @@ fn counts(report: &serde_json::Value) -> (Vec<(String, u64)>, u64) {
 
 #[test]
 fn init_detects_the_runner_of_each_fixture_project() {
-    for (fixture, command, file, junit_needed) in [
-        ("pytest-project", "pytest", "pytest.ini", false),
-        ("cargo-project", "cargo test", "Cargo.toml", true),
-        ("go-project", "go test ./...", "go.mod", true),
-        ("jest-project", "npx jest", "package.json", false),
-        ("vitest-project", "npx vitest run", "package.json", false),
+    // Where each project's per-test rows come from, as the file says it
+    // (None: the recipe injects a JUnit report).
+    for (fixture, command, file, own) in [
+        ("pytest-project", "pytest", "pytest.ini", None),
+        (
+            "cargo-project",
+            "cargo test",
+            "Cargo.toml",
+            Some("libtest's output"),
+        ),
+        (
+            "go-project",
+            "go test ./...",
+            "go.mod",
+            Some("go test -json"),
+        ),
+        (
+            "jest-project",
+            "npx jest",
+            "package.json",
+            Some("jest --json"),
+        ),
+        (
+            "vitest-project",
+            "npx vitest run",
+            "package.json",
+            Some("vitest --reporter=json"),
+        ),
     ] {
         let lab = Lab::new();
         copy_fixture(&lab, fixture);
@@ -87,13 +109,25 @@ fn init_detects_the_runner_of_each_fixture_project() {
         assert_eq!(config.run.runs, None, "{fixture}: runs is commented out");
         let written = std::fs::read_to_string(&path).unwrap();
         assert!(written.contains("FLAKELAB_RUNS"), "{written}");
-        // The recipe injects JUnit for pytest, jest and vitest; go test and
-        // cargo test write none, and the file says why.
-        assert_eq!(
-            written.contains("cannot ask the runner for a JUnit report"),
-            junit_needed,
+        // The recipe injects JUnit for pytest; go test, cargo test, jest
+        // and vitest give a row per test from their own output, and the
+        // file says so. None of them counts by exit code.
+        assert!(
+            !written.contains("count by exit code"),
             "{fixture}: {written}"
         );
+        match own {
+            Some(from) => assert!(
+                written.contains(&format!(
+                    "reads a row per test from the runner's own output ({from})"
+                )),
+                "{fixture}: {written}"
+            ),
+            None => assert!(
+                written.contains("recipe asks the runner for one per run"),
+                "{fixture}: {written}"
+            ),
+        }
         assert_eq!(config.run.junit, None, "{fixture}");
         // The fixture itself is never written to.
         let source = Path::new(env!("CARGO_MANIFEST_DIR"))

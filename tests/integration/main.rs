@@ -29,6 +29,7 @@ mod progress;
 mod proof;
 mod recipes;
 mod redaction;
+mod retries;
 mod run_stats;
 mod runner_cargo;
 mod runner_ctest;

@@ -3,8 +3,7 @@
 //! test2json events) and `cargo test` (libtest's lines) on fixture projects
 //! of sixteen tests, one of which reads the local zone
 //! (`tests/fixtures/{go,cargo}-zone`): under `tz=Pacific/Kiritimati`
-//! exactly that test differs. And the plugin choice: jest without
-//! jest-junit reads jest's own `--json`.
+//! exactly that test differs.
 
 use std::process::Command;
 

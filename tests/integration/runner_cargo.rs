@@ -288,3 +288,78 @@ fn cargo_nextest_workers_find_the_collision_per_test_through_a_junit_profile() {
     let base_run = runs.iter().find(|r| r["cell"] == "baseline").unwrap();
     assert!(base_run["env"]["set"].get("NEXTEST_TEST_THREADS").is_none());
 }
+
+/// `cargo nextest run` with no JUnit profile gives a row per test (nextest's
+/// libtest-like JSON, which the recipe asks for), and a test retried by
+/// `--retries 1` counts its failed first attempt: the added test fails the
+/// first time it runs in each flakelab run (a file keyed by the run's
+/// `FLAKELAB_RUN_ID`) and passes on its retry.
+#[test]
+fn cargo_nextest_gives_per_test_rows_without_a_profile_and_counts_first_attempts() {
+    if !nextest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab);
+    let lib = lab.path().join("src/lib.rs");
+    let mut source = std::fs::read_to_string(&lib).unwrap();
+    source.push_str(
+        r#"
+#[cfg(test)]
+mod retried {
+    #[test]
+    fn first_attempt_fails() {
+        let run = std::env::var("FLAKELAB_RUN_ID").unwrap();
+        let mark = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(".first-{run}"));
+        if !mark.exists() {
+            std::fs::write(&mark, "").unwrap();
+            panic!("the first attempt of this run fails");
+        }
+    }
+}
+"#,
+    );
+    std::fs::write(&lib, source).unwrap();
+    let mut args = vec!["-n", "2", "--"];
+    args.extend_from_slice(CARGO_ENV);
+    args.extend_from_slice(&[
+        "cargo",
+        "nextest",
+        "run",
+        "--offline",
+        "--no-fail-fast",
+        "--retries",
+        "1",
+        "-E",
+        "test(/^retried::/) | test(=plain::price_pads_cents)",
+    ]);
+    let (_, report) = lab.run_json(&args);
+    assert_eq!(report["runner"], "cargo-nextest", "{report}");
+    let base = cell(&report, "baseline");
+    assert_eq!(base["runs_with_tests"].as_u64(), Some(2), "{base}");
+    let row = |id: &str| {
+        base["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap_or_else(|| panic!("no {id} in {base}"))
+            .clone()
+    };
+    let flaky = row("cargo-fixture::retried::first_attempt_fails");
+    assert_eq!(
+        (
+            flaky["k"].as_u64(),
+            flaky["n"].as_u64(),
+            flaky["passed_on_rerun"].as_u64()
+        ),
+        (Some(2), Some(2), Some(2)),
+        "{flaky}"
+    );
+    let plain = row("cargo-fixture::plain::price_pads_cents");
+    assert_eq!(
+        (plain["k"].as_u64(), plain["n"].as_u64()),
+        (Some(0), Some(2)),
+        "{plain}"
+    );
+}

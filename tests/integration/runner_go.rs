@@ -305,6 +305,12 @@ fn gotestsum_junit_gives_per_test_outcomes_and_every_shuffle_seed() {
     let pair = test(shuffle, B);
     assert!(pair["k"].as_u64().unwrap() >= 1, "{pair}");
     assert_eq!(test(shuffle, SLOTS)["k"].as_u64(), Some(0));
+    // Signed by the failing test's own line, never go's `=== RUN` framing
+    // that gotestsum keeps in its JUnit body.
+    for s in pair["signatures"].as_array().unwrap() {
+        let sig = s["signature"].as_str().unwrap();
+        assert!(sig.starts_with("config_test.go:<n>: "), "{pair}");
+    }
     for r in lab.runs().iter().filter(|r| r["cell"] == "shuffle") {
         assert_eq!(
             r["env"]["set"]["GOTESTSUM_FORMAT"], "standard-verbose",
@@ -372,4 +378,76 @@ fn faketime_on_go_test_is_not_applied_with_the_recipes_reason() {
     let reason = c["reason"].as_str().unwrap();
     assert!(reason.contains("not applicable"), "{reason}");
     assert!(reason.contains("libfaketime does not reach it"), "{reason}");
+}
+
+/// `go test -count=2` repeats each test in one binary, whatever the last
+/// execution did: the command's `-count` is kept (the recipe's `-count=1`
+/// is not added after it), a test whose first execution of each run fails
+/// (a file keyed by the run's `FLAKELAB_RUN_ID`) fails in the run although
+/// its second passed, and its signature is the failing execution's own
+/// line, never the passing one's `--- PASS`.
+#[test]
+fn go_count_repetitions_are_kept_and_a_failing_execution_counts() {
+    if !go_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let home = go_lab(&lab);
+    std::fs::create_dir_all(lab.path().join("twice")).unwrap();
+    std::fs::write(
+        lab.path().join("twice/twice_test.go"),
+        r#"package twice
+
+import (
+	"os"
+	"testing"
+)
+
+func TestFirstExecutionFails(t *testing.T) {
+	mark := ".first-" + os.Getenv("FLAKELAB_RUN_ID")
+	if _, err := os.Stat(mark); err != nil {
+		os.WriteFile(mark, nil, 0o644)
+		t.Fatalf("the first execution of this run fails")
+	}
+}
+"#,
+    )
+    .unwrap();
+    let (_, report) = run_json(
+        &lab,
+        home.path(),
+        &["-n", "2", "--", "go", "test", "-count=2", "./twice"],
+    );
+    let base = cell(&report, "baseline");
+    let t = base["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["id"]
+                .as_str()
+                .unwrap()
+                .ends_with("::TestFirstExecutionFails")
+        })
+        .unwrap_or_else(|| panic!("{base}"));
+    assert_eq!(
+        (t["k"].as_u64(), t["n"].as_u64()),
+        (Some(2), Some(2)),
+        "{t}"
+    );
+    assert_eq!(
+        t["signatures"][0]["signature"], "twice_test.go:<n>: the first execution of this run fails",
+        "{t}"
+    );
+    for r in lab.runs() {
+        let a = argv(&r);
+        assert!(a.contains(&"-count=2".to_string()), "{a:?}");
+        assert!(!a.contains(&"-count=1".to_string()), "{a:?}");
+        let rec = &r["tests"][0];
+        assert_eq!(
+            (rec["outcome"].as_str(), rec["retries"].as_u64()),
+            (Some("fail"), Some(1)),
+            "{rec}"
+        );
+    }
 }

@@ -1,5 +1,5 @@
 //! Runner recipes end to end with the real JavaScript runners: node:test
-//! (`node --test`, Node 20), Jest (with jest-junit) and Vitest, each on its
+//! (`node --test`, Node 20), Jest (its `--json`) and Vitest, each on its
 //! fixture project `tests/fixtures/{node,jest,vitest}-project`: an
 //! order-dependent pair (module state set by one test, read by another, in
 //! one file) and a shared-resource collision (two test files create the same
@@ -412,9 +412,8 @@ fn jest_shuffle_finds_the_order_dependent_pair_and_workers_the_collision() {
         &Expect {
             runner: "jest",
             shuffle_args: &["--randomize", "--seed={seed}"],
-            // jest-junit's default templates for a top-level test: classname
-            // and name are both " <title>" (an empty describe path).
-            pair_id: " test_b_formats_price:: test_b_formats_price",
+            // jest's --json: the file, then the full name.
+            pair_id: "config.test.js::test_b_formats_price",
             // Without it Jest runs in band when the timings it cached from
             // an earlier run show fast files, whatever --maxWorkers says.
             workers_extra: Some("--workerIdleMemoryLimit=100%"),

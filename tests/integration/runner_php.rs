@@ -126,3 +126,102 @@ fn phpunit_usage_errors_and_empty_runs_are_errors() {
         assert!(reason.contains(want), "{command:?}: {reason}");
     }
 }
+
+/// `phpunit $(flakelab quarantine --format phpunit) …` on the PHPUnit that
+/// is installed (Debian's 9.6 has no `--exclude-filter`): a history in which
+/// `testFormatsPrice` passed and failed on one commit quarantines exactly
+/// it, and PHPUnit runs every other test of the fixture.
+#[test]
+fn the_quarantine_list_runs_every_test_but_the_proven_one_on_the_installed_phpunit() {
+    let Some(lab) = phpunit_lab() else {
+        return;
+    };
+    let case = |class: &str, name: &str, body: &str| {
+        format!(
+            "<testcase name=\"{name}\" class=\"{class}\" classname=\"{class}\">{body}</testcase>"
+        )
+    };
+    for (run, failure) in [
+        ("r1", ""),
+        (
+            "r2",
+            "<failure>ConfigTest::testFormatsPrice\nboom</failure>",
+        ),
+    ] {
+        let xml = format!(
+            "<testsuites><testsuite name=\"all\">{}{}{}</testsuite></testsuites>",
+            case("ConfigTest", "testLoadsCurrency", ""),
+            case("ConfigTest", "testFormatsPrice", failure),
+            case("ZoneTest", "testTotals", ""),
+        );
+        let path = lab.path().join(format!("{run}.xml"));
+        std::fs::write(&path, xml).unwrap();
+        let out = lab.run(&[
+            "ingest",
+            "--no-detect",
+            "--commit",
+            "c1",
+            "--run-id",
+            run,
+            &format!("{run}.xml"),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = lab.run(&["quarantine", "--format", "phpunit"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let args = String::from_utf8(out.stdout).unwrap();
+    let version = std::process::Command::new("phpunit")
+        .arg("--version")
+        .output()
+        .unwrap();
+    let major: u32 = String::from_utf8_lossy(&version.stdout)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.split('.').next()?.parse().ok())
+        .unwrap();
+    let want = if major >= 11 {
+        "--exclude-filter="
+    } else {
+        "--filter="
+    };
+    assert!(args.starts_with(want), "{args}");
+    // As a shell passes `$(…)`: one word.
+    let words: Vec<&str> = args.split_whitespace().collect();
+    assert_eq!(words.len(), 1, "{args}");
+    let run = std::process::Command::new("phpunit")
+        .args(&words)
+        .args(["--log-junit", "out.xml"])
+        .current_dir(lab.path())
+        .output()
+        .unwrap();
+    let report = std::fs::read(lab.path().join("out.xml"))
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&run.stdout)));
+    let mut ran: Vec<String> = flakelab::junit::parse(&report[..])
+        .unwrap()
+        .cases
+        .iter()
+        .map(|c| format!("{}::{}", c.classname, c.name))
+        .collect();
+    ran.sort();
+    assert_eq!(
+        ran,
+        [
+            "ConfigTest::testLoadsCurrency",
+            "ConfigTest::testRounds",
+            "ZoneTest::testInvoiceDayIsTheUtcDay",
+            "ZoneTest::testTotals",
+        ],
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+}

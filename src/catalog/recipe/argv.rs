@@ -49,6 +49,25 @@ pub fn host_target() -> String {
     }
 }
 
+/// Whether `argv` sets the option `arg` names (`-count=1` names `-count`,
+/// also written `--count`), as `-count=N` or `-count N`.
+fn sets_option(argv: &[String], arg: &str) -> bool {
+    let Some(name) = arg
+        .split('=')
+        .next()
+        .filter(|n| n.starts_with('-') && arg.contains('='))
+    else {
+        return false;
+    };
+    let bare = name.trim_start_matches('-');
+    argv.iter().any(|w| {
+        let flag = w.split('=').next().unwrap_or(w);
+        flag.starts_with('-')
+            && flag.trim_start_matches('-') == bare
+            && flag.len() <= bare.len() + 2
+    })
+}
+
 /// The command of one run: the user's, with the report path, and with the
 /// recipe's shuffle (this run's seed, or shuffling off in every other cell)
 /// and workers arguments. Returns the argv and the variables to add; `Err`
@@ -71,7 +90,19 @@ pub fn for_run(
         Ok(())
     };
     if let Some(always) = recipe.and_then(|r| r.always.as_ref()) {
-        inject(always, &mut argv, BTreeMap::new())?;
+        // An option the command sets itself keeps the command's value
+        // (`go test -count=3` repeats each test three times: the recipe's
+        // `-count=1` must not come after it and win).
+        let own = Inject {
+            args: always
+                .args
+                .iter()
+                .filter(|a| !sets_option(&argv, a))
+                .cloned()
+                .collect(),
+            ..always.clone()
+        };
+        inject(&own, &mut argv, BTreeMap::new())?;
     }
     match ask.report {
         Some(Report::InCommand(path)) => {
@@ -290,6 +321,40 @@ mod tests {
         let raw = regex::Regex::new(r"^tot(EUR)[x].y$").unwrap();
         assert!(raw.is_match("totEURxzy"));
         assert_eq!(regex_escape("plain_name::x"), "plain_name::x");
+    }
+
+    #[test]
+    fn the_commands_own_count_wins_over_the_recipes() {
+        let go = recipe("go");
+        let plain = RunArgv {
+            report: None,
+            shuffle_seed: None,
+            workers: None,
+            race: None,
+        };
+        for (command, want) in [
+            ("go test ./...", "go test ./... -count=1 -shuffle=off"),
+            (
+                "go test -count=3 ./...",
+                "go test -count=3 ./... -shuffle=off",
+            ),
+            (
+                "go test -count 3 ./...",
+                "go test -count 3 ./... -shuffle=off",
+            ),
+            (
+                "go test --count=3 ./...",
+                "go test --count=3 ./... -shuffle=off",
+            ),
+            // Another option that merely starts with the name is not it.
+            (
+                "go test -countx ./...",
+                "go test -countx ./... -count=1 -shuffle=off",
+            ),
+        ] {
+            let (argv, _) = for_run(Some(&go), &words(command), plain).unwrap();
+            assert_eq!(argv.join(" "), want, "{command}");
+        }
     }
 
     fn recipe(name: &str) -> Recipe {

@@ -11,6 +11,7 @@ pub mod argv;
 pub mod ordered;
 pub mod outcome;
 pub mod per_test;
+pub mod retries;
 
 use std::collections::BTreeMap;
 
@@ -50,6 +51,10 @@ pub struct Recipe {
     /// `{junit}`, no `--junit` and no plugin `[junit]` needs is at hand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_test: Option<per_test::PerTest>,
+    /// How the runner's output says it retried tests, for a report that
+    /// may keep no trace of the attempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<retries::Retries>,
     /// How to shuffle with a seed, and read the seed back.
     #[serde(default)]
     pub shuffle: Option<Shuffle>,
@@ -778,6 +783,9 @@ impl Recipe {
         if let Some(p) = &self.per_test {
             p.validate()?;
         }
+        if let Some(r) = &self.retries {
+            r.validate()?;
+        }
         if let Some(v) = &self.version {
             if v.is_empty() {
                 return Err("version is empty: give the words of a version command".into());
@@ -938,6 +946,7 @@ mod tests {
             always: None,
             junit: None,
             per_test: None,
+            retries: None,
             shuffle: None,
             workers: None,
             race: None,

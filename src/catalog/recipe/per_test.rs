@@ -1,7 +1,8 @@
 //! A recipe's `[per_test]`: how to get per-test outcomes from what the
 //! runner ships, used when the user gave no `{junit}` and no `--junit`, and
-//! the plugin the recipe's `[junit]` needs (jest-junit,
-//! rspec_junit_formatter) is not found by `plugin_probe`. The runner's
+//! the plugin the recipe's `[junit]` needs (rspec_junit_formatter) is not
+//! found by `plugin_probe`, or the recipe has no `[junit]` (go, cargo,
+//! nextest, and jest, vitest and Playwright, whose JUnit hides retries). The runner's
 //! structured output goes to a file (`{report}` in `args` or `env`) or is
 //! read from the run's own output (`from = "output"`), in a format
 //! `crate::testreport` reads.
