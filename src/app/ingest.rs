@@ -65,6 +65,11 @@ pub(super) fn ingest_cmd(args: &IngestArgs) -> Result<i32> {
         summary.duplicates
     );
     super::print_text(&format!("{}\n", one_line(&line)));
+    if recorded.commit.is_none() && summary.recorded > 0 {
+        eprintln!(
+            "warning: no commit recorded for these reports: a test that passed in one and failed in another cannot be placed on one commit, so history never counts it as proven nondeterministic and `check` never fails on it; give the commit with --commit SHA (read by itself in CI)"
+        );
+    }
     for u in &summary.unreadable {
         eprintln!("warning: {}", one_line(u));
     }

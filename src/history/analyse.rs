@@ -201,6 +201,10 @@ pub enum Finding {
     /// every run of another: the outcome follows the context (a platform or
     /// entry-path mismatch), deterministic within each.
     ContextSplit,
+    /// Failed and passed in reports that recorded no commit: the
+    /// disagreement cannot be placed on one commit, so it proves nothing
+    /// (a regression and its fix look the same).
+    CommitUnknown,
     /// Failed and passed, but never on one commit in one context: weaker
     /// evidence (a regression and its fix look the same).
     CrossCommit,
@@ -448,12 +452,15 @@ fn one_test(
 ) -> TestHistory {
     let mut contexts = Vec::new();
     let mut same_commit = Vec::new();
+    // Passed and failed where no commit was recorded: not one commit.
+    let mut unplaced = false;
     let mut total = Counts::default();
     let (mut file, mut line) = (None, None);
     for (&c, rows) in per_ctx {
         let name = context_name(&fold.contexts[c]);
         let mut sum = Counts::default();
         let mut states = Vec::new();
+        let mut proven = 0u64;
         for r in rows {
             sum.merge(&Counts {
                 failing_runs: Vec::new(),
@@ -468,13 +475,35 @@ fn one_test(
                 continue;
             }
             states.push((state(&r.counts), *r));
+            let bad = r.counts.bad();
+            if r.commit.is_none() {
+                // Reports with no commit may come from any commit: only a
+                // retry's pass beside its failed first attempt (one run)
+                // is a disagreement on one commit.
+                if r.counts.retried > 0 {
+                    proven += 1;
+                    same_commit.push(SameCommit {
+                        context: name.clone(),
+                        commit: None,
+                        failed: r.counts.retried,
+                        passed: 0,
+                        passed_on_retry: r.counts.retried,
+                        failing_runs: Vec::new(),
+                        passing_runs: Vec::new(),
+                    });
+                } else if r.counts.passed > 0 && bad > 0 {
+                    unplaced = true;
+                }
+                continue;
+            }
             // A first attempt that failed and a retry that passed disagree
             // on one commit as much as two runs do.
-            if (r.counts.passed > 0 || r.counts.retried > 0) && r.counts.bad() > 0 {
+            if (r.counts.passed > 0 || r.counts.retried > 0) && bad > 0 {
+                proven += 1;
                 same_commit.push(SameCommit {
                     context: name.clone(),
                     commit: r.commit.clone(),
-                    failed: r.counts.bad(),
+                    failed: bad,
                     passed: r.counts.passed,
                     passed_on_retry: r.counts.retried,
                     failing_runs: r.counts.failing_runs.clone(),
@@ -504,7 +533,7 @@ fn one_test(
             high: p.high,
             commits: states.len() as u64,
             transitions,
-            same_commit: states.iter().filter(|(s, _)| *s == 3).count() as u64,
+            same_commit: proven,
             passing_since,
         });
         total.merge(&sum);
@@ -525,6 +554,8 @@ fn one_test(
         Finding::TooFewRuns
     } else if k == n {
         Finding::AlwaysFailing
+    } else if unplaced {
+        Finding::CommitUnknown
     } else if k > 0 {
         Finding::CrossCommit
     } else {
@@ -558,7 +589,8 @@ fn splits(per_ctx: &BTreeMap<usize, Vec<&Row>>, fold: &Fold) -> Vec<ContextSplit
     for (&c, rows) in per_ctx {
         for r in rows {
             let (bad, ran) = (r.counts.bad(), r.counts.ran());
-            if ran == 0 || (bad > 0 && r.counts.passed > 0) {
+            // Contexts split on one commit only where the commit is known.
+            if ran == 0 || (bad > 0 && r.counts.passed > 0) || r.commit.is_none() {
                 continue;
             }
             let e = by_commit.entry(&r.commit).or_insert_with(|| {
@@ -605,7 +637,7 @@ fn statement(
             };
             format!(
                 "passed and failed on the same commit {} in {}: {} failed{retried}, {} passed ({} failing; {} passing): proven nondeterministic there{more}",
-                s.commit.as_deref().unwrap_or("(unknown commit)"),
+                s.commit.as_deref().unwrap_or("(not recorded: a retry's pass in the run itself)"),
                 s.context,
                 s.failed,
                 s.passed,
@@ -632,6 +664,9 @@ fn statement(
                 }
             )
         }
+        Finding::CommitUnknown => format!(
+            "failed {k} of {n}, passing and failing in reports that recorded no commit: the disagreement cannot be placed on one commit, so it proves nothing (ingest with --commit SHA, or in CI where the commit is read)"
+        ),
         Finding::CrossCommit => format!(
             "failed {k} of {n}, but never on a commit where it also passed: the disagreement is across commits, weaker evidence (a regression and its fix look the same)"
         ),

@@ -104,7 +104,7 @@ pub struct Mismatch {
 fn disagreeing(t: &TestHistory) -> bool {
     matches!(
         t.finding,
-        Finding::SameCommit | Finding::ContextSplit | Finding::CrossCommit
+        Finding::SameCommit | Finding::ContextSplit | Finding::CommitUnknown | Finding::CrossCommit
     )
 }
 

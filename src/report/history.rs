@@ -16,6 +16,7 @@ fn finding_word(f: Finding) -> &'static str {
     match f {
         Finding::SameCommit => "same-commit disagreement",
         Finding::ContextSplit => "platform or entry-path mismatch",
+        Finding::CommitUnknown => "disagreement, commit not recorded",
         Finding::CrossCommit => "cross-commit disagreement",
         Finding::AlwaysFailing => "always failing",
         Finding::AlwaysSkipped => "always skipped",

@@ -858,6 +858,8 @@ fn matrix_legs_that_recorded_one_context_are_named_at_ingest_and_in_history() {
                 "1",
                 "--matrix",
                 m,
+                "--commit",
+                "c7",
                 "--store",
             ])
             .arg(&other)
@@ -947,4 +949,60 @@ fn quarantine_filter_deselects_exactly_the_proven_test_in_real_nextest() {
     let mut listed: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     listed.sort();
     assert_eq!(listed, ["tiny tests::flaky_two", "tiny tests::stable"]);
+}
+
+#[test]
+fn reports_without_a_commit_prove_nothing_and_never_fail_the_gate() {
+    let lab = Lab::new();
+    let report = |name: &str, fails: bool| {
+        let case = if fails {
+            r#"<testcase classname="c" name="t"><failure message="boom"/></testcase>"#
+        } else {
+            r#"<testcase classname="c" name="t"/>"#
+        };
+        let path = lab.path().join(name);
+        std::fs::write(&path, format!(r#"<testsuite name="s">{case}</testsuite>"#)).unwrap();
+        path
+    };
+    let ingest = |args: &[&str], files: &[PathBuf]| {
+        let out = lab
+            .cmd()
+            .args(["ingest", "--no-detect"])
+            .args(args)
+            .args(files)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // A clean baseline on a known commit, then a pass and a failure with no
+    // commit recorded: ingest says what is missing.
+    let clean = [report("a.xml", false), report("b.xml", false)];
+    assert!(!ingest(&["--commit", "c0"], &clean).contains("no commit recorded"));
+    let out = lab.run(&["check", "--write-baseline", "--min-runs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let unplaced = [report("c.xml", true), report("d.xml", false)];
+    assert!(ingest(&[], &unplaced).contains("no commit recorded"));
+
+    let out = lab.run(&["history", "--format", "json", "--min-runs", "2"]);
+    let h: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = test(&h, "c::t");
+    assert_eq!(t["finding"], "commit-unknown", "{t}");
+    assert!(t["same_commit"].as_array().unwrap().is_empty(), "{t}");
+    // The gate does not fail on what it cannot place on one commit.
+    let out = lab.run(&["check", "--min-runs", "2"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // The same disagreement on a known commit is proven, and fails it.
+    ingest(
+        &["--commit", "c1"],
+        &[report("e.xml", true), report("f.xml", false)],
+    );
+    let out = lab.run(&["check", "--min-runs", "2"]);
+    assert_eq!(out.status.code(), Some(1));
 }
