@@ -46,6 +46,7 @@ pub mod session;
 pub mod shard;
 pub mod signature;
 pub mod stats;
+pub mod effect;
 pub mod store;
 pub mod testreport;
 pub mod verdict;

@@ -362,6 +362,9 @@ pub struct DesignSummary {
     pub confirmed: usize,
     /// The sequential rule.
     pub rule: Rule,
+    /// Confirmation runs per candidate (both arms) that even a complete
+    /// separation needs at this rule's boundary ([`runs_needed_each`]).
+    pub runs_needed_each: u64,
     /// Process runs: screen, confirmation.
     pub runs: (u64, u64),
     /// Test executions (test cases in the runs' reports): screen, confirmation.
@@ -410,6 +413,33 @@ pub fn fixed_runs_needed(rates: &[(f64, f64)], m_all: usize, confidence: f64) ->
     })
 }
 
+/// The runs per arm at which the screen design's rule decides a
+/// candidate whose arms fail at `cell_rate` and `base_rate` (the expected
+/// counts, rounded): the first N whose one-sided Fisher p reaches the
+/// `boundary` (`alpha / m`) with the planned look's share of the error
+/// ([`PLANNED_SHARE`]). None when the rates are equal or more than 10,000
+/// runs would be needed.
+pub fn runs_to_decide(cell_rate: f64, base_rate: f64, boundary: f64) -> Option<u64> {
+    if cell_rate == base_rate || !(boundary > 0.0) {
+        return None;
+    }
+    let more = cell_rate > base_rate;
+    let decides = |n: u64| {
+        let kc = ((cell_rate * n as f64).round() as u64).min(n);
+        let kb = ((base_rate * n as f64).round() as u64).min(n);
+        kc != kb && stats::fisher_one_sided(kc, n - kc, kb, n - kb, more) <= boundary * PLANNED_SHARE
+    };
+    (1..=10_000u64).find(|&n| decides(n))
+}
+
+/// The confirmation runs per candidate (both arms) that even a complete
+/// separation (every cell run failing, no baseline run) needs before the
+/// rule at `boundary` can decide it: below this cap every candidate is
+/// left undecided.
+pub fn runs_needed_each(boundary: f64) -> u64 {
+    2 * runs_to_decide(1.0, 0.0, boundary).unwrap_or(10_000)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,6 +472,21 @@ mod tests {
             neighbours_id(IdFrom::Junit, "mod_25::t", d).as_deref(),
             Some("mod_25")
         );
+    }
+
+    #[test]
+    fn the_runs_a_candidate_needs_grow_with_the_candidates() {
+        // One candidate: 1 / C(2n, n) ≤ 0.75 × 0.05 first at n = 3 (1/20).
+        assert_eq!(runs_to_decide(1.0, 0.0, 0.05), Some(3));
+        assert_eq!(runs_needed_each(0.05), 6);
+        // Nine: 0.75 × 0.05 / 9 = 0.00417; 1/70 at n = 4 is not, 1/252 at 5 is.
+        assert_eq!(runs_needed_each(0.05 / 9.0), 10);
+        assert!(separation_p(4) > 0.05 / 9.0 * PLANNED_SHARE);
+        // The reverse direction and a partial difference.
+        assert_eq!(runs_to_decide(0.0, 1.0, 0.05), Some(3));
+        let half = runs_to_decide(0.5, 0.0, 0.05 / 9.0).unwrap();
+        assert!(half > 5, "{half}");
+        assert_eq!(runs_to_decide(0.3, 0.3, 0.05), None);
     }
 
     #[test]

@@ -95,6 +95,10 @@ pub(super) async fn screen_cmd(
         done.candidates.len(),
         2 * done.rule.looks
     );
+    let needed = crate::screen::runs_needed_each(done.rule.boundary);
+    if let Some(line) = report::screen::cap_text(done.candidates.len(), done.rule.looks, needed) {
+        eprintln!("flakelab: {line}");
+    }
     screen::confirm(&done, &ask, chosen, &stop).await?;
     let interrupted = *stop.borrow() != Stop::Run;
     let (report, _) = super::report_cmd::shown(&store, &session)?;

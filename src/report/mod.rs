@@ -72,6 +72,47 @@ pub struct VsBaseline {
     pub adjusted_p: f64,
     /// Whether the adjusted p-value is below 1 − confidence.
     pub differs: bool,
+    /// How much the rate changed, with its interval (`crate::effect`):
+    /// absent where the comparison is not of failure rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<crate::effect::Effect>,
+    /// Set when the design stopped before it could decide a pair whose raw
+    /// counts differ: never clean (`crate::verdict::Verdict::Undecided`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undecided: Option<Undecided>,
+}
+
+/// Why a pair is undecided, and what would settle it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Undecided {
+    /// What stopped the design: `correction` (Holm over many pairs left a
+    /// raw difference short), `cap` (the confirmation runs per candidate),
+    /// `max_runs` (`--max-runs`), `interrupted`, or `stopped` (another
+    /// reason, given in the row's verdict).
+    pub stopped_by: &'static str,
+    /// Runs that would settle it: per cell for the fixed design, per
+    /// candidate (both arms, the `-n` to give) for the screen; absent when
+    /// more than 10,000 would be needed.
+    pub runs_needed: Option<u64>,
+}
+
+impl VsBaseline {
+    /// A comparison at `alpha` of a cell's `k` of `n` against the other
+    /// side's, with its effect at `confidence`.
+    pub fn of(
+        (p, adj): (f64, f64),
+        cell: (u64, u64),
+        other: (u64, u64),
+        confidence: f64,
+    ) -> VsBaseline {
+        VsBaseline {
+            fisher_p: p,
+            adjusted_p: adj,
+            differs: adj < 1.0 - confidence,
+            effect: crate::effect::effect(cell, other, confidence),
+            undecided: None,
+        }
+    }
 }
 
 /// One cell's results.
@@ -449,9 +490,13 @@ impl Report {
         // With a signature, or in a replay, any counted failure is the finding.
         let reproduced = (self.signature.is_some() || self.replay_of.is_some())
             && self.cells.iter().any(|c| c.k > 0);
+        let undecided = (self.cells.iter())
+            .flat_map(|c| c.tests.iter())
+            .any(|t| (t.vs_baseline.as_ref()).is_some_and(|v| v.undecided.is_some()));
         Findings {
             interrupted: false,
             differs: differs || reproduced,
+            undecided,
             not_applied: self.cells.iter().any(|c| !c.applied || c.not_applied > 0),
             // Every cell that ran must have measured something (a pass or a
             // fail): a cell whose runs all errored or timed out is never a
@@ -505,11 +550,12 @@ fn finish_report(
         let adjusted = stats::holm(&raw);
         let alpha = 1.0 - session.confidence;
         for ((&i, &p), &adj) in compared.iter().zip(&raw).zip(&adjusted) {
-            cells[i].vs_baseline = Some(VsBaseline {
-                fisher_p: p,
-                adjusted_p: adj,
-                differs: adj < alpha,
-            });
+            cells[i].vs_baseline = Some(VsBaseline::of(
+                (p, adj),
+                (cells[i].k, cells[i].n),
+                (bk, bn),
+                session.confidence,
+            ));
         }
         // Timeouts are left out of N, so a perturbation that makes runs hang
         // would never "differ" above: they get their own comparison.
@@ -531,6 +577,8 @@ fn finish_report(
                 fisher_p: p,
                 adjusted_p: adj,
                 differs: adj < alpha,
+                effect: None,
+                undecided: None,
             });
         }
     }

@@ -1,7 +1,8 @@
 //! The fixed design's undecided pairs: a (test, cell) pair whose raw
 //! Fisher p is below alpha but whose Holm-adjusted p is not says so, with
 //! both p-values and what would settle it, instead of only "no difference
-//! shown".
+//! shown", and marks its comparison undecided (`VsBaseline::undecided`),
+//! so the session never exits 0 on it.
 
 use super::Report;
 
@@ -31,6 +32,12 @@ pub fn mark(report: &mut Report, confidence: f64) {
             if v.differs || v.fisher_p >= alpha {
                 continue;
             }
+            let rate = |(k, n): (u64, u64)| k as f64 / n.max(1) as f64;
+            let runs_needed = crate::screen::fixed_runs_needed(
+                &[(rate((row.k, row.n)), rate(b))],
+                comparisons,
+                confidence,
+            );
             row.verdict = Some(undecided_text(
                 (row.k, row.n),
                 b,
@@ -39,6 +46,12 @@ pub fn mark(report: &mut Report, confidence: f64) {
                 comparisons,
                 confidence,
             ));
+            if let Some(v) = row.vs_baseline.as_mut() {
+                v.undecided = Some(super::Undecided {
+                    stopped_by: "correction",
+                    runs_needed,
+                });
+            }
         }
     }
 }

@@ -47,6 +47,7 @@ mod shard;
 mod store;
 mod stress;
 mod survive;
+mod undecided;
 mod verify;
 
 use std::path::{Path, PathBuf};

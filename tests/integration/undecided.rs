@@ -1,0 +1,185 @@
+//! Undecided is a verdict, through the fake executor: a design that stops
+//! before it can decide a pair whose raw counts differ (the screen's cap
+//! below what Holm needs for its candidates, the fixed design's correction
+//! over many pairs) says *undecided*, with the counts, both p-values and
+//! the runs that would settle it, and exits 4, never 0; given those runs
+//! it decides. Every difference carries its effect size.
+
+use serde_json::Value;
+
+use crate::fake::{code, fake, json, script};
+use crate::Lab;
+
+/// A JUnit report of `tests` test cases `test_0…`, the first `failing` of
+/// them failing.
+fn junit(tests: usize, failing: usize) -> String {
+    let cases: String = (0..tests)
+        .map(|i| match i < failing {
+            true => format!(
+                "<testcase classname='tests.test_a' name='test_{i}'><failure message='offset'/></testcase>"
+            ),
+            false => format!("<testcase classname='tests.test_a' name='test_{i}'/>"),
+        })
+        .collect();
+    format!("<testsuite name='s' tests='{tests}'>{cases}</testsuite>")
+}
+
+/// Nine tests that fail in every `tz=UTC` run and pass at baseline.
+fn nine_real_candidates(lab: &Lab) -> std::path::PathBuf {
+    script(
+        lab,
+        &format!(
+            "[[run]]\ncell = \"tz=UTC\"\nexit = 1\njunit = \"{}\"\n[[run]]\njunit = \"{}\"\n",
+            junit(9, 9),
+            junit(9, 0)
+        ),
+    )
+}
+
+fn screened(lab: &Lab, n: &str) -> std::process::Output {
+    let s = nine_real_candidates(lab);
+    fake(
+        lab,
+        &s,
+        &[
+            "run", "--format", "json", "--design", "screen", "-n", n, "--seed", "7", "-p",
+            "tz=UTC", "--", "subject", "--junit={junit}",
+        ],
+    )
+}
+
+/// The confirmed rows of a report.
+fn confirm_rows(report: &Value) -> Vec<Value> {
+    (report["cells"].as_array().unwrap().iter())
+        .flat_map(|c| c["tests"].as_array().unwrap().iter())
+        .filter(|t| t["stage"] == "confirm")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_cap_below_what_holm_needs_is_said_up_front_and_leaves_every_pair_undecided() {
+    let lab = Lab::new();
+    let out = screened(&lab, "8");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // 9 candidates: a complete separation reaches 0.05 / 9 (with the planned
+    // look's 75%) at 5 pairs, 1 / C(10, 5) = 0.004: 10 runs each.
+    assert!(
+        stderr.contains("The cap of 8 confirmation runs per candidate is below the 10 each of 9 candidate(s) needs"),
+        "{stderr}"
+    );
+    assert_eq!(code(&out), 4, "{stderr}");
+    let report = json(&out);
+    assert_eq!(report["design"]["runs_needed_each"], 10, "{}", report["design"]);
+    assert!(
+        report["design"]["rule"].is_object()
+            && crate::fake::code(&out) != 0,
+        "never clean"
+    );
+    let rows = confirm_rows(&report);
+    assert_eq!(rows.len(), 9, "{report:#}");
+    for row in &rows {
+        let v = &row["vs_baseline"];
+        assert_eq!(v["differs"], false, "{row}");
+        assert_eq!(v["undecided"]["stopped_by"], "cap", "{row}");
+        assert_eq!(v["undecided"]["runs_needed"], 10, "{row}");
+        assert_eq!(v["effect"]["kind"], "difference", "{row}");
+        assert_eq!(v["effect"]["estimate"], 1.0, "{row}");
+        let verdict = row["verdict"].as_str().unwrap();
+        assert!(
+            verdict.starts_with("undecided: 4 of 4 against 0 of 4 ")
+                && verdict.contains("raw p = 0.014, adjusted over 9 candidate(s) p = ")
+                && verdict.contains("stopped by the cap of 8 runs per candidate; about 10 confirmation runs per candidate (-n 10) would settle it"),
+            "{verdict}"
+        );
+        assert!(!verdict.contains("no difference"), "{verdict}");
+    }
+    // The design's paragraph says it too, and `report` exits as the run did.
+    let table = lab.run(&["report"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("below the 10 each of 9 candidate(s) needs"), "{text}");
+    assert!(text.contains("undecided: 4 of 4 against 0 of 4"), "{text}");
+    assert_eq!(code(&table), 4, "{text}");
+}
+
+#[test]
+fn the_runs_it_names_decide_every_pair() {
+    let lab = Lab::new();
+    let out = screened(&lab, "10");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("The cap of"), "{stderr}");
+    assert_eq!(code(&out), 1, "{stderr}");
+    let report = json(&out);
+    assert_eq!(report["design"]["confirmed"], 9, "{}", report["design"]);
+    for row in confirm_rows(&report) {
+        assert_eq!(row["vs_baseline"]["differs"], true, "{row}");
+        assert!(row["vs_baseline"]["undecided"].is_null(), "{row}");
+    }
+}
+
+/// 40 tests; `test_0` fails in every `tz=UTC` run and none at baseline;
+/// `test_39` fails in every run of both cells (so the cells, as wholes,
+/// fail alike).
+fn many_pairs(lab: &Lab, n: &str) -> (i32, Value) {
+    let broken = "<testcase classname='tests.test_a' name='test_39'><failure message='broken'/></testcase>";
+    let with_broken = |j: String| j.replace("<testcase classname='tests.test_a' name='test_39'/>", broken);
+    let s = script(
+        lab,
+        &format!(
+            "[[run]]\ncell = \"tz=UTC\"\nexit = 1\njunit = \"{}\"\n[[run]]\nexit = 1\njunit = \"{}\"\n",
+            with_broken(junit(40, 1)),
+            with_broken(junit(40, 0))
+        ),
+    );
+    let out = fake(
+        lab,
+        &s,
+        &[
+            "run", "--format", "json", "--design", "fixed", "-n", n, "--seed", "7", "-p",
+            "tz=UTC", "--", "subject", "--junit={junit}",
+        ],
+    );
+    (code(&out), json(&out))
+}
+
+fn row<'a>(report: &'a Value, cell: &str, id: &str) -> &'a Value {
+    crate::cell(report, cell)["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in {cell}"))
+}
+
+#[test]
+fn a_raw_difference_the_correction_leaves_is_undecided_never_clean() {
+    let lab = Lab::new();
+    // 6 of 6 against 0 of 6: raw p = 2 / C(12, 6) = 0.0022; Holm over the
+    // 80 pairs (40 tests in the cell and in its automatic sham) 0.173.
+    let (exit, report) = many_pairs(&lab, "6");
+    assert_eq!(exit, 4, "{report:#}");
+    let t = row(&report, "tz=UTC", "tests.test_a::test_0");
+    let v = &t["vs_baseline"];
+    assert_eq!(v["differs"], false, "{t}");
+    assert_eq!(v["undecided"]["stopped_by"], "correction", "{t}");
+    let needed = v["undecided"]["runs_needed"].as_u64().unwrap();
+    assert!(needed > 6, "{t}");
+    assert!(
+        t["verdict"].as_str().unwrap().starts_with(
+            "undecided: 6 of 6 against 0 of 6, raw p = 0.002, adjusted over 80 comparisons p = 0.173; "
+        ),
+        "{t}"
+    );
+    // The table says it, and never "no difference" for that row.
+    let table = lab.run(&["report"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("undecided"), "{text}");
+    assert_eq!(code(&table), 4);
+    // At the runs it names, the pair differs.
+    let lab = Lab::new();
+    let (exit, report) = many_pairs(&lab, &needed.to_string());
+    assert_eq!(exit, 1, "{report:#}");
+    let t = row(&report, "tz=UTC", "tests.test_a::test_0");
+    assert_eq!(t["vs_baseline"]["differs"], true, "{t}");
+    assert_eq!(t["vs_baseline"]["effect"]["kind"], "difference", "{t}");
+}
