@@ -120,6 +120,20 @@ pub fn text(e: &Effect, confidence: f64) -> String {
     }
 }
 
+/// The effect in a table cell: `rate ×2.30 [1.49, 3.55]` (a ratio) or
+/// `rate +1.00 [+0.45, +1.00]` (a difference of rates).
+pub fn short(e: &Effect) -> String {
+    match e.kind {
+        "ratio" => format!(
+            "rate ×{} [{}, {}]",
+            sig(e.estimate),
+            sig(e.low),
+            sig(e.high)
+        ),
+        _ => format!("rate {:+.2} [{:+.2}, {:+.2}]", e.estimate, e.low, e.high),
+    }
+}
+
 /// Two significant digits (three below 1), never scientific.
 fn sig(x: f64) -> String {
     if !x.is_finite() {
@@ -153,7 +167,10 @@ mod tests {
             ((6, 7), (2, 7), (0.0582, 0.8062)),
         ] {
             let (l, h) = newcombe((k1, n1), (k0, n0), z);
-            assert!(close(l, low) && close(h, high), "{k1}/{n1} {k0}/{n0}: {l} {h}");
+            assert!(
+                close(l, low) && close(h, high),
+                "{k1}/{n1} {k0}/{n0}: {l} {h}"
+            );
         }
         // … and those whose baseline never failed, where this module uses it.
         for ((k1, n1), (k0, n0), (low, high)) in [
@@ -178,7 +195,10 @@ mod tests {
         // 46 of 90 against 20 of 90 (RR 2.30): Katz 95% [1.49, 3.55].
         let e = effect((46, 90), (20, 90), 0.95).unwrap();
         assert!(close(e.estimate, 2.3), "{e:?}");
-        assert!((e.low - 1.49).abs() < 0.01 && (e.high - 3.55).abs() < 0.01, "{e:?}");
+        assert!(
+            (e.low - 1.49).abs() < 0.01 && (e.high - 3.55).abs() < 0.01,
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -187,7 +207,10 @@ mod tests {
         // sqrt(1/0.5 − 1/11 + 1/5.5 − 1/11) = 1.4142: high 0.0909·e^2.772.
         let e = effect((0, 10), (5, 10), 0.95).unwrap();
         assert_eq!((e.kind, e.estimate, e.low), ("ratio", 0.0, 0.0));
-        assert!(close(e.high, 0.0909 * (1.95996f64 * 1.4142).exp()), "{e:?}");
+        assert!(
+            close(e.high, 0.0909 * (1.95996 * std::f64::consts::SQRT_2).exp()),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -197,7 +220,10 @@ mod tests {
         for cell in [(0, 6), (3, 6), (6, 6)] {
             for base in [(0, 6), (1, 6), (6, 6)] {
                 let e = effect(cell, base, 0.95).unwrap();
-                assert!(e.low <= e.estimate && e.estimate <= e.high, "{cell:?} {base:?} {e:?}");
+                assert!(
+                    e.low <= e.estimate && e.estimate <= e.high,
+                    "{cell:?} {base:?} {e:?}"
+                );
             }
         }
         // More confidence, a wider interval.
@@ -211,9 +237,14 @@ mod tests {
         let e = effect((4, 4), (0, 4), 0.95).unwrap();
         assert_eq!(
             text(&e, 0.95),
-            format!("rate +1.00 over the baseline's, 95% interval [{:+.2}, +1.00]", e.low)
+            format!(
+                "rate +1.00 over the baseline's, 95% interval [{:+.2}, +1.00]",
+                e.low
+            )
         );
+        assert_eq!(short(&e), format!("rate +1.00 [{:+.2}, +1.00]", e.low));
         let e = effect((8, 10), (2, 10), 0.95).unwrap();
         assert!(text(&e, 0.95).starts_with("rate ×4.00 the baseline's, 95% interval ["));
+        assert!(short(&e).starts_with("rate ×4.00 ["), "{}", short(&e));
     }
 }

@@ -420,14 +420,15 @@ pub fn fixed_runs_needed(rates: &[(f64, f64)], m_all: usize, confidence: f64) ->
 /// ([`PLANNED_SHARE`]). None when the rates are equal or more than 10,000
 /// runs would be needed.
 pub fn runs_to_decide(cell_rate: f64, base_rate: f64, boundary: f64) -> Option<u64> {
-    if cell_rate == base_rate || !(boundary > 0.0) {
+    if cell_rate == base_rate || boundary.is_nan() || boundary <= 0.0 {
         return None;
     }
     let more = cell_rate > base_rate;
     let decides = |n: u64| {
         let kc = ((cell_rate * n as f64).round() as u64).min(n);
         let kb = ((base_rate * n as f64).round() as u64).min(n);
-        kc != kb && stats::fisher_one_sided(kc, n - kc, kb, n - kb, more) <= boundary * PLANNED_SHARE
+        kc != kb
+            && stats::fisher_one_sided(kc, n - kc, kb, n - kb, more) <= boundary * PLANNED_SHARE
     };
     (1..=10_000u64).find(|&n| decides(n))
 }

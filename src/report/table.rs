@@ -221,6 +221,7 @@ fn painted(text: &str, color: bool) -> String {
         ("timeouts differ", Tone::Differs),
         ("differs", Tone::Differs),
         ("NOT APPLIED", Tone::Caution),
+        ("undecided", Tone::Caution),
         ("(reference)", Tone::Quiet),
     ];
     let Some((word, tone)) = words.into_iter().find(|(w, _)| text.starts_with(w)) else {

@@ -42,8 +42,20 @@ fn screened(lab: &Lab, n: &str) -> std::process::Output {
         lab,
         &s,
         &[
-            "run", "--format", "json", "--design", "screen", "-n", n, "--seed", "7", "-p",
-            "tz=UTC", "--", "subject", "--junit={junit}",
+            "run",
+            "--format",
+            "json",
+            "--design",
+            "screen",
+            "-n",
+            n,
+            "--seed",
+            "7",
+            "-p",
+            "tz=UTC",
+            "--",
+            "subject",
+            "--junit={junit}",
         ],
     )
 }
@@ -70,10 +82,13 @@ fn a_cap_below_what_holm_needs_is_said_up_front_and_leaves_every_pair_undecided(
     );
     assert_eq!(code(&out), 4, "{stderr}");
     let report = json(&out);
-    assert_eq!(report["design"]["runs_needed_each"], 10, "{}", report["design"]);
+    assert_eq!(
+        report["design"]["runs_needed_each"], 10,
+        "{}",
+        report["design"]
+    );
     assert!(
-        report["design"]["rule"].is_object()
-            && crate::fake::code(&out) != 0,
+        report["design"]["rule"].is_object() && crate::fake::code(&out) != 0,
         "never clean"
     );
     let rows = confirm_rows(&report);
@@ -97,7 +112,10 @@ fn a_cap_below_what_holm_needs_is_said_up_front_and_leaves_every_pair_undecided(
     // The design's paragraph says it too, and `report` exits as the run did.
     let table = lab.run(&["report"]);
     let text = String::from_utf8_lossy(&table.stdout);
-    assert!(text.contains("below the 10 each of 9 candidate(s) needs"), "{text}");
+    assert!(
+        text.contains("below the 10 each of 9 candidate(s) needs"),
+        "{text}"
+    );
     assert!(text.contains("undecided: 4 of 4 against 0 of 4"), "{text}");
     assert_eq!(code(&table), 4, "{text}");
 }
@@ -121,8 +139,14 @@ fn the_runs_it_names_decide_every_pair() {
 /// `test_39` fails in every run of both cells (so the cells, as wholes,
 /// fail alike).
 fn many_pairs(lab: &Lab, n: &str) -> (i32, Value) {
-    let broken = "<testcase classname='tests.test_a' name='test_39'><failure message='broken'/></testcase>";
-    let with_broken = |j: String| j.replace("<testcase classname='tests.test_a' name='test_39'/>", broken);
+    let broken =
+        "<testcase classname='tests.test_a' name='test_39'><failure message='broken'/></testcase>";
+    let with_broken = |j: String| {
+        j.replace(
+            "<testcase classname='tests.test_a' name='test_39'/>",
+            broken,
+        )
+    };
     let s = script(
         lab,
         &format!(
@@ -135,8 +159,20 @@ fn many_pairs(lab: &Lab, n: &str) -> (i32, Value) {
         lab,
         &s,
         &[
-            "run", "--format", "json", "--design", "fixed", "-n", n, "--seed", "7", "-p",
-            "tz=UTC", "--", "subject", "--junit={junit}",
+            "run",
+            "--format",
+            "json",
+            "--design",
+            "fixed",
+            "-n",
+            n,
+            "--seed",
+            "7",
+            "-p",
+            "tz=UTC",
+            "--",
+            "subject",
+            "--junit={junit}",
         ],
     );
     (code(&out), json(&out))
