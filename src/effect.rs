@@ -134,6 +134,31 @@ pub fn short(e: &Effect) -> String {
     }
 }
 
+/// What `k` failures of `n` runs bound the rate to, at `confidence`, in
+/// words: `rate > 0.368 at 95%` when every run failed (the one-sided
+/// Clopper–Pearson bound, `(1 − c)^(1/n)`), `rate < 0.632 at 95%` when
+/// none did, else the two-sided interval (`rate in [0.0084, 0.906] at
+/// 95%`). Empty when nothing was measured.
+pub fn bound_text(k: u64, n: u64, confidence: f64) -> String {
+    let pct = (confidence * 100.0).round();
+    if n == 0 || k > n {
+        return String::new();
+    }
+    // A one-sided bound at c is the two-sided interval's end at 1 − 2(1 − c).
+    let one_sided = crate::stats::proportion(k, n, (2.0 * confidence - 1.0).max(0.0));
+    if k == n {
+        format!("rate > {:.3} at {pct}%", one_sided.low)
+    } else if k == 0 {
+        format!(
+            "rate < {:.3} at {pct}%",
+            crate::stats::proportion(0, n, confidence).high
+        )
+    } else {
+        let p = crate::stats::proportion(k, n, confidence);
+        format!("rate in [{:.3}, {:.3}] at {pct}%", p.low, p.high)
+    }
+}
+
 /// Two significant digits (three below 1), never scientific.
 fn sig(x: f64) -> String {
     if !x.is_finite() {
@@ -230,6 +255,16 @@ mod tests {
         let narrow = effect((6, 6), (0, 6), 0.90).unwrap();
         let wide = effect((6, 6), (0, 6), 0.99).unwrap();
         assert!(wide.low < narrow.low);
+    }
+
+    #[test]
+    fn a_replays_bound_is_one_sided_at_its_ends() {
+        // 3 of 3: 0.05^(1/3) = 0.368; 0 of 3: 1 − 0.05^(1/3) = 0.632.
+        assert_eq!(bound_text(3, 3, 0.95), "rate > 0.368 at 95%");
+        assert_eq!(bound_text(0, 3, 0.95), "rate < 0.632 at 95%");
+        // 1 of 3, Clopper–Pearson [0.0084, 0.906].
+        assert_eq!(bound_text(1, 3, 0.95), "rate in [0.008, 0.906] at 95%");
+        assert_eq!(bound_text(0, 0, 0.95), "");
     }
 
     #[test]

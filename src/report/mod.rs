@@ -403,6 +403,9 @@ pub struct Confirmation {
     /// `deterministic` (K of K: the recorded conditions determine the
     /// failure), `timing` (fewer: timing is involved) or `unmeasured`.
     pub verdict: &'static str,
+    /// What the replays bound the failure rate to at the session's
+    /// confidence (`rate > 0.368 at 95%` for 3 of 3; `crate::effect::bound_text`).
+    pub bound: String,
     /// The replay session.
     pub session: String,
 }
@@ -439,6 +442,7 @@ pub fn confirmations(
                 measured,
                 failed,
                 verdict: confirmation_verdict(times, measured, failed),
+                bound: crate::effect::bound_text(failed, measured, session.confidence),
                 session: s.id.clone(),
             })
         })
@@ -450,12 +454,12 @@ impl Confirmation {
     pub fn sentence(&self) -> String {
         match self.verdict {
             "deterministic" => format!(
-                "failed {} of {}: the recorded conditions determine the failure (a deterministic oracle)",
-                self.failed, self.measured
+                "failed {} of {} ({}): the recorded conditions determine the failure (a deterministic oracle)",
+                self.failed, self.measured, self.bound
             ),
             "timing" => format!(
-                "failed {} of {}: the recorded conditions do not determine it; timing or state outside them is involved",
-                self.failed, self.measured
+                "failed {} of {} ({}): the recorded conditions do not determine it; timing or state outside them is involved",
+                self.failed, self.measured, self.bound
             ),
             _ => format!("no replay of {} measured anything", self.times),
         }
@@ -474,6 +478,19 @@ pub fn confirmation_verdict(times: u32, measured: u64, failed: u64) -> &'static 
 }
 
 impl Report {
+    /// A replay's counts and what they bound its rate to:
+    /// `failed 3 of 3 (rate > 0.368 at 95%)`; None for any other session.
+    pub fn replay_bound(&self) -> Option<String> {
+        self.replay_of.as_ref()?;
+        let c = self.cells.iter().find(|c| c.n > 0)?;
+        Some(format!(
+            "failed {} of {} ({})",
+            c.k,
+            c.n,
+            crate::effect::bound_text(c.k, c.n, self.confidence)
+        ))
+    }
+
     /// Where the per-test rows come from, in words.
     pub fn per_test_source(&self) -> &str {
         (self.per_test_from.as_deref()).unwrap_or(crate::testreport::Format::Junit.label())

@@ -219,3 +219,49 @@ fn a_raw_difference_the_correction_leaves_is_undecided_never_clean() {
     assert_eq!(t["vs_baseline"]["differs"], true, "{t}");
     assert_eq!(t["vs_baseline"]["effect"]["kind"], "difference", "{t}");
 }
+
+#[test]
+fn confirm_and_replay_print_the_bound_their_counts_reach() {
+    let lab = Lab::new();
+    let s = script(&lab, "[[run]]\ncell = \"env=A=1\"\nexit = 1\n");
+    let out = fake(
+        &lab,
+        &s,
+        &[
+            "run",
+            "--seed",
+            "9",
+            "-n",
+            "6",
+            "-p",
+            "env=A=1",
+            "--confirm",
+            "3",
+            "--",
+            "subject",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    // 3 of 3: the one-sided 95% bound 0.05^(1/3) = 0.368.
+    assert!(
+        text.contains(
+            "failed 3 of 3 (rate > 0.368 at 95%): the recorded conditions determine the failure"
+        ),
+        "{text}"
+    );
+    let live = json(&lab.run(&["report", "--format", "json"]));
+    assert_eq!(live["confirmations"][0]["bound"], "rate > 0.368 at 95%");
+    let id = (lab.runs().into_iter())
+        .find(|r| r["outcome"] == "fail")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = fake(&lab, &s, &["replay", &id, "--times", "3"]);
+    assert_eq!(code(&out), 1);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("re-run exactly; failed 3 of 3 (rate > 0.368 at 95%)"),
+        "{text}"
+    );
+}
