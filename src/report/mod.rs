@@ -517,9 +517,13 @@ impl Report {
             not_applied: self.cells.iter().any(|c| !c.applied || c.not_applied > 0),
             // Every cell that ran must have measured something (a pass or a
             // fail): a cell whose runs all errored or timed out is never a
-            // pass (a session where nothing ran at all, which only an empty
-            // plan gives, is not "nothing measured").
-            measured: self.executed == 0 || self.cells.iter().all(|c| !c.unmeasured()),
+            // pass. A session in which nothing ran measured nothing, unless
+            // nothing was planned (an empty plan): one whose harness was
+            // killed before its first run was recorded is never clean.
+            measured: match self.executed {
+                0 => self.planned == 0,
+                _ => self.cells.iter().all(|c| !c.unmeasured()),
+            },
         }
     }
 

@@ -265,3 +265,24 @@ fn confirm_and_replay_print_the_bound_their_counts_reach() {
         "{text}"
     );
 }
+
+#[test]
+fn a_session_killed_before_any_run_was_recorded_exits_as_nothing_measured() {
+    let lab = Lab::new();
+    let s = script(&lab, "");
+    let out = fake(&lab, &s, &["run", "-n", "3", "--", "subject"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    // What a harness killed before its first run leaves: the session's plan,
+    // no runs, no end.
+    let store = lab.store();
+    let id = json(&lab.run(&["report", "--format", "json"]))["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::write(store.join(format!("runs/{id}.jsonl")), "").unwrap();
+    std::fs::remove_file(store.join("session-ends.jsonl")).unwrap();
+    let out = lab.run(&["report"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("0 of 3 planned runs were recorded"), "{text}");
+    assert_eq!(code(&out), 2, "nothing measured, never clean: {text}");
+}
