@@ -286,3 +286,40 @@ fn a_session_killed_before_any_run_was_recorded_exits_as_nothing_measured() {
     assert!(text.contains("0 of 3 planned runs were recorded"), "{text}");
     assert_eq!(code(&out), 2, "nothing measured, never clean: {text}");
 }
+
+#[test]
+fn ci_beside_the_lab_says_undecided_here_when_the_pair_did_not_survive_the_correction() {
+    let lab = Lab::new();
+    // CI: test_0 failed in one report and passed in another on one commit.
+    for (i, failing) in [(1, 1), (2, 0)] {
+        let path = lab.path().join(format!("ci-{i}.xml"));
+        std::fs::write(&path, junit(40, failing)).unwrap();
+        let out = lab.run(&[
+            "ingest",
+            "--no-detect",
+            "--commit",
+            "c1",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (exit, _) = many_pairs(&lab, "6");
+    assert_eq!(exit, 4);
+    let out = lab.run(&["report"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("undecided here (6 of 6 under tz=UTC against 0 of 6 at baseline, raw p=0.002, adjusted p=0.173)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("not reproduced here: tests.test_a::test_0"),
+        "{text}"
+    );
+    let report = json(&lab.run(&["report", "--format", "json"]));
+    let undecided = report["ci_history"]["undecided"].as_array();
+    assert!(
+        undecided.is_some_and(|u| u.len() == 1),
+        "{:#}",
+        report["ci_history"]
+    );
+}
