@@ -413,12 +413,14 @@ pub fn fixed_runs_needed(rates: &[(f64, f64)], m_all: usize, confidence: f64) ->
     })
 }
 
-/// The runs per arm at which the screen design's rule decides a
+/// The runs per arm at which the screen design's rule can decide a
 /// candidate whose arms fail at `cell_rate` and `base_rate` (the expected
 /// counts, rounded): the first N whose one-sided Fisher p reaches the
-/// `boundary` (`alpha / m`) with the planned look's share of the error
-/// ([`PLANNED_SHARE`]). None when the rates are equal or more than 10,000
-/// runs would be needed.
+/// `boundary` (`alpha / m`). With a cap of N pairs the rule's last look
+/// spends the whole error when no earlier look was planned, so for a
+/// complete separation this is exact; for a partial difference, whose
+/// looks are not planned for, it is the least that could do. None when
+/// the rates are equal or more than 10,000 runs would be needed.
 pub fn runs_to_decide(cell_rate: f64, base_rate: f64, boundary: f64) -> Option<u64> {
     if cell_rate == base_rate || boundary.is_nan() || boundary <= 0.0 {
         return None;
@@ -477,14 +479,25 @@ mod tests {
 
     #[test]
     fn the_runs_a_candidate_needs_grow_with_the_candidates() {
-        // One candidate: 1 / C(2n, n) ≤ 0.75 × 0.05 first at n = 3 (1/20).
-        assert_eq!(runs_to_decide(1.0, 0.0, 0.05), Some(3));
-        assert_eq!(runs_needed_each(0.05), 6);
-        // Nine: 0.75 × 0.05 / 9 = 0.00417; 1/70 at n = 4 is not, 1/252 at 5 is.
+        // Two candidates: 1 / C(2n, n) ≤ 0.025 first at n = 4 (1/70; 1/20 at 3).
+        assert_eq!(runs_to_decide(1.0, 0.0, 0.025), Some(4));
+        assert_eq!(runs_needed_each(0.025), 8);
+        // Nine: 0.05 / 9 = 0.0056; 1/70 at n = 4 is not, 1/252 at 5 is.
         assert_eq!(runs_needed_each(0.05 / 9.0), 10);
-        assert!(separation_p(4) > 0.05 / 9.0 * PLANNED_SHARE);
+        assert!(separation_p(4) > 0.05 / 9.0);
+        // The rule at those caps decides a complete separation (its last
+        // look, unplanned before, spends the whole error), and one pair
+        // fewer does not.
+        for (m, pairs) in [(2, 4), (9, 5)] {
+            let rule = Rule::new(m, pairs, 0.95, 0.3);
+            let spent = separation_p(rule.planned) / rule.weight(rule.planned, false);
+            assert!(spent <= rule.boundary, "{m} {pairs}: {rule:?}");
+            let short = Rule::new(m, pairs - 1, 0.95, 0.3);
+            let spent = separation_p(short.planned) / short.weight(short.planned, false);
+            assert!(spent > short.boundary, "{m} {pairs}: {short:?}");
+        }
         // The reverse direction and a partial difference.
-        assert_eq!(runs_to_decide(0.0, 1.0, 0.05), Some(3));
+        assert_eq!(runs_to_decide(0.0, 1.0, 0.025), Some(4));
         let half = runs_to_decide(0.5, 0.0, 0.05 / 9.0).unwrap();
         assert!(half > 5, "{half}");
         assert_eq!(runs_to_decide(0.3, 0.3, 0.05), None);
