@@ -507,9 +507,11 @@ impl Report {
         // With a signature, or in a replay, any counted failure is the finding.
         let reproduced = (self.signature.is_some() || self.replay_of.is_some())
             && self.cells.iter().any(|c| c.k > 0);
-        let undecided = (self.cells.iter())
-            .flat_map(|c| c.tests.iter())
-            .any(|t| (t.vs_baseline.as_ref()).is_some_and(|v| v.undecided.is_some()));
+        let undecided_in =
+            |v: &Option<VsBaseline>| v.as_ref().is_some_and(|v| v.undecided.is_some());
+        let undecided = self.cells.iter().any(|c| {
+            undecided_in(&c.vs_baseline) || c.tests.iter().any(|t| undecided_in(&t.vs_baseline))
+        });
         Findings {
             interrupted: false,
             differs: differs || reproduced,

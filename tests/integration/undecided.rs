@@ -323,3 +323,30 @@ fn ci_beside_the_lab_says_undecided_here_when_the_pair_did_not_survive_the_corre
         report["ci_history"]
     );
 }
+
+#[test]
+fn a_cell_the_correction_over_the_cells_leaves_short_is_undecided() {
+    let lab = Lab::new();
+    // env=A=1 fails 5 of 6 against none: raw p = 0.015, Holm over the 4
+    // cells 0.061.
+    let s = script(&lab, "[[run]]\ncell = \"env=A=1\"\ntimes = 5\nexit = 1\n");
+    let out = fake(
+        &lab,
+        &s,
+        &[
+            "run", "--format", "json", "-n", "6", "--seed", "3", "-p", "env=A=1", "-p", "env=B=1",
+            "-p", "env=C=1", "-p", "env=D=1", "--", "subject",
+        ],
+    );
+    let report = json(&out);
+    let v = &crate::cell(&report, "env=A=1")["vs_baseline"];
+    assert_eq!(v["differs"], false, "{v}");
+    assert_eq!(v["undecided"]["stopped_by"], "correction", "{v}");
+    assert!(v["undecided"]["runs_needed"].as_u64().unwrap() > 6, "{v}");
+    assert_eq!(code(&out), 4, "{report:#}");
+    let table = String::from_utf8_lossy(&lab.run(&["report"]).stdout).into_owned();
+    assert!(
+        table.contains("undecided (raw p=0.015, adjusted p=0.061)"),
+        "{table}"
+    );
+}
