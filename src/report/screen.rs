@@ -112,7 +112,10 @@ fn undecided_of(
     c: &crate::screen::Confirmation,
     rule: &crate::screen::Rule,
 ) -> Option<super::Undecided> {
-    let ((kc, nc), (kb, nb)) = (c.cell, c.baseline);
+    // A candidate stopped before its confirmation measured both arms
+    // stands on the screen's counts, which differ by construction.
+    let (cell, baseline) = confirmed_or_screen(c);
+    let ((kc, nc), (kb, nb)) = (cell, baseline);
     if nc == 0 || nb == 0 || kc * nb == kb * nc {
         return None;
     }
@@ -125,9 +128,18 @@ fn undecided_of(
     let rate = |(k, n): (u64, u64)| k as f64 / n as f64;
     Some(super::Undecided {
         stopped_by,
-        runs_needed: screen::runs_to_decide(rate(c.cell), rate(c.baseline), rule.boundary)
+        runs_needed: screen::runs_to_decide(rate(cell), rate(baseline), rule.boundary)
             .map(|n| 2 * n),
     })
+}
+
+/// The counts a candidate's verdict stands on: its confirmation's, or the
+/// screen's when the confirmation did not measure both arms.
+fn confirmed_or_screen(c: &crate::screen::Confirmation) -> ((u64, u64), (u64, u64)) {
+    match c.cell.1 > 0 && c.baseline.1 > 0 {
+        true => (c.cell, c.baseline),
+        false => (c.candidate.screen_cell, c.candidate.screen_baseline),
+    }
 }
 
 /// An undecided candidate in words: its counts, both p-values, what
@@ -146,10 +158,21 @@ fn undecided_words(
         (_, Some(note)) => note.clone(),
         _ => "the design".into(),
     };
-    let settle = match u.and_then(|u| u.runs_needed) {
-        Some(n) => format!("about {n} confirmation runs per candidate (-n {n}) would settle it"),
-        None => "more than 20,000 confirmation runs would be needed to settle it".into(),
+    let settle = match (u.and_then(|u| u.runs_needed), u.map(|u| u.stopped_by)) {
+        (Some(n), Some("max_runs")) => {
+            format!("about {n} confirmation runs per candidate would settle it (raise --max-runs)")
+        }
+        (Some(n), _) => {
+            format!("about {n} confirmation runs per candidate (-n {n}) would settle it")
+        }
+        (None, _) => "more than 20,000 confirmation runs would be needed to settle it".into(),
     };
+    if c.cell.1 == 0 || c.baseline.1 == 0 {
+        let ((kc, nc), (kb, nb)) = (c.candidate.screen_cell, c.candidate.screen_baseline);
+        return format!(
+            "undecided: no confirmation run measured it (the screen saw {kc} of {nc} against {kb} of {nb}); stopped by {stopped}; {settle}"
+        );
+    }
     format!(
         "undecided: {} of {} against {} of {} {} on {} runs, raw p = {}, adjusted over {m} candidate(s) p = {}; stopped by {stopped}; {settle}",
         c.cell.0,

@@ -350,3 +350,48 @@ fn a_cell_the_correction_over_the_cells_leaves_short_is_undecided() {
         "{table}"
     );
 }
+
+#[test]
+fn a_budget_spent_before_every_candidate_was_confirmed_leaves_them_undecided() {
+    let lab = Lab::new();
+    let s = nine_real_candidates(&lab);
+    let out = fake(
+        &lab,
+        &s,
+        &[
+            "run",
+            "--format",
+            "json",
+            "--design",
+            "screen",
+            "-n",
+            "10",
+            "--max-runs",
+            "4",
+            "--seed",
+            "7",
+            "-p",
+            "tz=UTC",
+            "--",
+            "subject",
+            "--junit={junit}",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 4, "{stderr}");
+    let report = json(&out);
+    let rows = confirm_rows(&report);
+    assert_eq!(rows.len(), 9, "{report:#}");
+    for row in &rows {
+        let v = &row["vs_baseline"];
+        assert_eq!(v["differs"], false, "{row}");
+        assert_eq!(v["undecided"]["stopped_by"], "max_runs", "{row}");
+        assert_eq!(v["undecided"]["runs_needed"], 10, "{row}");
+        let verdict = row["verdict"].as_str().unwrap();
+        assert!(verdict.starts_with("undecided: "), "{verdict}");
+        assert!(
+            verdict.contains("stopped by --max-runs; about 10 confirmation runs per candidate would settle it (raise --max-runs)"),
+            "{verdict}"
+        );
+    }
+}
