@@ -77,7 +77,7 @@ fn a_cap_below_what_holm_needs_is_said_up_front_and_leaves_every_pair_undecided(
     // 9 candidates: a complete separation reaches 0.05 / 9 (with the planned
     // look's 75%) at 5 pairs, 1 / C(10, 5) = 0.004: 10 runs each.
     assert!(
-        stderr.contains("The cap of 8 confirmation runs per candidate is below the 10 each of 9 candidate(s) needs"),
+        stderr.contains("flakelab: the cap of 8 confirmation runs per candidate is below the 10 each of 9 candidate(s) needs"),
         "{stderr}"
     );
     assert_eq!(code(&out), 4, "{stderr}");
@@ -125,7 +125,7 @@ fn the_runs_it_names_decide_every_pair() {
     let lab = Lab::new();
     let out = screened(&lab, "10");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("The cap of"), "{stderr}");
+    assert!(!stderr.contains("the cap of"), "{stderr}");
     assert_eq!(code(&out), 1, "{stderr}");
     let report = json(&out);
     assert_eq!(report["design"]["confirmed"], 9, "{}", report["design"]);
