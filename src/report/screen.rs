@@ -419,3 +419,22 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
         shards: record.shards.clone(),
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cap_below_what_the_candidates_need_is_said_and_one_at_it_is_not() {
+        let needed = screen::runs_needed_each(0.05 / 9.0);
+        assert_eq!(needed, 10);
+        let line = cap_text(9, 4, needed).unwrap();
+        assert!(
+            line.starts_with("The cap of 8 confirmation runs per candidate is below the 10 each of 9 candidate(s) needs"),
+            "{line}"
+        );
+        assert!(line.ends_with("give -n 10 or more."), "{line}");
+        assert_eq!(cap_text(9, 5, needed), None);
+        assert_eq!(cap_text(0, 1, needed), None);
+    }
+}
