@@ -238,10 +238,13 @@ Perturbation specs (-p):
 Exit codes (one precedence for run, replay, ladder and verify; the first that holds):
   130  interrupted: finished runs are kept and a partial report is printed
   1    a cell or a test differs from the baseline, or --signature reproduced
+  4    undecided: a pair whose raw counts differ was left undecided (the screen's
+       cap, --max-runs, or Holm over many pairs); its row says what would settle it
   3    a perturbation could not be applied in at least one cell
-  2    nothing was measured (every run errored or timed out), or a usage,
-       configuration or catalog error (nothing ran)
-  0    every cell ran, was applied and measured, and none differs
+  2    nothing was measured (every run errored or timed out, or none was
+       recorded), or a usage, configuration or catalog error (nothing ran)
+  0    every cell ran, was applied and measured, every pair was decided, and
+       none differs
 
 Settings: flags, then FLAKELAB_* variables, then [run] in flakelab.toml, then
 the defaults; the same for `ladder` and `verify` (which take no matrix).
@@ -456,14 +459,17 @@ pub struct RunArgs {
     pub no_sham: bool,
     /// After the runs, replay each distinct failing run's exact conditions
     /// (cell, seed) K times: K of K failing means the conditions determine
-    /// the failure; fewer means timing is involved.
+    /// the failure; fewer means timing is involved. Each prints the bound
+    /// its count reaches (`failed 3 of 3 (rate > 0.368 at 95%)`).
     #[arg(long, value_name = "K")]
     pub confirm: Option<u32>,
     /// `fixed`: every cell runs the command N times. `screen`: every cell
     /// runs it once (up to `--screen` times where one run cannot tell),
     /// then each (test, cell) pair that differed is confirmed on fresh runs
     /// under a selection that keeps its baseline, at most N runs each
-    /// (large suites: the same verdicts in a fraction of the runs). `auto`
+    /// (large suites: the same verdicts in a fraction of the runs); a cap N
+    /// below what Holm needs for the number of candidates is said before
+    /// the confirmations, and a pair it stops is undecided (exit 4). `auto`
     /// picks one and the report says which and why.
     #[arg(long, value_enum, default_value_t = Design::Auto)]
     pub design: Design,
@@ -473,8 +479,10 @@ pub struct RunArgs {
     /// its first run's order reversed.
     #[arg(long = "screen", default_value_t = 2, value_name = "N")]
     pub screen: u32,
-    /// `--design screen`: confirmation runs for all candidates together
-    /// [default: no limit beyond -n per candidate].
+    /// `--design screen`: confirmation runs for all candidates together,
+    /// spent on the largest screen differences first; a candidate left
+    /// with counts that differ is undecided (exit 4) [default: no limit
+    /// beyond -n per candidate].
     #[arg(long, value_name = "N")]
     pub max_runs: Option<u64>,
     /// `--design screen`: a candidate is cleared once the difference of its

@@ -12,6 +12,10 @@ pub const EXIT_DIFFERS: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// A requested perturbation could not be applied in at least one cell.
 pub const EXIT_NOT_APPLIED: i32 = 3;
+/// A pair whose raw counts differ was left undecided: the design stopped
+/// (a cap, `--max-runs`, the correction over many pairs) before it could
+/// decide it. Never clean.
+pub const EXIT_UNDECIDED: i32 = 4;
 /// Interrupted: finished runs are kept and a partial report is printed.
 pub const EXIT_INTERRUPTED: i32 = 130;
 

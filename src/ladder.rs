@@ -176,6 +176,7 @@ pub fn exit_code(ladder: &LadderRecord) -> i32 {
     Verdict::of(Findings {
         interrupted: ladder.interrupted,
         differs: ladder.reproduced_at.is_some(),
+        undecided: false,
         not_applied: has(RungStatus::NotApplied),
         measured: has(RungStatus::Clean),
     })

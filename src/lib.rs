@@ -24,6 +24,7 @@ pub mod config;
 pub mod demo;
 pub mod design;
 pub mod doctor;
+pub mod effect;
 pub mod error;
 pub mod evidence;
 pub mod exec;

@@ -361,6 +361,9 @@ pub struct DesignSummary {
     pub confirmed: usize,
     /// The sequential rule.
     pub rule: Rule,
+    /// Confirmation runs per candidate (both arms) that even a complete
+    /// separation needs at this rule's boundary ([`runs_needed_each`]).
+    pub runs_needed_each: u64,
     /// Process runs: screen, confirmation.
     pub runs: (u64, u64),
     /// Test executions (test cases in the runs' reports): screen, confirmation.
@@ -409,6 +412,36 @@ pub fn fixed_runs_needed(rates: &[(f64, f64)], m_all: usize, confidence: f64) ->
     })
 }
 
+/// The runs per arm at which the screen design's rule can decide a
+/// candidate whose arms fail at `cell_rate` and `base_rate` (the expected
+/// counts, rounded): the first N whose one-sided Fisher p reaches the
+/// `boundary` (`alpha / m`). With a cap of N pairs the rule's last look
+/// spends the whole error when no earlier look was planned, so for a
+/// complete separation this is exact; for a partial difference, whose
+/// looks are not planned for, it is the least that could do. None when
+/// the rates are equal or more than 10,000 runs would be needed.
+pub fn runs_to_decide(cell_rate: f64, base_rate: f64, boundary: f64) -> Option<u64> {
+    if cell_rate == base_rate || boundary.is_nan() || boundary <= 0.0 {
+        return None;
+    }
+    let more = cell_rate > base_rate;
+    let decides = |n: u64| {
+        let kc = ((cell_rate * n as f64).round() as u64).min(n);
+        let kb = ((base_rate * n as f64).round() as u64).min(n);
+        kc != kb
+            && stats::fisher_one_sided(kc, n - kc, kb, n - kb, more) <= boundary * PLANNED_SHARE
+    };
+    (1..=10_000u64).find(|&n| decides(n))
+}
+
+/// The confirmation runs per candidate (both arms) that even a complete
+/// separation (every cell run failing, no baseline run) needs before the
+/// rule at `boundary` can decide it: below this cap every candidate is
+/// left undecided.
+pub fn runs_needed_each(boundary: f64) -> u64 {
+    2 * runs_to_decide(1.0, 0.0, boundary).unwrap_or(10_000)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,6 +474,32 @@ mod tests {
             neighbours_id(IdFrom::Junit, "mod_25::t", d).as_deref(),
             Some("mod_25")
         );
+    }
+
+    #[test]
+    fn the_runs_a_candidate_needs_grow_with_the_candidates() {
+        // Two candidates: 1 / C(2n, n) ≤ 0.025 first at n = 4 (1/70; 1/20 at 3).
+        assert_eq!(runs_to_decide(1.0, 0.0, 0.025), Some(4));
+        assert_eq!(runs_needed_each(0.025), 8);
+        // Nine: 0.05 / 9 = 0.0056; 1/70 at n = 4 is not, 1/252 at 5 is.
+        assert_eq!(runs_needed_each(0.05 / 9.0), 10);
+        assert!(separation_p(4) > 0.05 / 9.0);
+        // The rule at those caps decides a complete separation (its last
+        // look, unplanned before, spends the whole error), and one pair
+        // fewer does not.
+        for (m, pairs) in [(2, 4), (9, 5)] {
+            let rule = Rule::new(m, pairs, 0.95, 0.3);
+            let spent = separation_p(rule.planned) / rule.weight(rule.planned, false);
+            assert!(spent <= rule.boundary, "{m} {pairs}: {rule:?}");
+            let short = Rule::new(m, pairs - 1, 0.95, 0.3);
+            let spent = separation_p(short.planned) / short.weight(short.planned, false);
+            assert!(spent > short.boundary, "{m} {pairs}: {short:?}");
+        }
+        // The reverse direction and a partial difference.
+        assert_eq!(runs_to_decide(0.0, 1.0, 0.025), Some(4));
+        let half = runs_to_decide(0.5, 0.0, 0.05 / 9.0).unwrap();
+        assert!(half > 5, "{half}");
+        assert_eq!(runs_to_decide(0.3, 0.3, 0.05), None);
     }
 
     #[test]

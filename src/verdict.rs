@@ -2,7 +2,9 @@
 //! (`run`, `replay`, `ladder`, `verify`): what a session found, in one
 //! precedence, mapped to the documented exit code (`book/src/stability.md`).
 
-use crate::error::{EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_NOT_APPLIED, EXIT_OK, EXIT_USAGE};
+use crate::error::{
+    EXIT_DIFFERS, EXIT_INTERRUPTED, EXIT_NOT_APPLIED, EXIT_OK, EXIT_UNDECIDED, EXIT_USAGE,
+};
 
 /// What a measuring command concluded, highest precedence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +15,10 @@ pub enum Verdict {
     /// reproduced, a ladder rung reproduced, or a half of verify's claim
     /// failed on what was measured.
     Differs,
+    /// A design stopped before it could decide a pair whose raw counts
+    /// differ (a cap, `--max-runs`, the correction over many pairs): not a
+    /// finding, and never clean.
+    Undecided,
     /// A requested perturbation could not be applied in at least one cell.
     NotApplied,
     /// Nothing was measured: every run errored, timed out or held no
@@ -29,6 +35,9 @@ pub struct Findings {
     pub interrupted: bool,
     /// Something differs (or reproduced).
     pub differs: bool,
+    /// Some pair's raw counts differ but the design stopped before it could
+    /// decide it.
+    pub undecided: bool,
     /// Some cell was not applied.
     pub not_applied: bool,
     /// Some run measured something (a pass or a fail).
@@ -36,13 +45,15 @@ pub struct Findings {
 }
 
 impl Verdict {
-    /// The one precedence: interrupted, differs, not applied, nothing
-    /// measured, clean.
+    /// The one precedence: interrupted, differs, undecided, not applied,
+    /// nothing measured, clean.
     pub fn of(f: Findings) -> Verdict {
         if f.interrupted {
             Verdict::Interrupted
         } else if f.differs {
             Verdict::Differs
+        } else if f.undecided {
+            Verdict::Undecided
         } else if f.not_applied {
             Verdict::NotApplied
         } else if !f.measured {
@@ -57,6 +68,7 @@ impl Verdict {
         match self {
             Verdict::Interrupted => EXIT_INTERRUPTED,
             Verdict::Differs => EXIT_DIFFERS,
+            Verdict::Undecided => EXIT_UNDECIDED,
             Verdict::NotApplied => EXIT_NOT_APPLIED,
             Verdict::NothingMeasured => EXIT_USAGE,
             Verdict::Clean => EXIT_OK,
@@ -69,10 +81,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_precedence_is_interrupted_differs_not_applied_unmeasured_clean() {
+    fn the_precedence_is_interrupted_differs_undecided_not_applied_unmeasured_clean() {
         let all = Findings {
             interrupted: true,
             differs: true,
+            undecided: true,
             not_applied: true,
             measured: false,
         };
@@ -84,6 +97,12 @@ mod tests {
         assert_eq!(Verdict::of(f).exit_code(), 1);
         let f = Findings {
             differs: false,
+            ..f
+        };
+        assert_eq!(Verdict::of(f), Verdict::Undecided);
+        assert_eq!(Verdict::of(f).exit_code(), 4);
+        let f = Findings {
+            undecided: false,
             ..f
         };
         assert_eq!(Verdict::of(f).exit_code(), 3);

@@ -95,6 +95,13 @@ pub(super) async fn screen_cmd(
         done.candidates.len(),
         2 * done.rule.looks
     );
+    let needed = crate::screen::runs_needed_each(done.rule.boundary);
+    if let Some(line) = report::screen::cap_text(done.candidates.len(), done.rule.looks, needed) {
+        // The report's sentence, as a stderr line (lowercase after the prefix).
+        let mut chars = line.chars();
+        let first = chars.next().map(|c| c.to_lowercase().to_string());
+        eprintln!("flakelab: {}{}", first.unwrap_or_default(), chars.as_str());
+    }
     screen::confirm(&done, &ask, chosen, &stop).await?;
     let interrupted = *stop.borrow() != Stop::Run;
     let (report, _) = super::report_cmd::shown(&store, &session)?;

@@ -101,6 +101,7 @@ pub(crate) fn exit_code(verdict: &VerifyReport) -> i32 {
     Verdict::of(Findings {
         interrupted: verdict.interrupted,
         differs,
+        undecided: false,
         not_applied: !applied,
         measured: verdict.verified,
     })

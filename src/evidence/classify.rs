@@ -411,6 +411,8 @@ fn cell_row(report: &Report, cell: &CellReport, rung: Option<u8>) -> EvidenceRow
             count_words(b.k, b.n, b.low, b.high, report.confidence),
             if v.differs {
                 "differs"
+            } else if v.undecided.is_some() {
+                "undecided (a raw difference the correction leaves short)"
             } else {
                 "no difference shown"
             },

@@ -35,6 +35,12 @@ pub struct CiHistory {
     /// Tests history shows disagreeing that the session measured, where no
     /// cell differs from the baseline: `test: CI …`.
     pub not_reproduced: Vec<String>,
+    /// Tests history shows disagreeing whose lab pair's raw counts differ
+    /// but did not survive the correction (or the design stopped first):
+    /// `test: CI …; undecided here (6 of 6 under C against 0 of 6 at
+    /// baseline, adjusted p=0.173)`. Never "not reproduced".
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub undecided: Vec<String>,
     /// Tests of the session that history shows failing in one context and
     /// passing in another on one commit.
     pub mismatches: Vec<Mismatch>,
@@ -267,6 +273,32 @@ fn lab_text(cell: &CellReport, k: u64, n: u64, base: Option<(u64, u64)>, p: Opti
     s
 }
 
+/// `undecided here (6 of 6 under C against 0 of 6 at baseline, adjusted
+/// p=0.173)` when a cell's pair for `id` is undecided (the smallest
+/// adjusted p among them), else None.
+fn undecided_here(report: &Report, id: &str) -> Option<String> {
+    let base = report.cells.iter().find(|c| c.name == "baseline")?;
+    let b = base.tests.iter().find(|r| r.id == id)?;
+    let (cell, row, v) = (report.cells.iter())
+        .filter(|c| c.name != "baseline" && c.sham_of.is_none())
+        .filter_map(|c| {
+            let row = c.tests.iter().find(|r| r.id == id)?;
+            let v = row.vs_baseline.as_ref().filter(|v| v.undecided.is_some())?;
+            Some((c, row, v))
+        })
+        .min_by(|a, b| a.2.adjusted_p.total_cmp(&b.2.adjusted_p))?;
+    Some(format!(
+        "undecided here ({} of {} under {} against {} of {} at baseline, raw {}, adjusted {})",
+        row.k,
+        row.n,
+        cell.name,
+        b.k,
+        b.n,
+        p_text(v.fisher_p),
+        p_text(v.adjusted_p)
+    ))
+}
+
 /// The lab's ids, each once, in the order the cells list them.
 fn lab_ids(report: &Report) -> Vec<&str> {
     let mut seen = BTreeSet::new();
@@ -287,6 +319,7 @@ pub fn pair(analysis: &Analysis, report: &Report, infrastructure: Vec<String>) -
     let base = report.cells.iter().find(|c| c.name == "baseline");
     let mut rows = Vec::new();
     let mut not_reproduced = Vec::new();
+    let mut undecided = Vec::new();
     let mut mismatches = Vec::new();
     for id in lab_ids(report) {
         let Some((t, how)) = matched(analysis, id) else {
@@ -323,7 +356,10 @@ pub fn pair(analysis: &Analysis, report: &Report, infrastructure: Vec<String>) -
             })
             .min_by(|a, b| a.2.total_cmp(&b.2));
         let Some((cell, row, p)) = reproduced else {
-            not_reproduced.push(format!("{id}: {}", ci_text(t)));
+            match undecided_here(report, id) {
+                Some(lab) => undecided.push(format!("{id}: {}; {lab}", ci_text(t))),
+                None => not_reproduced.push(format!("{id}: {}", ci_text(t))),
+            }
             continue;
         };
         let b = base.and_then(|b| b.tests.iter().find(|r| r.id == id));
@@ -356,6 +392,7 @@ pub fn pair(analysis: &Analysis, report: &Report, infrastructure: Vec<String>) -
         tests: analysis.tests.len() as u64,
         rows,
         not_reproduced,
+        undecided,
         mismatches,
         infrastructure,
         warnings: analysis.warnings.clone(),
@@ -418,6 +455,9 @@ pub fn table(h: &CiHistory) -> String {
     for n in &h.not_reproduced {
         s.push_str(&format!("  not reproduced here: {}\n", one_line(n)));
     }
+    for u in &h.undecided {
+        s.push_str(&format!("  {}\n", one_line(u)));
+    }
     for m in &h.mismatches {
         s.push_str(&format!(
             "  platform or entry-path mismatch: {}\n",
@@ -453,6 +493,9 @@ pub fn markdown(h: &CiHistory) -> String {
     }
     for n in &h.not_reproduced {
         s.push_str(&format!("- not reproduced here: {}\n", cell(n)));
+    }
+    for u in &h.undecided {
+        s.push_str(&format!("- {}\n", cell(u)));
     }
     for m in &h.mismatches {
         s.push_str(&format!(

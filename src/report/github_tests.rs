@@ -76,6 +76,8 @@ fn the_summary_of_a_20000_test_session_stays_under_a_mebibyte() {
                 fisher_p: 0.002,
                 adjusted_p: 0.002,
                 differs: true,
+                effect: None,
+                undecided: None,
             });
         }
     }

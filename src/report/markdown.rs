@@ -69,8 +69,12 @@ impl Markup for Markdown {
         if let Some(run) = &report.replay_of {
             let _ = writeln!(
                 out,
-                "Replay of run {}: its command, cell and seed, re-run exactly.\n",
-                md_code(run)
+                "Replay of run {}: its command, cell and seed, re-run exactly{}.\n",
+                md_code(run),
+                report
+                    .replay_bound()
+                    .map(|b| format!("; {b}"))
+                    .unwrap_or_default()
             );
         }
     }

@@ -71,6 +71,47 @@ pub struct VsBaseline {
     pub adjusted_p: f64,
     /// Whether the adjusted p-value is below 1 − confidence.
     pub differs: bool,
+    /// How much the rate changed, with its interval (`crate::effect`):
+    /// absent where the comparison is not of failure rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<crate::effect::Effect>,
+    /// Set when the design stopped before it could decide a pair whose raw
+    /// counts differ: never clean (`crate::verdict::Verdict::Undecided`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undecided: Option<Undecided>,
+}
+
+/// Why a pair is undecided, and what would settle it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Undecided {
+    /// What stopped the design: `correction` (Holm over many pairs left a
+    /// raw difference short), `cap` (the confirmation runs per candidate),
+    /// `max_runs` (`--max-runs`), `interrupted`, or `stopped` (another
+    /// reason, given in the row's verdict).
+    pub stopped_by: &'static str,
+    /// Runs that would settle it: per cell for the fixed design, per
+    /// candidate (both arms, the `-n` to give) for the screen; absent when
+    /// more than 10,000 would be needed.
+    pub runs_needed: Option<u64>,
+}
+
+impl VsBaseline {
+    /// A comparison at `alpha` of a cell's `k` of `n` against the other
+    /// side's, with its effect at `confidence`.
+    pub fn of(
+        (p, adj): (f64, f64),
+        cell: (u64, u64),
+        other: (u64, u64),
+        confidence: f64,
+    ) -> VsBaseline {
+        VsBaseline {
+            fisher_p: p,
+            adjusted_p: adj,
+            differs: adj < 1.0 - confidence,
+            effect: crate::effect::effect(cell, other, confidence),
+            undecided: None,
+        }
+    }
 }
 
 /// One cell's results.
@@ -364,6 +405,9 @@ pub struct Confirmation {
     /// `deterministic` (K of K: the recorded conditions determine the
     /// failure), `timing` (fewer: timing is involved) or `unmeasured`.
     pub verdict: &'static str,
+    /// What the replays bound the failure rate to at the session's
+    /// confidence (`rate > 0.368 at 95%` for 3 of 3; `crate::effect::bound_text`).
+    pub bound: String,
     /// The replay session.
     pub session: String,
 }
@@ -400,6 +444,7 @@ pub fn confirmations(
                 measured,
                 failed,
                 verdict: confirmation_verdict(times, measured, failed),
+                bound: crate::effect::bound_text(failed, measured, session.confidence),
                 session: s.id.clone(),
             })
         })
@@ -411,12 +456,12 @@ impl Confirmation {
     pub fn sentence(&self) -> String {
         match self.verdict {
             "deterministic" => format!(
-                "failed {} of {}: the recorded conditions determine the failure (a deterministic oracle)",
-                self.failed, self.measured
+                "failed {} of {} ({}): the recorded conditions determine the failure (a deterministic oracle)",
+                self.failed, self.measured, self.bound
             ),
             "timing" => format!(
-                "failed {} of {}: the recorded conditions do not determine it; timing or state outside them is involved",
-                self.failed, self.measured
+                "failed {} of {} ({}): the recorded conditions do not determine it; timing or state outside them is involved",
+                self.failed, self.measured, self.bound
             ),
             _ => format!("no replay of {} measured anything", self.times),
         }
@@ -435,6 +480,19 @@ pub fn confirmation_verdict(times: u32, measured: u64, failed: u64) -> &'static 
 }
 
 impl Report {
+    /// A replay's counts and what they bound its rate to:
+    /// `failed 3 of 3 (rate > 0.368 at 95%)`; None for any other session.
+    pub fn replay_bound(&self) -> Option<String> {
+        self.replay_of.as_ref()?;
+        let c = self.cells.iter().find(|c| c.n > 0)?;
+        Some(format!(
+            "failed {} of {} ({})",
+            c.k,
+            c.n,
+            crate::effect::bound_text(c.k, c.n, self.confidence)
+        ))
+    }
+
     /// Where the per-test rows come from, in words.
     pub fn per_test_source(&self) -> &str {
         (self.per_test_from.as_deref()).unwrap_or(crate::testreport::Format::Junit.label())
@@ -451,15 +509,25 @@ impl Report {
         // With a signature, or in a replay, any counted failure is the finding.
         let reproduced = (self.signature.is_some() || self.replay_of.is_some())
             && self.cells.iter().any(|c| c.k > 0);
+        let undecided_in =
+            |v: &Option<VsBaseline>| v.as_ref().is_some_and(|v| v.undecided.is_some());
+        let undecided = self.cells.iter().any(|c| {
+            undecided_in(&c.vs_baseline) || c.tests.iter().any(|t| undecided_in(&t.vs_baseline))
+        });
         Findings {
             interrupted: false,
             differs: differs || reproduced,
+            undecided,
             not_applied: self.cells.iter().any(|c| !c.applied || c.not_applied > 0),
             // Every cell that ran must have measured something (a pass or a
             // fail): a cell whose runs all errored or timed out is never a
-            // pass (a session where nothing ran at all, which only an empty
-            // plan gives, is not "nothing measured").
-            measured: self.executed == 0 || self.cells.iter().all(|c| !c.unmeasured()),
+            // pass. A session in which nothing ran measured nothing, unless
+            // nothing was planned (an empty plan): one whose harness was
+            // killed before its first run was recorded is never clean.
+            measured: match self.executed {
+                0 => self.planned == 0,
+                _ => self.cells.iter().all(|c| !c.unmeasured()),
+            },
         }
     }
 
@@ -507,11 +575,12 @@ fn finish_report(
         let adjusted = stats::holm(&raw);
         let alpha = 1.0 - session.confidence;
         for ((&i, &p), &adj) in compared.iter().zip(&raw).zip(&adjusted) {
-            cells[i].vs_baseline = Some(VsBaseline {
-                fisher_p: p,
-                adjusted_p: adj,
-                differs: adj < alpha,
-            });
+            cells[i].vs_baseline = Some(VsBaseline::of(
+                (p, adj),
+                (cells[i].k, cells[i].n),
+                (bk, bn),
+                session.confidence,
+            ));
         }
         // Timeouts are left out of N, so a perturbation that makes runs hang
         // would never "differ" above: they get their own comparison.
@@ -533,6 +602,8 @@ fn finish_report(
                 fisher_p: p,
                 adjusted_p: adj,
                 differs: adj < alpha,
+                effect: None,
+                undecided: None,
             });
         }
     }

@@ -512,13 +512,10 @@ pub fn compare(cells: &mut [Vec<TestRow>], baseline: usize, confidence: f64) {
         }
     }
     let adjusted = stats::holm(&raw);
-    let alpha = 1.0 - confidence;
     for ((&(ci, ri), &p), &adj) in pairs.iter().zip(&raw).zip(&adjusted) {
-        cells[ci][ri].vs_baseline = Some(VsBaseline {
-            fisher_p: p,
-            adjusted_p: adj,
-            differs: adj < alpha,
-        });
+        let row = &mut cells[ci][ri];
+        let b = base.get(&row.id).copied().unwrap_or_default();
+        row.vs_baseline = Some(VsBaseline::of((p, adj), (row.k, row.n), b, confidence));
     }
     sort(cells);
 }

@@ -57,6 +57,10 @@ pub fn design_text(d: &crate::screen::DesignSummary) -> String {
         screen_x,
         confirm_x
     );
+    if let Some(line) = cap_text(d.candidates, d.rule.looks, d.runs_needed_each) {
+        text.push(' ');
+        text.push_str(&line);
+    }
     if !d.rescreened.is_empty() {
         let cells: Vec<String> = (d.rescreened.iter())
             .map(|(c, why)| format!("{c} ({why})"))
@@ -99,6 +103,98 @@ pub fn design_text(d: &crate::screen::DesignSummary) -> String {
         ));
     }
     text
+}
+
+/// Why candidate `c` is undecided, when it is: its confirmation's raw
+/// counts differ, yet it neither differs after Holm over the `m`
+/// candidates nor was cleared.
+fn undecided_of(
+    c: &crate::screen::Confirmation,
+    rule: &crate::screen::Rule,
+) -> Option<super::Undecided> {
+    // A candidate stopped before its confirmation measured both arms
+    // stands on the screen's counts, which differ by construction.
+    let (cell, baseline) = confirmed_or_screen(c);
+    let ((kc, nc), (kb, nb)) = (cell, baseline);
+    if nc == 0 || nb == 0 || kc * nb == kb * nc {
+        return None;
+    }
+    let stopped_by = match c.note.as_deref() {
+        Some("--max-runs reached") => "max_runs",
+        Some(_) => "stopped",
+        None if (c.looks.len() as u32) < rule.looks => "interrupted",
+        None => "cap",
+    };
+    let rate = |(k, n): (u64, u64)| k as f64 / n as f64;
+    Some(super::Undecided {
+        stopped_by,
+        runs_needed: screen::runs_to_decide(rate(cell), rate(baseline), rule.boundary)
+            .map(|n| 2 * n),
+    })
+}
+
+/// The counts a candidate's verdict stands on: its confirmation's, or the
+/// screen's when the confirmation did not measure both arms.
+fn confirmed_or_screen(c: &crate::screen::Confirmation) -> ((u64, u64), (u64, u64)) {
+    match c.cell.1 > 0 && c.baseline.1 > 0 {
+        true => (c.cell, c.baseline),
+        false => (c.candidate.screen_cell, c.candidate.screen_baseline),
+    }
+}
+
+/// An undecided candidate in words: its counts, both p-values, what
+/// stopped it and the runs that would settle it.
+fn undecided_words(
+    c: &crate::screen::Confirmation,
+    rule: &crate::screen::Rule,
+    adjusted: f64,
+    m: usize,
+    u: Option<&super::Undecided>,
+) -> String {
+    let stopped = match (u.map(|u| u.stopped_by), &c.note) {
+        (Some("cap"), _) => format!("the cap of {} runs per candidate", 2 * rule.looks),
+        (Some("max_runs"), _) => "--max-runs".into(),
+        (Some("interrupted"), _) => "the interruption".into(),
+        (_, Some(note)) => note.clone(),
+        _ => "the design".into(),
+    };
+    let settle = match (u.and_then(|u| u.runs_needed), u.map(|u| u.stopped_by)) {
+        (Some(n), Some("max_runs")) => {
+            format!("about {n} confirmation runs per candidate would settle it (raise --max-runs)")
+        }
+        (Some(n), _) => {
+            format!("about {n} confirmation runs per candidate (-n {n}) would settle it")
+        }
+        (None, _) => "more than 20,000 confirmation runs would be needed to settle it".into(),
+    };
+    if c.cell.1 == 0 || c.baseline.1 == 0 {
+        let ((kc, nc), (kb, nb)) = (c.candidate.screen_cell, c.candidate.screen_baseline);
+        return format!(
+            "undecided: no confirmation run measured it (the screen saw {kc} of {nc} against {kb} of {nb}); stopped by {stopped}; {settle}"
+        );
+    }
+    format!(
+        "undecided: {} of {} against {} of {} {} on {} runs, raw p = {}, adjusted over {m} candidate(s) p = {}; stopped by {stopped}; {settle}",
+        c.cell.0,
+        c.cell.1,
+        c.baseline.0,
+        c.baseline.1,
+        c.selection,
+        c.stage_runs,
+        short_p(c.looks.last().map_or(1.0, |l| l.p)),
+        short_p(adjusted),
+    )
+}
+
+/// When the cap (`looks` pairs per candidate) is below the runs each of
+/// `m` candidates needs (`needed`, [`screen::runs_needed_each`]), says so:
+/// no candidate the cap stops can be decided, and every such pair whose
+/// counts differ is undecided.
+pub fn cap_text(m: usize, looks: u32, needed: u64) -> Option<String> {
+    let cap = 2 * u64::from(looks);
+    (m > 0 && cap < needed).then(|| format!(
+        "The cap of {cap} confirmation runs per candidate is below the {needed} each of {m} candidate(s) needs for Holm over them (even a complete separation reaches alpha / {m} no sooner): a candidate the cap stops is undecided; give -n {needed} or more."
+    ))
 }
 
 /// The rows a screen design confirmed (stage `confirm`), by cell.
@@ -187,6 +283,9 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
         confirm_runs += c.all_runs;
         confirm_executions += c.executions;
         let differs = adj <= alpha && c.cell.1 > 0 && c.baseline.1 > 0;
+        let undecided = (!differs && c.decision != Decision::Cleared)
+            .then(|| undecided_of(c, rule))
+            .flatten();
         let verdict = match (differs, c.decision, &c.note) {
             (true, Decision::Differs, _) => format!(
                 "differs: confirmed {} on {} runs (stopped at spent p {} ≤ boundary {})",
@@ -208,6 +307,9 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
                 c.stage_runs,
                 rule.clear_below * 100.0
             ),
+            (false, _, _) if undecided.is_some() => {
+                undecided_words(c, rule, adj, confirmed.len(), undecided.as_ref())
+            }
             (false, _, Some(note)) => format!("not decided: {note}"),
             (false, _, None) => format!(
                 "no difference shown {} in {} runs (the cap)",
@@ -255,6 +357,8 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
             fisher_p: c.looks.last().map_or(1.0, |l| l.p),
             adjusted_p: adj,
             differs,
+            effect: crate::effect::effect(c.cell, c.baseline, rule.confidence),
+            undecided,
         });
         // The confirmation ran the cell against the baseline only: the
         // screen's comparison with the sham does not speak for these runs.
@@ -290,6 +394,7 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
         candidates: confirmed.len().max(record.candidates.len()),
         confirmed: differing,
         rule: *rule,
+        runs_needed_each: screen::runs_needed_each(rule.boundary),
         runs: (runs.runs + again_runs, confirm_runs),
         executions: (screen_executions, confirm_executions),
         fixed_runs_per_cell: fixed_runs,
@@ -313,4 +418,23 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
         pending: record.pending,
         shards: record.shards.clone(),
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cap_below_what_the_candidates_need_is_said_and_one_at_it_is_not() {
+        let needed = screen::runs_needed_each(0.05 / 9.0);
+        assert_eq!(needed, 10);
+        let line = cap_text(9, 4, needed).unwrap();
+        assert!(
+            line.starts_with("The cap of 8 confirmation runs per candidate is below the 10 each of 9 candidate(s) needs"),
+            "{line}"
+        );
+        assert!(line.ends_with("give -n 10 or more."), "{line}");
+        assert_eq!(cap_text(9, 5, needed), None);
+        assert_eq!(cap_text(0, 1, needed), None);
+    }
 }

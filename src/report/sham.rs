@@ -32,6 +32,8 @@ pub fn compare(cells: &mut [CellReport], confidence: f64) {
             fisher_p: p,
             adjusted_p: adj,
             differs: adj < alpha,
+            effect: None,
+            undecided: None,
         });
     }
     let mut rows = Vec::new();
@@ -54,6 +56,8 @@ pub fn compare(cells: &mut [CellReport], confidence: f64) {
             fisher_p: p,
             adjusted_p: adj,
             differs: adj < alpha,
+            effect: None,
+            undecided: None,
         });
     }
 }

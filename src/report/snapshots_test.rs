@@ -186,12 +186,16 @@ fn the_colored_table_is_the_plain_table_with_its_verdict_words_painted() {
     assert_eq!(ansi.replace_all(&colored, ""), plain);
     let cells: Vec<&str> = colored.lines().filter(|l| l.contains('\x1b')).collect();
     assert_eq!(cells.len(), 5, "{colored}");
-    assert!(cells[0].contains("\x1b[2m(reference)\x1b[0m                applied"));
-    assert!(cells[1].contains("\x1b[1;31mdiffers\x1b[0m (p=0.002)          applied"));
+    let pad =
+        " ".repeat("differs (p=0.002; rate +1.00 [+0.45, +1.00])  ".len() - "(reference)".len());
+    assert!(cells[0].contains(&format!("\x1b[2m(reference)\x1b[0m{pad}applied")));
+    assert!(
+        cells[1].contains("\x1b[1;31mdiffers\x1b[0m (p=0.002; rate +1.00 [+0.45, +1.00])  applied")
+    );
     assert!(cells[2].contains("\x1b[1;33mNOT APPLIED\x1b[0m: netns"));
     assert!(cells[3].contains("\x1b[1;31mtimeouts differ\x1b[0m (p=0.002)"));
     assert!(cells[4].contains("test_due_date  6 of 6"));
-    assert!(cells[4].ends_with("\x1b[1;31mdiffers\x1b[0m (p=0.004)"));
+    assert!(cells[4].ends_with("\x1b[1;31mdiffers\x1b[0m (p=0.004; rate +1.00 [+0.45, +1.00])"));
 }
 
 #[test]

@@ -77,7 +77,11 @@ impl Markup for Table {
         if let Some(run) = &report.replay_of {
             let _ = writeln!(
                 out,
-                "replay of run {run}: its command, cell and seed, re-run exactly"
+                "replay of run {run}: its command, cell and seed, re-run exactly{}",
+                report
+                    .replay_bound()
+                    .map(|b| format!("; {b}"))
+                    .unwrap_or_default()
             );
         }
         let _ = writeln!(out);
@@ -221,6 +225,7 @@ fn painted(text: &str, color: bool) -> String {
         ("timeouts differ", Tone::Differs),
         ("differs", Tone::Differs),
         ("NOT APPLIED", Tone::Caution),
+        ("undecided", Tone::Caution),
         ("(reference)", Tone::Quiet),
     ];
     let Some((word, tone)) = words.into_iter().find(|(w, _)| text.starts_with(w)) else {

@@ -1,7 +1,9 @@
-//! The fixed design's undecided pairs: a (test, cell) pair whose raw
-//! Fisher p is below alpha but whose Holm-adjusted p is not says so, with
-//! both p-values and what would settle it, instead of only "no difference
-//! shown".
+//! The fixed design's undecided pairs: a (test, cell) pair — or a whole
+//! cell against the baseline — whose raw Fisher p is below alpha but whose
+//! Holm-adjusted p is not says so, with both p-values and what would
+//! settle it, instead of only "no difference shown", and marks its
+//! comparison undecided (`VsBaseline::undecided`), so the session never
+//! exits 0 on it.
 
 use super::Report;
 
@@ -12,6 +14,7 @@ pub fn mark(report: &mut Report, confidence: f64) {
         return;
     }
     let alpha = 1.0 - confidence;
+    mark_cells(report, confidence);
     let Some(base) = report.cells.iter().find(|c| c.name == "baseline") else {
         return;
     };
@@ -31,6 +34,12 @@ pub fn mark(report: &mut Report, confidence: f64) {
             if v.differs || v.fisher_p >= alpha {
                 continue;
             }
+            let rate = |(k, n): (u64, u64)| k as f64 / n.max(1) as f64;
+            let runs_needed = crate::screen::fixed_runs_needed(
+                &[(rate((row.k, row.n)), rate(b))],
+                comparisons,
+                confidence,
+            );
             row.verdict = Some(undecided_text(
                 (row.k, row.n),
                 b,
@@ -39,7 +48,44 @@ pub fn mark(report: &mut Report, confidence: f64) {
                 comparisons,
                 confidence,
             ));
+            if let Some(v) = row.vs_baseline.as_mut() {
+                v.undecided = Some(super::Undecided {
+                    stopped_by: "correction",
+                    runs_needed,
+                });
+            }
         }
+    }
+}
+
+/// Marks each cell whose failures' raw p against the baseline's is below
+/// alpha but whose Holm-adjusted p (over the cells) is not.
+fn mark_cells(report: &mut Report, confidence: f64) {
+    let alpha = 1.0 - confidence;
+    let Some(base) = (report.cells.iter()).find(|c| c.name == "baseline") else {
+        return;
+    };
+    let b = (base.k, base.n);
+    let compared = (report.cells.iter())
+        .filter(|c| c.vs_baseline.is_some())
+        .count();
+    let rate = |(k, n): (u64, u64)| k as f64 / n.max(1) as f64;
+    for cell in report.cells.iter_mut().filter(|c| c.name != "baseline") {
+        let kn = (cell.k, cell.n);
+        let Some(v) = cell.vs_baseline.as_mut() else {
+            continue;
+        };
+        if v.differs || v.fisher_p >= alpha {
+            continue;
+        }
+        v.undecided = Some(super::Undecided {
+            stopped_by: "correction",
+            runs_needed: crate::screen::fixed_runs_needed(
+                &[(rate(kn), rate(b))],
+                compared,
+                confidence,
+            ),
+        });
     }
 }
 

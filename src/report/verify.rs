@@ -182,6 +182,8 @@ pub fn compare_halves(cells: &mut [CellVerdict], confidence: f64) {
             fisher_p: 1.0,
             adjusted_p: 1.0,
             differs: false,
+            effect: None,
+            undecided: None,
         });
     }
     for ((&i, &p), &adj) in family.iter().zip(&raw).zip(&stats::holm(&raw)) {
@@ -189,6 +191,8 @@ pub fn compare_halves(cells: &mut [CellVerdict], confidence: f64) {
             fisher_p: p,
             adjusted_p: adj,
             differs: adj < alpha,
+            effect: None,
+            undecided: None,
         });
     }
 }

@@ -53,7 +53,19 @@ fn versus_words(cell: &CellReport, vs: Option<&VsBaseline>) -> String {
     match vs {
         None if cell.name == "baseline" => "(reference)".into(),
         None => "not compared".into(),
-        Some(v) if v.differs => format!("differs ({})", stats::p_text(v.adjusted_p)),
+        Some(v) if v.differs => match &v.effect {
+            Some(e) => format!(
+                "differs ({}; {})",
+                stats::p_text(v.adjusted_p),
+                crate::effect::short(e)
+            ),
+            None => format!("differs ({})", stats::p_text(v.adjusted_p)),
+        },
+        Some(v) if v.undecided.is_some() => format!(
+            "undecided (raw {}, adjusted {})",
+            stats::p_text(v.fisher_p),
+            stats::p_text(v.adjusted_p)
+        ),
         Some(v) => format!("no difference shown ({})", stats::p_text(v.adjusted_p)),
     }
 }

@@ -50,6 +50,7 @@ mod shard;
 mod store;
 mod stress;
 mod survive;
+mod undecided;
 mod verify;
 
 use std::path::{Path, PathBuf};

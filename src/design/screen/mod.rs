@@ -154,6 +154,9 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
         return Ok(Screened::Stopped);
     };
     let mut candidates = rules::candidates(&runs, &applied);
+    // The confirmations spend their runs where they can still decide: the
+    // largest raw differences first (a budget or a stop leaves the rest).
+    rules::largest_first(&mut candidates);
     let orders = flip_orders(&settings, &runs, &candidates);
     // A candidate first flipped by a reversed run has no seed that makes
     // its order: it replays the order itself, never a seed.

@@ -195,6 +195,18 @@ pub fn candidates(runs: &[crate::record::RunRecord], cells: &[String]) -> Vec<Ca
     out
 }
 
+/// Orders `candidates` by the size of their screen difference, largest
+/// first (|cell rate − baseline rate|; ties keep their order: cell, then
+/// test id): the confirmations spend their runs first where a decision is
+/// nearest.
+pub fn largest_first(candidates: &mut [Candidate]) {
+    let gap = |c: &Candidate| {
+        let rate = |(k, n): (u64, u64)| k as f64 / n.max(1) as f64;
+        (rate(c.screen_cell) - rate(c.screen_baseline)).abs()
+    };
+    candidates.sort_by(|a, b| gap(b).total_cmp(&gap(a)));
+}
+
 /// How wide a confirmation's selection is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

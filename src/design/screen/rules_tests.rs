@@ -312,3 +312,25 @@ fn the_adaptive_screen_runs_again_only_where_one_run_cannot_tell() {
     assert!(rescreen(false, 0).is_some());
     assert!(rescreen(true, 3).is_some());
 }
+
+#[test]
+fn the_largest_raw_differences_are_confirmed_first() {
+    let c = |cell: &str, test: &str, k: u64, bk: u64| crate::screen::Candidate {
+        cell: cell.into(),
+        test: test.into(),
+        screen_cell: (k, 4),
+        screen_baseline: (bk, 4),
+        flip_seed: None,
+    };
+    let mut cands = vec![
+        c("a", "t1", 1, 0),
+        c("a", "t2", 4, 0),
+        c("b", "t1", 0, 3),
+        c("b", "t2", 4, 0),
+    ];
+    largest_first(&mut cands);
+    let order: Vec<(&str, &str)> = (cands.iter())
+        .map(|c| (c.cell.as_str(), c.test.as_str()))
+        .collect();
+    assert_eq!(order, [("a", "t2"), ("b", "t2"), ("b", "t1"), ("a", "t1")]);
+}
