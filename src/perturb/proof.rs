@@ -219,6 +219,9 @@ pub struct Judgement {
     pub not_applied: Option<String>,
     /// A helper's or a wrapper's bypass, one line each.
     pub warnings: Vec<String>,
+    /// `not_applied` is only the record's silence (no process announced
+    /// the preload): a reason that names the program is preferred.
+    pub silent: bool,
 }
 
 /// Judges the programs a run's processes ran against the mechanisms of its
@@ -305,6 +308,7 @@ pub fn judge(mechanisms: &[Mechanism], seen: &[SeenProcess], self_exe: &Path) ->
         },
         not_applied,
         warnings,
+        silent: false,
     }
 }
 
@@ -328,6 +332,7 @@ pub fn judge_record(mechanisms: &[Mechanism], text: &str, self_exe: &Path) -> Op
         .iter()
         .any(|l| matches!(l, clock::Line::Loaded { .. }));
     if !announced && judged.not_applied.is_none() {
+        judged.silent = true;
         judged.not_applied = Some(format!(
             "{perturbation}: no process of the run loaded flakelab's clock preload (the program the run started is statically linked, a Go program, set-user-ID, or LD_PRELOAD was removed before it), so nothing read the shifted clock"
         ));
@@ -339,11 +344,15 @@ pub fn judge_record(mechanisms: &[Mechanism], text: &str, self_exe: &Path) -> Op
 /// warning either found (once), the first account's reason first.
 pub fn merge(first: Judgement, second: Judgement) -> Judgement {
     let mut check = first.check;
-    for name in second.check.tested_by {
-        if !check.tested_by.contains(&name) {
-            check.tested_by.push(name);
+    // The watch's tree is whole (the record misses forks without an exec):
+    // its test processes first.
+    let mut tested_by = second.check.tested_by;
+    for name in std::mem::take(&mut check.tested_by) {
+        if !tested_by.contains(&name) {
+            tested_by.push(name);
         }
     }
+    check.tested_by = tested_by;
     for b in second.check.bypassed {
         let same = |a: &Bypass| {
             a.perturbation == b.perturbation && a.exe == b.exe && a.role == b.role && a.why == b.why
@@ -360,10 +369,15 @@ pub fn merge(first: Judgement, second: Judgement) -> Judgement {
             warnings.push(w);
         }
     }
+    let not_applied = match (first.silent, second.not_applied) {
+        (true, Some(named)) => Some(named),
+        (_, second) => first.not_applied.or(second),
+    };
     Judgement {
         check,
-        not_applied: first.not_applied.or(second.not_applied),
+        not_applied,
         warnings,
+        silent: false,
     }
 }
 
@@ -594,13 +608,13 @@ mod tests {
     #[test]
     fn the_record_names_a_static_program_a_script_ran_and_silence_is_not_applied() {
         let me = Path::new(ME);
-        let text = "A 10 1 /usr/bin/dash\nX 11 10 static /t/stat\nA 12 10 /usr/bin/date\n";
+        let text = "A 10 1 0 /usr/bin/dash\nX 11 10 1 static /t/stat\nA 12 10 1 /usr/bin/date\n";
         let j = judge_record(&own(), text, me).unwrap();
         let reason = j.not_applied.unwrap();
         assert!(reason.contains("/t/stat (pid 11)"), "{reason}");
         assert!(reason.contains("statically linked"), "{reason}");
         // A Go program the test process runs on the side only warns.
-        let text = "A 10 1 /usr/bin/python3\nX 11 10 go /t/tool\n";
+        let text = "A 10 1 0 /usr/bin/python3\nX 11 10 1 go /t/tool\n";
         let j = judge_record(&own(), text, me).unwrap();
         assert_eq!(j.not_applied, None);
         assert_eq!(j.check.tested_by, ["/usr/bin/python3"]);
@@ -612,12 +626,17 @@ mod tests {
             .unwrap()
             .contains("no process of the run loaded"));
         // A process whose clock variable the preload could not read.
-        let j = judge_record(&own(), "A 10 1 off /usr/bin/date\n", me).unwrap();
+        let j = judge_record(&own(), "A 10 1 0 off /usr/bin/date\n", me).unwrap();
         assert_eq!(j.check.bypassed[0].why, BypassWhy::FaketimeChanged);
         // libfaketime keeps no record.
         assert_eq!(judge_record(&clock(), "", me), None);
         // All dynamic: applied.
-        let j = judge_record(&own(), "A 10 1 /usr/bin/dash\nA 11 10 /usr/bin/date\n", me).unwrap();
+        let j = judge_record(
+            &own(),
+            "A 10 1 0 /usr/bin/dash\nA 11 10 1 /usr/bin/date\n",
+            me,
+        )
+        .unwrap();
         assert_eq!(j.not_applied, None);
         assert_eq!(j.check.tested_by, ["/usr/bin/date"]);
     }
@@ -625,8 +644,12 @@ mod tests {
     #[test]
     fn the_two_accounts_merge_without_counting_a_bypass_twice() {
         let me = Path::new(ME);
-        let record =
-            judge_record(&own(), "A 10 1 /usr/bin/dash\nX 11 10 static /t/stat\n", me).unwrap();
+        let record = judge_record(
+            &own(),
+            "A 10 1 0 /usr/bin/dash\nX 11 10 1 static /t/stat\n",
+            me,
+        )
+        .unwrap();
         let mut watched = proc(10, None, "/usr/bin/dash");
         watched.env = None;
         let mut stat_seen = stat(proc(11, Some(0), "/t/stat"));
@@ -637,5 +660,15 @@ mod tests {
         assert_eq!(merged.not_applied, record.not_applied);
         let clean = judge(&own(), &[], me);
         assert_eq!(merge(clean, record.clone()).not_applied, record.not_applied);
+        // Silence in the record gives way to the watch's named program.
+        let silent = judge_record(&own(), "", me).unwrap();
+        let named = judge(&own(), &[stat(proc(10, None, "/t/year"))], me);
+        let merged = merge(silent.clone(), named);
+        assert!(merged.not_applied.unwrap().contains("/t/year (pid 10)"));
+        let alone = merge(silent, judge(&own(), &[], me));
+        assert!(alone
+            .not_applied
+            .unwrap()
+            .contains("no process of the run loaded"));
     }
 }
