@@ -5,6 +5,7 @@ mod bisect;
 mod book;
 mod catalog_cli;
 mod clock;
+mod clock_runtimes;
 mod concurrent;
 mod config_init;
 mod demo;
