@@ -107,7 +107,7 @@ pub const KINDS: &[KindInfo] = &[
     },
     KindInfo {
         name: "faketime",
-        syntax: "faketime=+365d | -30d | +90m | +2h | +1y | @YYYY-MM-DD HH:MM:SS (libfaketime)",
+        syntax: "faketime=+365d | -30d | +90m | +2h | +1y | @YYYY-MM-DD HH:MM:SS (the wall clock)",
         bare: false,
     },
     KindInfo {

@@ -1,5 +1,5 @@
 //! Proof from the subject's own processes (issue 13): in a cell whose
-//! mechanism a program can bypass (libfaketime), the processes each run
+//! mechanism a program can bypass (the clock preload), the processes each run
 //! started are inspected; a run whose test process bypassed it is not
 //! applied with the executable named, a helper's bypass is a warning.
 //!
