@@ -62,7 +62,10 @@ fn cell_costs(flakelab: &str, dir: &std::path::Path, runs: u32) {
         .expect("records");
     let mut by_cell: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     for r in &records {
-        by_cell.entry(r.cell.clone()).or_default().push(r.duration_s);
+        by_cell
+            .entry(r.cell.clone())
+            .or_default()
+            .push(r.duration_s);
     }
     let stat = |c: &str| {
         let mut v = by_cell.get(c).cloned().unwrap_or_default();

@@ -19,10 +19,10 @@
  *                          Without it, an "@E" clock starts at the process's
  *                          own start.
  *   FLAKELAB_CLOCK_RECORD  a file flakelab created for the run: each process
- *                          appends "A pid ppid gppid exe" when the preload
- *                          loads in it (with "off" before the exe when it
- *                          does not shift: no setting it can read), and
- *                          "X pid ppid gppid static|go path" before it
+ *                          appends "A pid ppid exe" when the preload loads
+ *                          in it (with "off" before the exe when it does
+ *                          not shift: no setting it can read), and
+ *                          "X pid ppid static|go path" before it
  *                          executes a program the preload cannot reach (a
  *                          static or Go binary). Opened without O_CREAT: the
  *                          preload never creates a file.
@@ -122,27 +122,6 @@ static char *put_str(char *p, char *end, const char *s) {
     return p;
 }
 
-/* The parent of `pid` (from /proc/PID/stat: "pid (comm) S ppid ..."), or
- * 0. A process forked without an exec never announces itself, so the
- * record names each process's grandparent too: a program a subshell runs
- * still finds the shell that announced. */
-static long parent_of(long pid) {
-    char path[40] = "/proc/", buf[512];
-    char *p = put_num(path + 6, pid);
-    memcpy(p, "/stat", 6);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
-    char *close_paren = strrchr(buf, ')');
-    if (!close_paren || close_paren + 4 >= buf + n) return 0;
-    long v = 0;
-    for (p = close_paren + 4; *p >= '0' && *p <= '9'; p++) v = v * 10 + (*p - '0');
-    return v;
-}
-
 static void record_line(char kind, const char *what, const char *path) {
     char line[PATH_MAX + 96];
     char *p = line, *end = line + sizeof line - 1;
@@ -152,8 +131,6 @@ static void record_line(char kind, const char *what, const char *path) {
     p = put_num(p, (long)getpid());
     *p++ = ' ';
     p = put_num(p, ppid);
-    *p++ = ' ';
-    p = put_num(p, parent_of(ppid));
     *p++ = ' ';
     if (what) { p = put_str(p, end, what); *p++ = ' '; }
     p = put_str(p, end, path);
@@ -179,7 +156,11 @@ __attribute__((constructor)) static void flakelab_clock_init(void) {
         }
     }
     /* The announcement: this process loaded the preload (and with which
-     * setting: an unparsable one is announced as not shifting). */
+     * setting: an unparsable one is announced as not shifting). Nothing
+     * more is read at start-up: every system call here is paid by every
+     * process of the run. */
+    const char *record_path = getenv("FLAKELAB_CLOCK_RECORD");
+    if (!record_path || !*record_path) return;
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';

@@ -151,7 +151,7 @@ pub fn child_env(
 /// One line of a run's record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Line {
-    /// The preload loaded in a process (`A pid ppid gppid [off] exe`); `shifted`
+    /// The preload loaded in a process (`A pid ppid [off] exe`); `shifted`
     /// is false when the process's clock variable was missing or not one
     /// the preload reads.
     Loaded {
@@ -159,22 +159,18 @@ pub enum Line {
         pid: i32,
         /// Its parent.
         ppid: i32,
-        /// Its parent's parent (0: unknown).
-        gppid: i32,
         /// Its executable.
         exe: String,
         /// Whether it shifts the clock.
         shifted: bool,
     },
     /// A preloaded process is about to execute a program the preload cannot
-    /// reach (`X pid ppid gppid static|go path`).
+    /// reach (`X pid ppid static|go path`).
     Bypass {
         /// The process (it keeps its pid across the exec).
         pid: i32,
         /// Its parent.
         ppid: i32,
-        /// Its parent's parent (0: unknown).
-        gppid: i32,
         /// The program.
         exe: String,
         /// A Go program (else statically linked).
@@ -189,11 +185,10 @@ pub fn parse_record(text: &str) -> Vec<Line> {
 }
 
 fn parse_line(line: &str) -> Option<Line> {
-    let mut parts = line.splitn(5, ' ');
+    let mut parts = line.splitn(4, ' ');
     let kind = parts.next()?;
     let pid = parts.next()?.parse().ok()?;
     let ppid = parts.next()?.parse().ok()?;
-    let gppid = parts.next()?.parse().ok()?;
     let rest = parts.next()?;
     match kind {
         "A" => {
@@ -204,7 +199,6 @@ fn parse_line(line: &str) -> Option<Line> {
             Some(Line::Loaded {
                 pid,
                 ppid,
-                gppid,
                 exe: exe.into(),
                 shifted,
             })
@@ -219,7 +213,6 @@ fn parse_line(line: &str) -> Option<Line> {
             Some(Line::Bypass {
                 pid,
                 ppid,
-                gppid,
                 exe: exe.into(),
                 go,
             })
@@ -231,31 +224,22 @@ fn parse_line(line: &str) -> Option<Line> {
 /// The record as the programs the run's processes ran, in the shape of
 /// the `/proc` watch (`exec::inspect`) so `proof` judges both alike: a
 /// program's parent is the previous program of the same pid (it exec'd),
-/// else the last program of its parent pid, else of its grandparent's (a
-/// subshell forked without an exec announces nothing). A process whose clock variable
+/// else the last program of its parent pid. A process forked without an
+/// exec (a subshell) announces nothing, so what it runs has no known parent
+/// here: an orphan, never excused as a helper (the `/proc` watch knows the
+/// whole tree, and names the test processes). A process whose clock variable
 /// the preload could not read is given an environment whose clock differs
 /// from `clock` (the cell's value); `lib` is the preloaded library.
 pub fn seen_from_record(lines: &[Line], lib: &Path, clock: &str) -> Vec<SeenProcess> {
     let mut seen: Vec<SeenProcess> = Vec::with_capacity(lines.len());
     for line in lines {
-        let (pid, ppid, gppid, exe) = match line {
-            Line::Loaded {
-                pid,
-                ppid,
-                gppid,
-                exe,
-                ..
+        let (pid, ppid, exe) = match line {
+            Line::Loaded { pid, ppid, exe, .. } | Line::Bypass { pid, ppid, exe, .. } => {
+                (*pid, *ppid, exe)
             }
-            | Line::Bypass {
-                pid,
-                ppid,
-                gppid,
-                exe,
-                ..
-            } => (*pid, *ppid, *gppid, exe),
         };
         let last = |p: i32| seen.iter().rposition(|s| p > 0 && s.pid == p);
-        let parent = last(pid).or_else(|| last(ppid)).or_else(|| last(gppid));
+        let parent = last(pid).or_else(|| last(ppid));
         let name = Path::new(exe)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -356,27 +340,25 @@ mod tests {
 
     #[test]
     fn the_record_parses_and_skips_torn_lines() {
-        let text = "A 10 1 0 /usr/bin/dash\nX 11 10 1 static /t/stat ic\nA 12 10 1 off /usr/bin/date\nX 13 10 1 go /t/g\nA 14 1\nQ 1 2 0 x\nX 1 2 0 elf /x\n";
-        let loaded = |pid, ppid, gppid, exe: &str, shifted| Line::Loaded {
+        let text = "A 10 1 /usr/bin/dash\nX 11 10 static /t/stat ic\nA 12 10 off /usr/bin/date\nX 13 10 go /t/g\nA 14\nQ 1 2 x\nX 1 2 elf /x\n";
+        let loaded = |pid, ppid, exe: &str, shifted| Line::Loaded {
             pid,
             ppid,
-            gppid,
             exe: exe.into(),
             shifted,
         };
         let bypass = |pid, exe: &str, go| Line::Bypass {
             pid,
             ppid: 10,
-            gppid: 1,
             exe: exe.into(),
             go,
         };
         assert_eq!(
             parse_record(text),
             [
-                loaded(10, 1, 0, "/usr/bin/dash", true),
+                loaded(10, 1, "/usr/bin/dash", true),
                 bypass(11, "/t/stat ic", false),
-                loaded(12, 10, 1, "/usr/bin/date", false),
+                loaded(12, 10, "/usr/bin/date", false),
                 bypass(13, "/t/g", true),
             ]
         );
@@ -385,15 +367,15 @@ mod tests {
     #[test]
     fn the_record_becomes_a_process_tree() {
         // sh (10) execs env then python (same pid); python forks 11, which
-        // execs a static binary; a subshell (21) of python runs date (22);
-        // an orphan's child (30) of an unseen parent.
-        let text = "A 10 1 0 /usr/bin/dash\nA 10 1 0 /usr/bin/env\nA 10 1 0 /usr/bin/python3\nX 11 10 1 static /t/stat\nA 22 21 10 /usr/bin/date\nA 30 29 28 /usr/bin/date\n";
+        // execs a static binary; a subshell (21) of python runs date (22),
+        // whose parent is unknown here.
+        let text = "A 10 1 /usr/bin/dash\nA 10 1 /usr/bin/env\nA 10 1 /usr/bin/python3\nX 11 10 static /t/stat\nA 22 21 /usr/bin/date\n";
         let seen = seen_from_record(&parse_record(text), Path::new("/c.so"), "+5");
         let parents: Vec<Option<usize>> = seen.iter().map(|s| s.parent).collect();
-        assert_eq!(parents, [None, Some(0), Some(1), Some(2), Some(2), None]);
+        assert_eq!(parents, [None, Some(0), Some(1), Some(2), None]);
         assert_eq!(seen[3].static_linked, Some(true));
         assert_eq!(seen[3].go, Some(false));
         assert_eq!(seen[0].env.as_ref().unwrap()[CLOCK_VAR], "+5");
-        assert_eq!(seen[5].name, "date");
+        assert_eq!(seen[4].name, "date");
     }
 }

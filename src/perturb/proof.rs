@@ -344,15 +344,11 @@ pub fn judge_record(mechanisms: &[Mechanism], text: &str, self_exe: &Path) -> Op
 /// warning either found (once), the first account's reason first.
 pub fn merge(first: Judgement, second: Judgement) -> Judgement {
     let mut check = first.check;
-    // The watch's tree is whole (the record misses forks without an exec):
-    // its test processes first.
-    let mut tested_by = second.check.tested_by;
-    for name in std::mem::take(&mut check.tested_by) {
-        if !tested_by.contains(&name) {
-            tested_by.push(name);
-        }
+    // The watch's tree is whole (the record misses forks without an exec,
+    // whose programs it cannot place): its test processes when it saw any.
+    if !second.check.tested_by.is_empty() {
+        check.tested_by = second.check.tested_by;
     }
-    check.tested_by = tested_by;
     for b in second.check.bypassed {
         let same = |a: &Bypass| {
             a.perturbation == b.perturbation && a.exe == b.exe && a.role == b.role && a.why == b.why
@@ -608,13 +604,13 @@ mod tests {
     #[test]
     fn the_record_names_a_static_program_a_script_ran_and_silence_is_not_applied() {
         let me = Path::new(ME);
-        let text = "A 10 1 0 /usr/bin/dash\nX 11 10 1 static /t/stat\nA 12 10 1 /usr/bin/date\n";
+        let text = "A 10 1 /usr/bin/dash\nX 11 10 static /t/stat\nA 12 10 /usr/bin/date\n";
         let j = judge_record(&own(), text, me).unwrap();
         let reason = j.not_applied.unwrap();
         assert!(reason.contains("/t/stat (pid 11)"), "{reason}");
         assert!(reason.contains("statically linked"), "{reason}");
         // A Go program the test process runs on the side only warns.
-        let text = "A 10 1 0 /usr/bin/python3\nX 11 10 1 go /t/tool\n";
+        let text = "A 10 1 /usr/bin/python3\nX 11 10 go /t/tool\n";
         let j = judge_record(&own(), text, me).unwrap();
         assert_eq!(j.not_applied, None);
         assert_eq!(j.check.tested_by, ["/usr/bin/python3"]);
@@ -626,17 +622,12 @@ mod tests {
             .unwrap()
             .contains("no process of the run loaded"));
         // A process whose clock variable the preload could not read.
-        let j = judge_record(&own(), "A 10 1 0 off /usr/bin/date\n", me).unwrap();
+        let j = judge_record(&own(), "A 10 1 off /usr/bin/date\n", me).unwrap();
         assert_eq!(j.check.bypassed[0].why, BypassWhy::FaketimeChanged);
         // libfaketime keeps no record.
         assert_eq!(judge_record(&clock(), "", me), None);
         // All dynamic: applied.
-        let j = judge_record(
-            &own(),
-            "A 10 1 0 /usr/bin/dash\nA 11 10 1 /usr/bin/date\n",
-            me,
-        )
-        .unwrap();
+        let j = judge_record(&own(), "A 10 1 /usr/bin/dash\nA 11 10 /usr/bin/date\n", me).unwrap();
         assert_eq!(j.not_applied, None);
         assert_eq!(j.check.tested_by, ["/usr/bin/date"]);
     }
@@ -644,12 +635,8 @@ mod tests {
     #[test]
     fn the_two_accounts_merge_without_counting_a_bypass_twice() {
         let me = Path::new(ME);
-        let record = judge_record(
-            &own(),
-            "A 10 1 0 /usr/bin/dash\nX 11 10 1 static /t/stat\n",
-            me,
-        )
-        .unwrap();
+        let record =
+            judge_record(&own(), "A 10 1 /usr/bin/dash\nX 11 10 static /t/stat\n", me).unwrap();
         let mut watched = proc(10, None, "/usr/bin/dash");
         watched.env = None;
         let mut stat_seen = stat(proc(11, Some(0), "/t/stat"));

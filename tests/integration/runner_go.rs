@@ -363,5 +363,8 @@ fn faketime_on_go_test_is_not_applied_with_the_recipes_reason() {
     );
     let reason = c["reason"].as_str().unwrap();
     assert!(reason.contains("not applicable"), "{reason}");
-    assert!(reason.contains("libfaketime does not reach it"), "{reason}");
+    assert!(
+        reason.contains("the clock preload does not reach it"),
+        "{reason}"
+    );
 }

@@ -236,7 +236,7 @@ fn prove_on_the_go_fixture_proves_the_zone_finding_and_says_why_the_clock_shift_
     let f = |line: u32| &s[&format!("planted_test.go:{line}")];
     assert_proven(&f(16).1, "tz=Pacific/Kiritimati");
     assert!(
-        reason(&f(23).1).contains("libfaketime does not reach it"),
+        reason(&f(23).1).contains("the clock preload does not reach it"),
         "{}",
         f(23).1
     );
