@@ -327,6 +327,35 @@ mod tests {
     }
 
     #[test]
+    fn the_library_makes_no_shared_memory_and_names_only_libc() {
+        let has = |needle: &[u8]| LIBRARY.windows(needle.len()).any(|w| w == needle);
+        assert!(LIBRARY.starts_with(b"\x7fELF"));
+        // It imports no shared-memory or semaphore call, and no allocator.
+        for call in [
+            &b"shm_open"[..],
+            b"sem_open",
+            b"mmap",
+            b"malloc",
+            b"mkstemp",
+        ] {
+            assert!(!has(call), "{}", String::from_utf8_lossy(call));
+        }
+        // Its wall-clock functions and exec wrappers are there.
+        for symbol in [
+            &b"clock_gettime"[..],
+            b"gettimeofday",
+            b"timespec_get",
+            b"ftime",
+            b"posix_spawnp",
+            b"execvpe",
+        ] {
+            assert!(has(symbol), "{}", String::from_utf8_lossy(symbol));
+        }
+        assert!(!has(b"libm.so"));
+        assert!(!has(b"libpthread"));
+    }
+
+    #[test]
     fn the_clock_value_and_the_preload_order() {
         assert_eq!(value(Some(31_536_000), None), "+31536000");
         assert_eq!(value(Some(-2_592_000), None), "-2592000");

@@ -407,6 +407,7 @@ fn doctor_reports_each_capability() {
     for name in [
         "zoneinfo",
         "locales",
+        "clock preload",
         "libfaketime",
         "user namespaces",
         "network namespaces",
