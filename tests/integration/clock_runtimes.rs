@@ -402,3 +402,39 @@ fn a_script_that_execs_a_go_binary_is_not_applied_and_names_it() {
     );
     ten_of_ten_not_applied(&lab, "./check.sh", &exe, "go");
 }
+
+#[test]
+fn an_absolute_start_runs_on_across_the_processes_of_a_run() {
+    let lab = Lab::new();
+    // Two `date` processes 1.1 s apart read one clock that runs on from the
+    // run's start: the second is at least a second past the first (each
+    // process restarting the clock, as libfaketime does, reads the start
+    // twice), and both are within the run's length of the start.
+    write_exe(
+        &lab.path().join("twice.sh"),
+        "#!/bin/sh\na=$(date +%s); sleep 1.1; b=$(date +%s)\necho \"$a $b\" > \"times-$FLAKELAB_RUN_ID\"\n",
+    );
+    let (code, report) = lab.run_json(&[
+        "-n",
+        "1",
+        "--no-sham",
+        "--no-baseline",
+        "-p",
+        "faketime=@2030-01-02 03:04:05+tz=UTC",
+        "--",
+        "./twice.sh",
+    ]);
+    assert!(matches!(code, 0 | 1), "{report:#}");
+    let start = 1_893_553_445_i64; // 2030-01-02T03:04:05Z
+    for run in lab.runs() {
+        let id = run["id"].as_str().unwrap();
+        let text = std::fs::read_to_string(lab.path().join(format!("times-{id}"))).unwrap();
+        let t: Vec<i64> = text
+            .split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect();
+        let length = run["duration_s"].as_f64().unwrap().ceil() as i64 + 1;
+        assert!(t[1] >= t[0] + 1, "{t:?}");
+        assert!(t[0] >= start && t[1] <= start + length, "{t:?} {run}");
+    }
+}
