@@ -9,8 +9,9 @@ command -v date >/dev/null || need_pkgs+=(coreutils)
 command -v locale >/dev/null || need_pkgs+=(libc-bin)
 [ -e /usr/share/zoneinfo/Pacific/Kiritimati ] || need_pkgs+=(tzdata)
 command -v git >/dev/null || need_pkgs+=(git)
-# libfaketime for the faketime kind; util-linux and iproute2 for the tests
-# that run repro lines (unshare, taskset, prlimit, ip).
+# libfaketime for the tests of the clock cells that choose it (FAKETIME_LIB;
+# the clock cells' own preload needs nothing installed); util-linux and
+# iproute2 for the tests that run repro lines (unshare, taskset, prlimit, ip).
 # (either location will do: `ls` of both would fail whenever one is missing)
 compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null \
   || compgen -G '/usr/lib/faketime/libfaketime.so.1' >/dev/null \
@@ -18,8 +19,11 @@ compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null \
 command -v unshare >/dev/null && command -v taskset >/dev/null && command -v prlimit >/dev/null \
   || need_pkgs+=(util-linux)
 command -v ip >/dev/null || need_pkgs+=(iproute2)
-# gcc with a static C library for the programs that bypass libfaketime.
+# gcc with a static C library for the programs that bypass the clock preload.
 command -v gcc >/dev/null && compgen -G '/usr/lib/*/libc.a' >/dev/null || need_pkgs+=(gcc libc6-dev)
+# OpenJDK (java, javac) for the clock preload's runtime tests
+# (tests/integration/clock_runtimes.rs).
+command -v javac >/dev/null || need_pkgs+=(default-jdk-headless)
 # go test and gotestsum for the go recipe's end-to-end tests.
 command -v go >/dev/null || need_pkgs+=(golang-go)
 command -v gotestsum >/dev/null || need_pkgs+=(gotestsum)

@@ -221,7 +221,7 @@ Perturbation specs (-p):
   tz=ZONE              TZ set to an IANA zone that exists in the zoneinfo database
   locale=NAME          LC_ALL and LANG set to an installed locale
   env=NAME=VALUE       set a variable;  env=-NAME  unsets it
-  faketime=+365d       shift the wall clock (libfaketime): +90m, -30d, +1y, or @2027-06-30 12:00:00
+  faketime=+365d       shift the wall clock (flakelab's own preload): +90m, -30d, +1y, or @2027-06-30 12:00:00
   netns                no network: a new network namespace with loopback only
   cpu-stress[=2x|=N]   busy threads beside each run (a factor of the online CPUs, or N)
   cpu-pin[=K]          the child may use K CPUs only
@@ -450,7 +450,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME")]
     pub matrix: Vec<String>,
     /// Run no sham cells. By default every mechanism the cells use (TZ set,
-    /// the libfaketime preload, the `__exec` helper, runs scheduled alone
+    /// the clock preload, the `__exec` helper, runs scheduled alone
     /// for CPU stress) also runs as a sham: the same mechanism with a null
     /// parameter (`tz=` the host's zone, `faketime=+0`, `cpu-pin=` every
     /// CPU, `cpu-stress=0`), so that a difference is attributed to the

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::perturb::{faketime, HostFacts};
+use crate::perturb::{clock, faketime, HostFacts};
 
 /// One capability.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,22 +54,38 @@ pub fn run(host: &HostFacts) -> Vec<Check> {
         fix: Some("install locales (Debian: `apt-get install locales`, then `locale-gen`)".into()),
         needed: false,
     });
+    checks.push(clock_preload(host));
+    // libfaketime is optional: used only where FAKETIME_LIB or a recipe
+    // chooses it, and needed only then.
+    let chosen = host.faketime_override.is_some();
     match faketime::locate(host.faketime_override.as_deref()) {
         Ok(path) => checks.push(Check {
             name: "libfaketime",
             ok: true,
-            detail: path.display().to_string(),
+            detail: format!(
+                "{} ({})",
+                path.display(),
+                if chosen {
+                    "chosen by FAKETIME_LIB for the clock cells"
+                } else {
+                    "optional: the clock cells use flakelab's own preload"
+                }
+            ),
             fix: None,
-            needed: true,
+            needed: chosen,
         }),
         Err(_) => checks.push(Check {
             name: "libfaketime",
             ok: false,
-            detail: "not found".into(),
+            detail: if chosen {
+                "not found where FAKETIME_LIB points".into()
+            } else {
+                "not installed (optional: the clock cells use flakelab's own preload)".into()
+            },
             fix: Some(
                 "apt-get install faketime libfaketime (or set FAKETIME_LIB to the library)".into(),
             ),
-            needed: true,
+            needed: chosen,
         }),
     }
     checks.push(user_namespaces());
@@ -90,6 +106,51 @@ pub fn run(host: &HostFacts) -> Vec<Check> {
     checks.push(race_rust());
     checks.push(warden(&host.self_exe));
     checks
+}
+
+/// flakelab's own clock preload: written to the cache directory, and a
+/// `date` under it reads the clock a year ahead.
+fn clock_preload(host: &HostFacts) -> Check {
+    const YEAR: i64 = 365 * 86_400;
+    let fix = Some("set XDG_CACHE_HOME to a directory of your own".to_string());
+    let lib = match clock::install(host.cache_dir.as_deref()) {
+        Ok(lib) => lib,
+        Err(e) => {
+            return Check {
+                name: "clock preload",
+                ok: false,
+                detail: e.message(),
+                fix: Some(e.hint().to_string()),
+                needed: true,
+            }
+        }
+    };
+    let preload = format!("LD_PRELOAD={}", lib.display());
+    let shift = format!("{}={}", clock::CLOCK_VAR, clock::value(Some(YEAR), None));
+    let read = crate::exec::query("env", &[&preload, &shift, "date", "+%s"]);
+    let now = jiff::Timestamp::now().as_second();
+    let seen = read.as_deref().and_then(|t| t.trim().parse::<i64>().ok());
+    let ok =
+        seen.is_some_and(|s| (s - now - YEAR).abs() <= crate::perturb::probe::CLOCK_TOLERANCE_S);
+    Check {
+        name: "clock preload",
+        ok,
+        detail: match seen {
+            Some(s) if ok => format!(
+                "{}; `date` under it reads {} s ahead",
+                lib.display(),
+                s - now
+            ),
+            Some(s) => format!(
+                "{}; `date` under it reads {} s from the real clock, expected {YEAR}",
+                lib.display(),
+                s - now
+            ),
+            None => format!("{}; `env … date +%s` could not be run", lib.display()),
+        },
+        fix,
+        needed: true,
+    }
 }
 
 /// Whether `go test -race` can build here: cgo on (`go env CGO_ENABLED`,

@@ -251,7 +251,7 @@ pub struct RunRecord {
 }
 
 /// The processes one run started, inspected while it ran, against the
-/// mechanisms of its cell that a program can bypass (libfaketime).
+/// mechanisms of its cell that a program can bypass (the clock preload).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessCheck {
     /// The perturbations checked (`faketime=+365d`).
@@ -316,9 +316,9 @@ pub enum BypassWhy {
     Static,
     /// Secure-execution mode: the loader ignores preload paths.
     SecureExec,
-    /// Its environment does not name libfaketime in `LD_PRELOAD`.
+    /// Its environment does not name the clock preload in `LD_PRELOAD`.
     NoPreload,
-    /// Its `FAKETIME` is not the cell's.
+    /// Its clock variable (`FLAKELAB_CLOCK`, `FAKETIME`) is not the cell's.
     FaketimeChanged,
 }
 
@@ -337,11 +337,11 @@ impl BypassWhy {
     /// What it means, as the end of a sentence about the process.
     pub fn explain(self) -> &'static str {
         match self {
-            BypassWhy::Go => "is a Go program: Go reads the clock through the vDSO, not through libc, so libfaketime did not shift its clock",
-            BypassWhy::Static => "is statically linked: no dynamic loader runs in it, so the libfaketime preload was never loaded and its clock was not shifted",
-            BypassWhy::SecureExec => "started in secure-execution mode (set-user-ID or set-group-ID to another user, or file capabilities): the dynamic loader ignores LD_PRELOAD paths there, so libfaketime was not loaded",
-            BypassWhy::NoPreload => "started without libfaketime in its LD_PRELOAD (something removed it from the environment), so its clock was not shifted",
-            BypassWhy::FaketimeChanged => "started with a FAKETIME other than the cell's, so its clock was not shifted as the cell says",
+            BypassWhy::Go => "is a Go program: Go reads the clock through the vDSO, not through libc, so the clock preload did not shift its clock",
+            BypassWhy::Static => "is statically linked: no dynamic loader runs in it, so the clock preload was never loaded and its clock was not shifted",
+            BypassWhy::SecureExec => "started in secure-execution mode (set-user-ID or set-group-ID to another user, or file capabilities): the dynamic loader ignores LD_PRELOAD paths there, so the clock preload was not loaded",
+            BypassWhy::NoPreload => "started without the clock preload in its LD_PRELOAD (something removed it from the environment), so its clock was not shifted",
+            BypassWhy::FaketimeChanged => "started with a clock variable (FLAKELAB_CLOCK, or libfaketime's FAKETIME) other than the cell's, so its clock was not shifted as the cell says",
         }
     }
 }
@@ -485,7 +485,7 @@ pub struct CellRecord {
     /// What the probes observed, one line per fact.
     pub probes: Vec<String>,
     /// This cell is a sham: the mechanism (in words) it runs with a null
-    /// parameter (`faketime=+0` for "the libfaketime preload").
+    /// parameter (`faketime=+0` for "the clock preload").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sham_of: Option<String>,
     /// The sham cell this cell is compared with (its mechanism's sham).

@@ -22,6 +22,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
 use super::caplog::{drain, finish_drain, output_pipe, CapLog, LazyFile};
+use super::clock_record::RunRecord;
 use super::inspect::{Inspector, Watch, Watcher, POLL_MIN};
 use super::launch::{ChildLimits, Launch, PreloadCleanup, RUN_ID_VAR};
 use super::result::{warn_once, ChildResult};
@@ -94,6 +95,24 @@ pub async fn run_child_watched(
             let message = format!("cannot set up the output pipe for `{program}`: {err}");
             return ChildResult::not_run(spawn_failed(message), warnings);
         }
+    };
+    // flakelab's clock preload: the run's anchor and record file.
+    let record = match launch.clock_record.then(RunRecord::create).transpose() {
+        Ok(record) => record,
+        Err(err) => {
+            warnings.push(format!(
+                "cannot create the clock preload's record file: {err}; the run's processes are judged by the /proc watch alone"
+            ));
+            None
+        }
+    };
+    let recorded;
+    let launch = match &record {
+        Some(record) => {
+            recorded = record.launch(launch);
+            &recorded
+        }
+        None => launch,
     };
     let lacks_marker = launch.env_set.get(RUN_ID_VAR).map(String::as_str) != Some(marker);
     if lacks_marker {
@@ -230,6 +249,16 @@ pub async fn run_child_watched(
             ));
         }
     }
+    // Read once every process of the run is gone: nothing writes after.
+    let clock_record = record.and_then(|record| match record.finish() {
+        Ok(text) => Some(text),
+        Err(err) => {
+            warnings.push(format!(
+                "cannot read the clock preload's record file: {err}"
+            ));
+            None
+        }
+    });
     guard.disarm();
     warden::release(marker);
 
@@ -255,6 +284,7 @@ pub async fn run_child_watched(
         stragglers: u32::try_from(stragglers).unwrap_or(u32::MAX),
         warnings,
         processes,
+        clock_record,
     }
 }
 

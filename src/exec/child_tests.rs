@@ -38,6 +38,7 @@ fn launch(argv: &[&str], cwd: &Path, marker: &str) -> Launch {
         isolation: Default::default(),
         netns_cell: None,
         preload_cleanup: None,
+        clock_record: false,
     }
 }
 
@@ -457,6 +458,7 @@ fn watched_launch(argv: &[&str], cwd: &Path, marker: &str) -> (Launch, Watch) {
         isolation: Default::default(),
         netns_cell: None,
         preload_cleanup: None,
+        clock_record: false,
     };
     let watch = Watch {
         env: vec!["FAKETIME".into()],

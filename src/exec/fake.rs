@@ -302,6 +302,7 @@ impl Fake {
             stragglers: 0,
             warnings: Vec::new(),
             processes: None,
+            clock_record: None,
         };
         if *stop.borrow() != Stop::Run {
             result.end = ProcessEnd::Interrupted;
@@ -441,6 +442,7 @@ mod tests {
                 isolation: Default::default(),
                 netns_cell: None,
                 preload_cleanup: None,
+                clock_record: false,
             },
             log: None,
             marker: "s.00000".into(),

@@ -42,6 +42,14 @@ pub struct Launch {
     /// has been swept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preload_cleanup: Option<PreloadCleanup>,
+    /// flakelab's clock preload is in the run: the executor sets the run's
+    /// anchor (`FLAKELAB_CLOCK_ANCHOR`, the real time at its start, so every
+    /// process of the run agrees on an absolute clock) and its record file
+    /// (`FLAKELAB_CLOCK_RECORD`, created empty before the spawn, read back
+    /// into [`super::result::ChildResult::clock_record`] and removed after
+    /// the sweep).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clock_record: bool,
 }
 
 /// A preloaded library whose leftovers are removed after each run.

@@ -11,6 +11,7 @@ mod caplog;
 pub mod cellns;
 pub mod child;
 mod children;
+pub mod clock_record;
 pub mod executor;
 pub mod fake;
 pub mod git;

@@ -39,6 +39,10 @@ pub struct ChildResult {
     /// The programs the run's processes ran, when the run was watched
     /// ([`run_child_watched`](super::child::run_child_watched)).
     pub processes: Option<Vec<SeenProcess>>,
+    /// What flakelab's clock preload recorded in the run's processes
+    /// ([`super::launch::Launch::clock_record`]); None when the launch asked
+    /// for no record or it could not be made.
+    pub clock_record: Option<String>,
 }
 
 impl ChildResult {
@@ -52,6 +56,7 @@ impl ChildResult {
             stragglers: 0,
             warnings,
             processes: None,
+            clock_record: None,
         }
     }
 }

@@ -246,6 +246,7 @@ impl<I: Iterator<Item = Job>> Slots<I> {
                         stragglers: 0,
                         warnings: Vec::new(),
                         processes: None,
+                        clock_record: None,
                     },
                 };
                 Some((finished, false))
@@ -286,6 +287,7 @@ mod tests {
                 isolation: Default::default(),
                 netns_cell: None,
                 preload_cleanup: None,
+                clock_record: false,
             },
             log: None,
             marker: format!("schedule-test-{index}"),

@@ -505,6 +505,7 @@ mod tests {
             isolation: Default::default(),
             netns_cell: None,
             preload_cleanup: None,
+            clock_record: false,
         }
     }
 

@@ -8,6 +8,7 @@
 //! [`probe::judge`] reads what the child reported. Nothing here spawns.
 
 pub mod calendar;
+pub mod clock;
 pub mod env;
 pub mod faketime;
 pub mod isolate;
@@ -61,9 +62,12 @@ pub struct HostFacts {
     pub self_exe: PathBuf,
     /// The zoneinfo database directory.
     pub zoneinfo: PathBuf,
-    /// `$FAKETIME_LIB`, when set.
+    /// `$FAKETIME_LIB`, when set: the clock cells use libfaketime, this
+    /// library, instead of flakelab's own preload.
     pub faketime_override: Option<PathBuf>,
-    /// The harness's own `LD_PRELOAD`, kept behind libfaketime.
+    /// Where flakelab's clock preload is written (`clock::cache_dir`).
+    pub cache_dir: Option<PathBuf>,
+    /// The harness's own `LD_PRELOAD`, kept in front of the clock preload.
     pub ld_preload: Option<String>,
     /// The harness's own `TZ`, for interpreting absolute clock starts.
     pub tz: Option<String>,
@@ -82,6 +86,10 @@ impl HostFacts {
             self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("flakelab")),
             zoneinfo: env::zoneinfo_dir(),
             faketime_override: std::env::var_os("FAKETIME_LIB").map(PathBuf::from),
+            cache_dir: clock::cache_dir(
+                std::env::var_os("XDG_CACHE_HOME"),
+                std::env::var_os("HOME"),
+            ),
             ld_preload: std::env::var("LD_PRELOAD").ok(),
             tz: std::env::var("TZ").ok(),
             cpus: isolate::allowed_cpus(),
@@ -103,8 +111,11 @@ pub struct Prepared {
     /// (`exec::setup`).
     pub isolation: Isolation,
     /// The preloaded library whose leftovers the executor removes after
-    /// each run (libfaketime's, in a clock cell).
+    /// each run (libfaketime's, in a clock cell that chose it).
     pub preload_cleanup: Option<PreloadCleanup>,
+    /// flakelab's clock preload is in the runs: `exec` gives each run its
+    /// anchor and record file, and hands the record back.
+    pub clock_record: bool,
     /// Busy threads beside each run.
     pub stress: Option<StressPlan>,
     /// The `cpu-stress` perturbation as recorded, for the verdict on each
@@ -204,6 +215,7 @@ pub fn prepare(
     };
     let mut clock: Option<(String, ClockShift)> = None;
     let now = jiff::Timestamp::now();
+    let mut own_clock: Option<PathBuf> = None;
     for kind in &cell.perturbations {
         let label = kind.recorded(redaction);
         if let Some(reason) = host.unsupported.get(kind.name()) {
@@ -271,10 +283,27 @@ pub fn prepare(
                     Some(at) => ClockShift::Instant { at },
                     None => shift,
                 };
+                let needs = recipe.and_then(|r| r.faketime.as_ref().map(|f| (r, f)));
+                if host.faketime_override.is_none() && needs.is_none() {
+                    // flakelab's own preload; its clock variable is set
+                    // below, once the cell's zone is known.
+                    match clock::install(host.cache_dir.as_deref()) {
+                        Ok(lib) => {
+                            let env = clock::child_env(&lib, "", host.ld_preload.as_deref());
+                            out.claim(&label, &env[0].0, Some(&env[0].1))?;
+                            out.clock_record = true;
+                            own_clock = Some(lib);
+                            clock = Some((label, shift));
+                        }
+                        Err(e) => out.missing = Some(Missing::from_error(&e)),
+                    }
+                    continue;
+                }
+                // libfaketime, chosen by FAKETIME_LIB or by a recipe that
+                // declares its options.
                 match faketime::locate(host.faketime_override.as_deref()) {
                     Ok(lib) => {
                         let preload = host.ld_preload.as_deref();
-                        let needs = recipe.and_then(|r| r.faketime.as_ref().map(|f| (r, f)));
                         let options = needs.into_iter().flat_map(|(_, f)| &f.env);
                         for (k, v) in
                             faketime::child_env(&lib, &shift.faketime_value(), preload, options)
@@ -295,11 +324,16 @@ pub fn prepare(
                                 f.why.trim()
                             ));
                         }
+                        out.notes.push(format!(
+                            "{label}: the clock is shifted by libfaketime ({}), not flakelab's own preload",
+                            lib.display()
+                        ));
                         out.preload_cleanup = Some(PreloadCleanup::Faketime);
                         out.checks.push(proof::Mechanism::Preload {
                             perturbation: label.clone(),
                             lib,
-                            faketime: out
+                            var: "FAKETIME",
+                            value: out
                                 .set
                                 .get("FAKETIME")
                                 .cloned()
@@ -462,6 +496,22 @@ pub fn prepare(
                 ))
             }
         };
+        if let Some(lib) = own_clock {
+            // The preload reads epoch seconds: an absolute start is the
+            // instant the probe expects.
+            let value = match &expect {
+                Expect::ClockAt { epoch } => clock::value(None, Some(*epoch)),
+                Expect::ClockShift { seconds } => clock::value(Some(*seconds), None),
+                _ => clock::value(Some(0), None),
+            };
+            out.claim(&label, clock::CLOCK_VAR, Some(&value))?;
+            out.checks.push(proof::Mechanism::Preload {
+                perturbation: label.clone(),
+                lib,
+                var: clock::CLOCK_VAR,
+                value,
+            });
+        }
         out.probes.push(Probe {
             perturbation: label,
             argv: vec!["date".into(), "+%s".into()],
@@ -570,7 +620,13 @@ mod tests {
             plain.set["LD_PRELOAD"],
             format!("/opt/asan.so:{}", lib.display())
         );
-        assert!(plain.notes.is_empty());
+        assert_eq!(plain.notes.len(), 1);
+        assert!(
+            plain.notes[0].contains("shifted by libfaketime"),
+            "{:?}",
+            plain.notes
+        );
+        assert!(!plain.clock_record);
         let mut jvm = crate::catalog::recipe::load(None)
             .unwrap()
             .into_iter()
@@ -583,8 +639,8 @@ mod tests {
         let needs = prepare(&cell, &host, Some(&jvm), &Default::default()).unwrap();
         assert_eq!(needs.set["FAKETIME_DONT_FAKE_MONOTONIC"], "1");
         assert_eq!(
-            needs.notes,
-            ["faketime=+365d: the pytest recipe sets FAKETIME_DONT_FAKE_MONOTONIC=1 for its runtime (measured to hang without it); this changes how the subject's time flows beyond the shift"]
+            needs.notes[0],
+            "faketime=+365d: the pytest recipe sets FAKETIME_DONT_FAKE_MONOTONIC=1 for its runtime (measured to hang without it); this changes how the subject's time flows beyond the shift"
         );
     }
 
@@ -649,6 +705,78 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("happens twice"), "{err}");
+    }
+
+    #[test]
+    fn the_clock_uses_flakelabs_own_preload_with_the_instant_the_probe_expects() {
+        let catalog = Catalog::load(None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut host = HostFacts::detect();
+        host.faketime_override = None;
+        host.cache_dir = Some(dir.path().join("flakelab"));
+        host.ld_preload = Some("/opt/asan.so".into());
+        let plain = prepare(
+            &catalog.cell("faketime=-30d").unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap();
+        let names: Vec<&str> = plain.set.keys().map(String::as_str).collect();
+        assert_eq!(names, [clock::CLOCK_VAR, "LD_PRELOAD"]);
+        assert_eq!(plain.set[clock::CLOCK_VAR], "-2592000");
+        let lib = clock::install(host.cache_dir.as_deref()).unwrap();
+        assert_eq!(
+            plain.set["LD_PRELOAD"],
+            format!("/opt/asan.so:{}", lib.display())
+        );
+        assert!(plain.clock_record);
+        assert_eq!(plain.preload_cleanup, None);
+        assert!(plain.notes.is_empty());
+        assert_eq!(plain.checks.len(), 1);
+        // An absolute start is the zone's wall time, as epoch seconds.
+        let at = prepare(
+            &catalog
+                .cell("faketime=@2028-02-29 23:59:58+tz=Asia/Tokyo")
+                .unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(at.set[clock::CLOCK_VAR], "@1835449198");
+        let probe = at
+            .probes
+            .iter()
+            .find(|p| p.argv[0] == "date" && p.argv[1] == "+%s");
+        assert_eq!(
+            probe.unwrap().expect,
+            Expect::ClockAt {
+                epoch: 1_835_449_198
+            }
+        );
+        // The sham: the same preload, no shift.
+        let sham = prepare(
+            &catalog.cell("faketime=+0").unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(sham.set[clock::CLOCK_VAR], "+0");
+        assert_eq!(sham.set["LD_PRELOAD"], plain.set["LD_PRELOAD"]);
+        // No cache directory: the user's error names the fix.
+        host.cache_dir = None;
+        let missing = prepare(
+            &catalog.cell("faketime=+365d").unwrap(),
+            &host,
+            None,
+            &Default::default(),
+        )
+        .unwrap()
+        .missing
+        .unwrap();
+        assert!(missing.hint.contains("XDG_CACHE_HOME"), "{missing:?}");
     }
 
     #[test]

@@ -252,7 +252,7 @@ pub fn judge(
                 ))
             } else {
                 Err(format!(
-                    "{what}: child's clock reads {} s from the real clock, expected {seconds} s: libfaketime did not take effect",
+                    "{what}: child's clock reads {} s from the real clock, expected {seconds} s: the clock preload did not take effect",
                     read - seen.real_now
                 ))
             }
@@ -265,7 +265,7 @@ pub fn judge(
                 ))
             } else {
                 Err(format!(
-                    "{what}: child's clock reads {read}, expected {epoch}: libfaketime did not take effect"
+                    "{what}: child's clock reads {read}, expected {epoch}: the clock preload did not take effect"
                 ))
             }
         }

@@ -3,13 +3,22 @@
 //! (DESIGN principle 2). The probe proves a mechanism on a stand-in
 //! (`date`); this proves it, or disproves it, on what the subject ran.
 //!
-//! Only libfaketime is checked: a program escapes its `LD_PRELOAD` when it
-//! is statically linked (no dynamic loader runs), when it is a Go program
+//! Two accounts are judged alike. The first is the clock preload's own
+//! ([`judge_record`]): every process it loads in announces itself in the
+//! run's record, and a preloaded process about to execute a static or Go
+//! program names it there before it runs, however briefly it runs; a run
+//! whose record holds no announcement is not applied. The second is the
+//! `/proc` watch (`exec::inspect`), which also sees what the preload cannot
+//! (a static program's children, libfaketime's runs).
+//!
+//! Only the clock preload (flakelab's, or libfaketime) is checked: a program
+//! escapes its `LD_PRELOAD` when it is statically linked (no dynamic loader runs), when it is a Go program
 //! (Go reads the clock through the vDSO, not libc, even when dynamically
 //! linked), when it starts in secure-execution mode (set-user-ID to another
 //! user: the loader ignores preload paths with a slash, and glibc removes
 //! `LD_PRELOAD` from what its children inherit), or when its environment no
-//! longer names the library or the cell's `FAKETIME`. `TZ` is not checked:
+//! longer names the library or the cell's clock (`FLAKELAB_CLOCK`, or
+//! libfaketime's `FAKETIME`). `TZ` is not checked:
 //! every runtime tried on a Debian 12 host (glibc dynamic and static, Go,
 //! Node, Python, Perl, OpenJDK 17, whose zone rules are its own) honours the
 //! zone `TZ` names, so there is nothing to find.
@@ -20,6 +29,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::clock;
 use crate::exec::inspect::{SeenProcess, Watch};
 use crate::record::{Bypass, BypassWhy, ProcessCheck};
 
@@ -27,14 +37,16 @@ use crate::record::{Bypass, BypassWhy, ProcessCheck};
 /// what shows that it reached a process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mechanism {
-    /// libfaketime, preloaded.
+    /// A clock preload: flakelab's own, or libfaketime.
     Preload {
         /// The perturbation (`faketime=+365d`).
         perturbation: String,
         /// The library flakelab preloads.
         lib: PathBuf,
-        /// The `FAKETIME` value the cell sets.
-        faketime: String,
+        /// The variable holding the clock (`FLAKELAB_CLOCK`, `FAKETIME`).
+        var: &'static str,
+        /// Its value in the cell.
+        value: String,
     },
 }
 
@@ -47,13 +59,20 @@ impl Mechanism {
 
     fn env(&self) -> [&'static str; 2] {
         match self {
-            Mechanism::Preload { .. } => ["LD_PRELOAD", "FAKETIME"],
+            Mechanism::Preload { var, .. } => ["LD_PRELOAD", var],
         }
+    }
+
+    /// Whether this is flakelab's own preload, which keeps a record.
+    fn keeps_record(&self) -> bool {
+        matches!(self, Mechanism::Preload { var, .. } if *var == clock::CLOCK_VAR)
     }
 
     /// Why `p` escapes this mechanism, if it does (the most specific reason).
     fn bypassed_by(&self, p: &SeenProcess) -> Option<BypassWhy> {
-        let Mechanism::Preload { faketime, lib, .. } = self;
+        let Mechanism::Preload {
+            var, value, lib, ..
+        } = self;
         if p.go == Some(true) {
             return Some(BypassWhy::Go);
         }
@@ -75,7 +94,7 @@ impl Mechanism {
         if !preloaded {
             return Some(BypassWhy::NoPreload);
         }
-        if env.get("FAKETIME") != Some(faketime) {
+        if env.get(*var) != Some(value) {
             return Some(BypassWhy::FaketimeChanged);
         }
         None
@@ -200,6 +219,9 @@ pub struct Judgement {
     pub not_applied: Option<String>,
     /// A helper's or a wrapper's bypass, one line each.
     pub warnings: Vec<String>,
+    /// `not_applied` is only the record's silence (no process announced
+    /// the preload): a reason that names the program is preferred.
+    pub silent: bool,
 }
 
 /// Judges the programs a run's processes ran against the mechanisms of its
@@ -286,6 +308,72 @@ pub fn judge(mechanisms: &[Mechanism], seen: &[SeenProcess], self_exe: &Path) ->
         },
         not_applied,
         warnings,
+        silent: false,
+    }
+}
+
+/// Judges a run's clock record, the preload's own account of the run
+/// (`exec` reads it back when the run has ended): None when no mechanism of
+/// the cell keeps one. A record without a single announcement is not
+/// applied: no process of the run read the shifted clock through the C
+/// library.
+pub fn judge_record(mechanisms: &[Mechanism], text: &str, self_exe: &Path) -> Option<Judgement> {
+    let mechanism = mechanisms.iter().find(|m| m.keeps_record())?;
+    let Mechanism::Preload {
+        perturbation,
+        lib,
+        value,
+        ..
+    } = mechanism;
+    let lines = clock::parse_record(text);
+    let seen = clock::seen_from_record(&lines, lib, value);
+    let mut judged = judge(std::slice::from_ref(mechanism), &seen, self_exe);
+    let announced = lines
+        .iter()
+        .any(|l| matches!(l, clock::Line::Loaded { .. }));
+    if !announced && judged.not_applied.is_none() {
+        judged.silent = true;
+        judged.not_applied = Some(format!(
+            "{perturbation}: no process of the run loaded flakelab's clock preload (the program the run started is statically linked, a Go program, set-user-ID, or LD_PRELOAD was removed before it), so nothing read the shifted clock"
+        ));
+    }
+    Some(judged)
+}
+
+/// The preload's account and the `/proc` watch's as one: every bypass and
+/// warning either found (once), the first account's reason first.
+pub fn merge(first: Judgement, second: Judgement) -> Judgement {
+    let mut check = first.check;
+    // The watch's tree is whole (the record misses forks without an exec,
+    // whose programs it cannot place): its test processes when it saw any.
+    if !second.check.tested_by.is_empty() {
+        check.tested_by = second.check.tested_by;
+    }
+    for b in second.check.bypassed {
+        let same = |a: &Bypass| {
+            a.perturbation == b.perturbation && a.exe == b.exe && a.role == b.role && a.why == b.why
+        };
+        match check.bypassed.iter_mut().find(|a| same(a)) {
+            Some(a) => a.processes = a.processes.max(b.processes),
+            None => check.bypassed.push(b),
+        }
+    }
+    check.seen = check.seen.max(second.check.seen);
+    let mut warnings = first.warnings;
+    for w in second.warnings {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+    let not_applied = match (first.silent, second.not_applied) {
+        (true, Some(named)) => Some(named),
+        (_, second) => first.not_applied.or(second),
+    };
+    Judgement {
+        check,
+        not_applied,
+        warnings,
+        silent: false,
     }
 }
 
@@ -301,7 +389,8 @@ mod tests {
         vec![Mechanism::Preload {
             perturbation: "faketime=+365d".into(),
             lib: LIB.into(),
-            faketime: "+31536000".into(),
+            var: "FAKETIME",
+            value: "+31536000".into(),
         }]
     }
 
@@ -501,5 +590,72 @@ mod tests {
         assert_eq!(watch(&[], vec!["true".into()]), None);
         let w = watch(&clock(), vec!["true".into()]).unwrap();
         assert_eq!(w.env, ["LD_PRELOAD", "FAKETIME"]);
+    }
+
+    fn own() -> Vec<Mechanism> {
+        vec![Mechanism::Preload {
+            perturbation: "faketime=+365d".into(),
+            lib: "/c/clock-1.so".into(),
+            var: clock::CLOCK_VAR,
+            value: "+31536000".into(),
+        }]
+    }
+
+    #[test]
+    fn the_record_names_a_static_program_a_script_ran_and_silence_is_not_applied() {
+        let me = Path::new(ME);
+        let text = "A 10 1 /usr/bin/dash\nX 11 10 static /t/stat\nA 12 10 /usr/bin/date\n";
+        let j = judge_record(&own(), text, me).unwrap();
+        let reason = j.not_applied.unwrap();
+        assert!(reason.contains("/t/stat (pid 11)"), "{reason}");
+        assert!(reason.contains("statically linked"), "{reason}");
+        // A Go program the test process runs on the side only warns.
+        let text = "A 10 1 /usr/bin/python3\nX 11 10 go /t/tool\n";
+        let j = judge_record(&own(), text, me).unwrap();
+        assert_eq!(j.not_applied, None);
+        assert_eq!(j.check.tested_by, ["/usr/bin/python3"]);
+        assert!(j.warnings[0].contains("/t/tool"), "{:?}", j.warnings);
+        // Nothing announced: not applied.
+        let j = judge_record(&own(), "", me).unwrap();
+        assert!(j
+            .not_applied
+            .unwrap()
+            .contains("no process of the run loaded"));
+        // A process whose clock variable the preload could not read.
+        let j = judge_record(&own(), "A 10 1 off /usr/bin/date\n", me).unwrap();
+        assert_eq!(j.check.bypassed[0].why, BypassWhy::FaketimeChanged);
+        // libfaketime keeps no record.
+        assert_eq!(judge_record(&clock(), "", me), None);
+        // All dynamic: applied.
+        let j = judge_record(&own(), "A 10 1 /usr/bin/dash\nA 11 10 /usr/bin/date\n", me).unwrap();
+        assert_eq!(j.not_applied, None);
+        assert_eq!(j.check.tested_by, ["/usr/bin/date"]);
+    }
+
+    #[test]
+    fn the_two_accounts_merge_without_counting_a_bypass_twice() {
+        let me = Path::new(ME);
+        let record =
+            judge_record(&own(), "A 10 1 /usr/bin/dash\nX 11 10 static /t/stat\n", me).unwrap();
+        let mut watched = proc(10, None, "/usr/bin/dash");
+        watched.env = None;
+        let mut stat_seen = stat(proc(11, Some(0), "/t/stat"));
+        stat_seen.env = None;
+        let procfs = judge(&own(), &[watched, stat_seen], me);
+        let merged = merge(record.clone(), procfs);
+        assert_eq!(merged.check.bypassed.len(), 1);
+        assert_eq!(merged.not_applied, record.not_applied);
+        let clean = judge(&own(), &[], me);
+        assert_eq!(merge(clean, record.clone()).not_applied, record.not_applied);
+        // Silence in the record gives way to the watch's named program.
+        let silent = judge_record(&own(), "", me).unwrap();
+        let named = judge(&own(), &[stat(proc(10, None, "/t/year"))], me);
+        let merged = merge(silent.clone(), named);
+        assert!(merged.not_applied.unwrap().contains("/t/year (pid 10)"));
+        let alone = merge(silent, judge(&own(), &[], me));
+        assert!(alone
+            .not_applied
+            .unwrap()
+            .contains("no process of the run loaded"));
     }
 }

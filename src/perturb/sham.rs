@@ -6,7 +6,7 @@
 //! | mechanism | its kinds | the sham |
 //! | --- | --- | --- |
 //! | `TZ` set | `tz` | `tz=` the host's own zone |
-//! | the libfaketime preload | `faketime` | `faketime=+0` |
+//! | the clock preload | `faketime` | `faketime=+0` |
 //! | the setup before exec | `netns`, `cpu-pin`, `rlimit` | `cpu-pin=` every CPU the harness may use (the run is forked, pinned to the same set and read back: the same setup with a null parameter) |
 //! | exclusive scheduling for busy threads | `cpu-stress` | `cpu-stress=0` (the run is scheduled alone, with no busy thread) |
 //!
@@ -35,7 +35,7 @@ pub struct Sham {
 pub fn of(kind: &Kind, host: &HostFacts) -> Option<Sham> {
     let (mechanism, spec) = match kind {
         Kind::Tz { .. } => ("TZ set", format!("tz={}", host_zone(host)?)),
-        Kind::Faketime { .. } => ("the libfaketime preload", "faketime=+0".to_string()),
+        Kind::Faketime { .. } => ("the clock preload", "faketime=+0".to_string()),
         Kind::Netns | Kind::CpuPin { .. } | Kind::Rlimit { .. } => (
             "the setup before exec",
             format!("cpu-pin={}", host.cpus.len().max(1)),

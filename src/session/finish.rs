@@ -127,8 +127,22 @@ fn classify(
     };
     // Proof from the subject's own processes: a test process that bypassed
     // the cell's mechanism measured nothing of it (`perturb::proof`).
-    let bypassed = result.processes.as_deref().and_then(|seen| {
-        let judged = perturb::proof::judge(&prepared.checks, seen, &settings.facts.self_exe);
+    // The clock preload's own record first (it names a short-lived static
+    // program before it runs), then the /proc watch.
+    let self_exe = &settings.facts.self_exe;
+    let from_record = result
+        .clock_record
+        .as_deref()
+        .and_then(|text| perturb::proof::judge_record(&prepared.checks, text, self_exe));
+    let watched = result
+        .processes
+        .as_deref()
+        .map(|seen| perturb::proof::judge(&prepared.checks, seen, self_exe));
+    let judged = match (from_record, watched) {
+        (Some(a), Some(b)) => Some(perturb::proof::merge(a, b)),
+        (a, b) => a.or(b),
+    };
+    let bypassed = judged.and_then(|judged| {
         record.processes = Some(judged.check);
         record.warnings.extend(judged.warnings);
         judged.not_applied

@@ -63,6 +63,7 @@ pub(super) fn launch_with(
         isolation: prepared.isolation.clone(),
         netns_cell: prepared.isolation.netns.then(|| cell.to_string()),
         preload_cleanup: prepared.preload_cleanup,
+        clock_record: prepared.clock_record,
     }
 }
 

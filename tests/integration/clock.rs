@@ -3,7 +3,7 @@
 //! time flows, unless a recipe declares its runtime needs one, and then the
 //! cell says so.
 
-use super::kernel::faketime_available;
+use super::kernel::libfaketime_available;
 use super::{capable, cell, copy_fixture, sh_ok, Lab};
 
 fn pytest_available() -> bool {
@@ -51,7 +51,7 @@ fn now() -> i64 {
 
 #[test]
 fn a_python_suite_that_sleeps_and_waits_passes_under_a_shifted_clock_as_at_baseline() {
-    if !faketime_available() || !pytest_available() {
+    if !pytest_available() {
         return;
     }
     let lab = Lab::new();
@@ -101,14 +101,18 @@ fn a_python_suite_that_sleeps_and_waits_passes_under_a_shifted_clock_as_at_basel
             _ => 0,
         };
         assert!((seen - shift).abs() < 86_400, "{seen} s: {run}");
-        let options: Vec<&String> = set.keys().filter(|k| k.starts_with("FAKETIME")).collect();
-        assert_eq!(options, ["FAKETIME"], "{run}");
+        // flakelab's own preload: its clock variable, no libfaketime option.
+        let options: Vec<&String> = set
+            .keys()
+            .filter(|k| k.starts_with("FAKETIME") || k.starts_with("FLAKELAB_CLOCK"))
+            .collect();
+        assert_eq!(options, ["FLAKELAB_CLOCK"], "{run}");
     }
 }
 
 #[test]
 fn the_libfaketime_options_flakelab_used_to_set_make_time_sleep_fail_and_the_cell_says_so() {
-    if !faketime_available() || !pytest_available() {
+    if !libfaketime_available() || !pytest_available() {
         return;
     }
     let lab = Lab::new();
@@ -199,7 +203,7 @@ fn pids_in(path: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn a_faketime_run_leaves_nothing_of_libfaketime_in_dev_shm() {
-    if !faketime_available() || !std::path::Path::new("/dev/shm").is_dir() {
+    if !libfaketime_available() || !std::path::Path::new("/dev/shm").is_dir() {
         return;
     }
     let lab = Lab::new();
@@ -234,18 +238,37 @@ fn a_faketime_run_leaves_nothing_of_libfaketime_in_dev_shm() {
     // than the session, and not the session's (tmpfs stamps files with the
     // coarse clock, a tick behind).
     let session_started = std::time::SystemTime::now() - std::time::Duration::from_millis(20);
-    let (code, json) = lab.run_json(&[
-        "-n",
-        "4",
-        "--seed",
-        "1",
-        "-p",
-        "faketime=+365d",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
+    // libfaketime, chosen by FAKETIME_LIB (the clock cells' default is
+    // flakelab's own preload, which makes no file at all).
+    let libfaketime = [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/faketime/libfaketime.so.1",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).exists())
+    .unwrap_or("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
+    let out = lab
+        .cmd()
+        .env("FAKETIME_LIB", libfaketime)
+        .args([
+            "run",
+            "--format",
+            "json",
+            "-n",
+            "4",
+            "--seed",
+            "1",
+            "-p",
+            "faketime=+365d",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    let json = String::from_utf8_lossy(&out.stdout);
     assert_eq!(code, 0, "{json}");
     let ran = pids_in(&pids);
     // Baseline, the cell and its sham: four runs each.

@@ -6,6 +6,7 @@ mod book;
 mod calendar;
 mod catalog_cli;
 mod clock;
+mod clock_runtimes;
 mod concurrent;
 mod config_init;
 mod demo;

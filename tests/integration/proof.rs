@@ -1,5 +1,5 @@
 //! Proof from the subject's own processes (issue 13): in a cell whose
-//! mechanism a program can bypass (libfaketime), the processes each run
+//! mechanism a program can bypass (the clock preload), the processes each run
 //! started are inspected; a run whose test process bypassed it is not
 //! applied with the executable named, a helper's bypass is a warning.
 //!
@@ -217,13 +217,6 @@ processes = [{ exe = "/lab/prog" }]
 
 // ---- the mechanism, with real programs ----
 
-fn faketime_available() -> bool {
-    capable(
-        "libfaketime",
-        sh_ok("ls /usr/lib/*/faketime/libfaketime.so.1 || ls /usr/lib/faketime/libfaketime.so.1"),
-    )
-}
-
 fn gcc_static_available() -> bool {
     capable(
         "gcc with a static C library (Debian gcc, libc6-dev)",
@@ -363,7 +356,7 @@ fn not_applied_naming(lab: &Lab, report: &Value, exe: &Path, why: &str) {
 
 #[test]
 fn a_static_program_run_directly_is_not_applied_and_named() {
-    if !faketime_available() || !gcc_static_available() {
+    if !gcc_static_available() {
         return;
     }
     let lab = Lab::new();
@@ -386,7 +379,7 @@ fn a_static_program_run_directly_is_not_applied_and_named() {
 
 #[test]
 fn a_go_binary_run_directly_is_not_applied_and_named() {
-    if !faketime_available() || !go_available() {
+    if !go_available() {
         return;
     }
     let lab = Lab::new();
@@ -401,7 +394,7 @@ fn a_go_binary_run_directly_is_not_applied_and_named() {
 
 #[test]
 fn a_shell_script_that_calls_a_static_or_go_program_is_not_applied_and_names_it() {
-    if !faketime_available() || !gcc_static_available() || !go_available() {
+    if !gcc_static_available() || !go_available() {
         return;
     }
     // Found while it runs: each program stays alive 2 s, some 20 to 200
@@ -439,7 +432,7 @@ fn a_shell_script_that_calls_a_static_or_go_program_is_not_applied_and_names_it(
 
 #[test]
 fn a_dynamically_linked_program_stays_applied_and_reads_the_shifted_clock() {
-    if !faketime_available() || !gcc_static_available() {
+    if !gcc_static_available() {
         return;
     }
     let lab = Lab::new();
@@ -468,8 +461,7 @@ fn a_dynamically_linked_program_stays_applied_and_reads_the_shifted_clock() {
 
 #[test]
 fn a_static_helper_of_a_dynamic_test_process_is_only_a_warning() {
-    if !faketime_available() || !gcc_static_available() || !capable("python3", sh_ok("python3 -V"))
-    {
+    if !gcc_static_available() || !capable("python3", sh_ok("python3 -V")) {
         return;
     }
     let lab = Lab::new();
@@ -518,9 +510,6 @@ fn a_static_helper_of_a_dynamic_test_process_is_only_a_warning() {
 fn a_set_user_id_program_runs_without_the_preload() {
     // Making a set-user-ID copy owned by another user needs root, which the
     // test script cannot install: without it the test only says so.
-    if !faketime_available() {
-        return;
-    }
     if !nix::unistd::geteuid().is_root() {
         eprintln!("skipped: making a set-user-ID copy of date needs root");
         return;

@@ -1,15 +1,15 @@
 //! Sham controls: every mechanism that can disturb a subject by being there
-//! (a set TZ, the libfaketime preload, the setup before exec, runs scheduled
+//! (a set TZ, the clock preload, the setup before exec, runs scheduled
 //! alone for CPU stress) also runs with a null parameter, and a difference
 //! from the baseline is the parameter's only when it differs from the sham
-//! too. Decisions through the fake executor; the preload with real
-//! libfaketime.
+//! too. Decisions through the fake executor; the preload with flakelab's
+//! own clock preload.
 
 use std::process::Output;
 
 use serde_json::Value;
 
-use crate::{capable, sh_ok, Lab};
+use crate::Lab;
 
 fn cells(report: &Value) -> Vec<&Value> {
     report["cells"].as_array().unwrap().iter().collect()
@@ -88,7 +88,7 @@ fn every_mechanism_gets_one_sham_and_no_sham_leaves_them_out() {
             .any(|(n, m)| n.starts_with("tz=") && *m == "TZ set"),
         "{shams:?}"
     );
-    assert!(shams.contains(&("faketime=+0", "the libfaketime preload")));
+    assert!(shams.contains(&("faketime=+0", "the clock preload")));
     assert!(shams
         .iter()
         .any(|(n, m)| n.starts_with("cpu-pin=") && *m == "the setup before exec"));
@@ -139,7 +139,7 @@ fn a_difference_the_sham_shares_is_the_mechanisms_not_the_parameters() {
     let table = String::from_utf8_lossy(&lab.run(&["report"]).stdout).into_owned();
     assert!(table.contains("not from its sham"), "{table}");
     assert!(
-        table.contains("the libfaketime preload alone may reproduce it"),
+        table.contains("the clock preload alone may reproduce it"),
         "{table}"
     );
     assert!(
@@ -223,19 +223,9 @@ fn per_test_rows_are_compared_with_the_sham_too() {
     assert_eq!(row["vs_sham"]["differs"], true, "{row:#}");
 }
 
-fn faketime_available() -> bool {
-    capable(
-        "libfaketime",
-        sh_ok("ls /usr/lib/*/faketime/libfaketime.so.1 || ls /usr/lib/faketime/libfaketime.so.1"),
-    )
-}
-
 #[test]
-fn with_real_libfaketime_a_preload_sensitive_subject_is_the_mechanisms_and_a_year_check_the_shifts()
+fn with_the_real_preload_a_preload_sensitive_subject_is_the_mechanisms_and_a_year_check_the_shifts()
 {
-    if !faketime_available() {
-        return;
-    }
     let lab = Lab::new();
     // Fails whenever anything is preloaded: the mechanism, not the clock.
     let out = lab.run(&[

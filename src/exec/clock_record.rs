@@ -1,0 +1,77 @@
+//! The per-run side of flakelab's clock preload: the run's anchor (the real
+//! time it started, which every process of the run shifts an absolute clock
+//! from) and its record file (each preloaded process appends to it; the
+//! preload never creates it), read back once the run has been swept and
+//! removed. The lines are `perturb::clock`'s to parse.
+
+use std::io;
+
+use super::launch::Launch;
+
+/// The variable holding the run's anchor: the real time (epoch nanoseconds)
+/// at its start.
+pub const ANCHOR_VAR: &str = "FLAKELAB_CLOCK_ANCHOR";
+/// The variable naming the run's record file.
+pub const RECORD_VAR: &str = "FLAKELAB_CLOCK_RECORD";
+
+/// A run's record file, created empty (mode 0600, a name no one else has)
+/// and removed when dropped.
+pub(super) struct RunRecord {
+    file: tempfile::NamedTempFile,
+}
+
+impl RunRecord {
+    /// Creates the record file in the temporary directory.
+    pub(super) fn create() -> io::Result<RunRecord> {
+        let file = tempfile::Builder::new()
+            .prefix("flakelab-clock-")
+            .suffix(".record")
+            .tempfile()?;
+        Ok(RunRecord { file })
+    }
+
+    /// `launch` with the run's anchor (now) and the record's path.
+    pub(super) fn launch(&self, launch: &Launch) -> Launch {
+        let mut with = launch.clone();
+        let now = jiff::Timestamp::now().as_nanosecond();
+        with.env_set.insert(ANCHOR_VAR.into(), now.to_string());
+        with.env_set.insert(
+            RECORD_VAR.into(),
+            self.file.path().to_string_lossy().into_owned(),
+        );
+        with
+    }
+
+    /// What the run's processes recorded; the file is removed.
+    pub(super) fn finish(self) -> io::Result<String> {
+        let bytes = std::fs::read(self.file.path())?;
+        self.file.close()?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_record_is_handed_back_and_removed() {
+        let record = RunRecord::create().unwrap();
+        let launch = Launch {
+            argv: vec!["true".into()],
+            cwd: "/".into(),
+            env_set: Default::default(),
+            env_unset: Vec::new(),
+            isolation: Default::default(),
+            netns_cell: None,
+            preload_cleanup: None,
+            clock_record: true,
+        };
+        let with = record.launch(&launch);
+        let path = std::path::PathBuf::from(&with.env_set[RECORD_VAR]);
+        assert!(with.env_set[ANCHOR_VAR].parse::<i128>().unwrap() > 0);
+        std::fs::write(&path, "A 1 0 /bin/true\n").unwrap();
+        assert_eq!(record.finish().unwrap(), "A 1 0 /bin/true\n");
+        assert!(!path.exists());
+    }
+}
