@@ -152,7 +152,12 @@ fn a_probe_that_sees_no_zone_marks_the_cell_not_applied_and_exits_3() {
     // A `date` that ignores TZ, as a broken libc or wrapper would.
     let fake = lab.path().join("fakebin");
     std::fs::create_dir(&fake).unwrap();
-    std::fs::write(fake.join("date"), "#!/bin/sh\necho +0000\n").unwrap();
+    // (It reads the clock, and always says +0000.)
+    std::fs::write(
+        fake.join("date"),
+        "#!/bin/sh\necho \"$(command -p date +%s) +0000\"\n",
+    )
+    .unwrap();
     std::process::Command::new("chmod")
         .arg("+x")
         .arg(fake.join("date"))
