@@ -6,11 +6,11 @@
 //! The copies live in a temporary directory and are removed when the
 //! [`WorkingCopies`] value is dropped (also after Ctrl-C, which flakelab
 //! catches), including their `git worktree` registrations. Those a killed
-//! flakelab left are removed by the next that makes copies
-//! ([`owned`]), and their registrations pruned from the repository it
-//! copies.
+//! flakelab left are removed by its warden, or else by the next flakelab
+//! that makes copies (`exec::owned`), and their registrations pruned from
+//! the repository it copies.
 
-pub mod owned;
+use crate::exec::owned;
 
 use std::path::{Path, PathBuf};
 

@@ -7,8 +7,11 @@ use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 use crate::session::{self, resolve::Layers, Intent};
 
 pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
-    // A demo project a killed flakelab left is removed first.
-    let dir = crate::workspace::owned::OwnedDir::new("flakelab-demo-").map_err(|e| {
+    // The warden first, so it removes the project if flakelab is killed
+    // (one it cannot start is said by the session); a project a killed
+    // flakelab left is removed first.
+    let _ = crate::exec::warden::start();
+    let dir = crate::exec::owned::OwnedDir::new("flakelab-demo-").map_err(|e| {
         Error::harness(
             format!("cannot create the demo directory: {e}"),
             "check that $TMPDIR is writable",

@@ -19,6 +19,7 @@ pub mod inspect;
 pub mod job;
 pub mod launch;
 mod leftovers;
+pub mod owned;
 mod procfs;
 pub mod query;
 pub mod result;

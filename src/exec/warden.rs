@@ -32,6 +32,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -166,8 +167,10 @@ fn spawn_helper(exe: &Path, lifeline: File, roll: &File) -> Result<std::process:
         .arg(SUBCOMMAND)
         // Holds no directory (a mount) busy.
         .current_dir("/")
-        // It needs no variable, and carries none of a subject's markers.
+        // It carries none of a subject's markers: only flakelab's temporary
+        // directory, where the owned directories it may remove are.
         .env_clear()
+        .env("TMPDIR", std::env::temp_dir())
         .stdin(Stdio::from(lifeline))
         // The roll, which it only reads. Not our stdout: a reader of
         // flakelab's output must see end-of-file when flakelab ends, not
@@ -314,6 +317,16 @@ impl Roll {
         Roll { runs }
     }
 
+    /// Takes the owned directories' entries off the roll: their paths.
+    fn take_dirs(&mut self) -> Vec<String> {
+        let dirs: Vec<String> = (self.runs.keys())
+            .filter_map(|m| m.strip_prefix(ON_ROLL))
+            .map(String::from)
+            .collect();
+        self.runs.retain(|m, _| !m.starts_with(ON_ROLL));
+        dirs
+    }
+
     /// The `FLAKELAB_RUN_ID=<marker>` entries to look for.
     fn entries(&self) -> Vec<Vec<u8>> {
         self.runs
@@ -326,6 +339,44 @@ impl Roll {
     fn groups(&self) -> BTreeSet<i32> {
         self.runs.values().flatten().copied().collect()
     }
+}
+
+/// The owner file's name inside an owned directory (`exec::owned`).
+pub(super) const OWNER: &str = ".flakelab-owner";
+
+/// The prefix every owned directory's name starts with.
+const NAMED: &str = "flakelab-";
+
+/// The prefix of an owned directory's entry on the roll (a run's entry is
+/// its run id, which never starts so).
+pub(super) const ON_ROLL: &str = "rm:";
+
+/// Whether `path` is an owned directory whose owner is gone: a real
+/// directory named `flakelab-…`, this user's, holding a regular owner file
+/// that no process has locked.
+pub(super) fn orphaned(path: &Path) -> bool {
+    let uid = nix::unistd::geteuid().as_raw();
+    let named = path
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with(NAMED));
+    // Never through a link: the directory itself, and its owner file.
+    let ours = |p: &Path, dir: bool| {
+        std::fs::symlink_metadata(p)
+            .is_ok_and(|m| m.uid() == uid && if dir { m.is_dir() } else { m.is_file() })
+    };
+    if !named || !ours(path, true) || !ours(&path.join(OWNER), false) {
+        return false;
+    }
+    // Locked: its flakelab is alive. Free: it died.
+    File::open(path.join(OWNER)).is_ok_and(|owner| owner.try_lock().is_ok())
+}
+
+/// Removes `path` when it is an owned directory directly in the temporary
+/// directory whose owner is gone (the warden, for the directories on its
+/// roll once flakelab died); returns whether it did.
+fn remove_orphan(path: &Path) -> bool {
+    let in_tmp = path.parent() == Some(std::env::temp_dir().as_path());
+    in_tmp && orphaned(path) && std::fs::remove_dir_all(path).is_ok()
 }
 
 /// The `__warden` body: waits for end-of-file on the lifeline, then reads
@@ -356,9 +407,18 @@ pub fn helper() -> i32 {
     // Opened anew through /proc: from offset 0, whatever flakelab did with
     // its own descriptor.
     let roll = std::fs::read("/proc/self/fd/1").map(|bytes| Roll::parse(&bytes));
-    match roll {
-        Ok(roll) if !roll.runs.is_empty() => end_all(&roll),
-        _ => {}
+    let Ok(mut roll) = roll else {
+        return 0;
+    };
+    let dirs = roll.take_dirs();
+    if !roll.runs.is_empty() {
+        end_all(&roll);
+    }
+    // Then the directories flakelab was using (its runs are ended, so
+    // nothing writes there any more): each only if it is still an owned
+    // directory whose owner is gone (`exec::owned`).
+    for dir in dirs {
+        remove_orphan(Path::new(&dir));
     }
     0
 }
@@ -526,6 +586,20 @@ mod tests {
 
     /// A new roll, mapped, and a descriptor of it to read it back as the
     /// warden does.
+    #[test]
+    fn owned_directories_leave_the_roll_before_its_runs_are_ended() {
+        let mut roll = Roll {
+            runs: [
+                ("rm:/tmp/flakelab-copies-x".to_string(), None),
+                ("s.00001".to_string(), Some(42)),
+            ]
+            .into(),
+        };
+        assert_eq!(roll.take_dirs(), ["/tmp/flakelab-copies-x"]);
+        assert_eq!(roll.groups(), [42].into());
+        assert_eq!(roll.entries().len(), 1);
+    }
+
     fn mapped_roll() -> (File, RollMap) {
         let file = new_roll().unwrap();
         let roll = RollMap::new(file.try_clone().unwrap()).unwrap();

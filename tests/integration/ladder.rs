@@ -489,7 +489,7 @@ fn ctrl_c_during_a_rung_removes_its_working_copies() {
 }
 
 #[test]
-fn the_copies_a_killed_ladder_left_are_removed_by_the_next() {
+fn the_copies_of_a_killed_ladder_are_removed_by_its_warden_and_their_registrations_by_the_next() {
     if !capable("git", sh_ok("git --version")) {
         return;
     }
@@ -537,13 +537,23 @@ fn the_copies_a_killed_ladder_left_are_removed_by_the_next() {
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    // Killed without a chance to clean up: its copies and their
-    // registrations stay behind.
+    // Killed without a chance to clean up: its warden removes the copies
+    // once the runs are ended (it works on after the ladder is gone: wait
+    // for the outcome, not for a time).
+    assert_eq!(leftover_copies(tmp.path()).len(), 1);
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_eq!(leftover_copies(tmp.path()).len(), 1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !leftover_copies(tmp.path()).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the warden never removed the copies"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Their registrations stay (the warden runs no git): the next ladder
+    // that makes copies prunes them first.
     assert_eq!(worktrees(lab.path()), 3);
-    // The next ladder that makes copies removes them first.
     lane("true");
     let out = lab
         .cmd()

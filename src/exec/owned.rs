@@ -2,53 +2,78 @@
 //! the demo project): each holds an owner file its process keeps locked
 //! (`flock`) for as long as the directory is in use. The kernel drops the
 //! lock however the process dies, so a directory of this kind whose owner
-//! file is no longer locked was left by a killed flakelab: the next
-//! flakelab that makes one of the same kind removes it. Only a real
-//! directory directly in the temporary directory, named with the kind's
-//! prefix, owned by this user and holding a regular owner file, is ever
-//! removed.
+//! file is no longer locked was left by a killed flakelab. Its warden
+//! removes it (the directory is on the warden's roll while it is in use,
+//! `exec::warden`), and where no warden ran, the next flakelab that makes
+//! one of the same kind does. Only a real directory directly in the
+//! temporary directory, named `flakelab-…`, owned by this user and holding
+//! a regular owner file no process has locked, is ever removed.
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
-/// The owner file's name inside an owned directory.
-const OWNER: &str = ".flakelab-owner";
+use super::warden::{orphaned, ON_ROLL, OWNER};
 
 /// A temporary directory this process owns; removed when dropped.
 #[derive(Debug)]
 pub struct OwnedDir {
-    dir: tempfile::TempDir,
+    dir: Option<tempfile::TempDir>,
+    /// Its entry on the warden's roll.
+    marker: Option<String>,
     _owner: File,
 }
 
 impl OwnedDir {
-    /// Makes a directory named `prefix…` in the temporary directory, after
-    /// removing those of the same prefix that a killed flakelab left.
+    /// Makes a directory named `prefix…` (which starts with `flakelab-`) in
+    /// the temporary directory, after removing those of the same prefix
+    /// that a killed flakelab left, and puts it on the warden's roll when a
+    /// warden runs.
     pub fn new(prefix: &str) -> io::Result<OwnedDir> {
+        debug_assert!(prefix.starts_with("flakelab-"));
         sweep(&std::env::temp_dir(), prefix);
         let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
         let owner = File::create(dir.path().join(OWNER))?;
         owner.lock()?;
-        Ok(OwnedDir { dir, _owner: owner })
+        // A path too long for a slot of the roll is left to the next sweep.
+        let marker = (dir.path().to_str())
+            .map(|p| format!("{ON_ROLL}{p}"))
+            .filter(|m| m.len() <= super::roll_map::MARKER_MAX);
+        if let Some(m) = &marker {
+            super::warden::enlist(m);
+        }
+        Ok(OwnedDir {
+            dir: Some(dir),
+            marker,
+            _owner: owner,
+        })
     }
 
     /// Its path.
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        self.dir.as_ref().map_or(Path::new(""), |d| d.path())
     }
 
     /// Keeps it past this process: the owner file goes, so no later sweep
     /// takes it; returns its path.
-    pub fn keep(self) -> PathBuf {
-        let _ = std::fs::remove_file(self.dir.path().join(OWNER));
-        self.dir.keep()
+    pub fn keep(mut self) -> PathBuf {
+        let dir = self.dir.take().expect("held until dropped");
+        let _ = std::fs::remove_file(dir.path().join(OWNER));
+        dir.keep()
     }
 
     /// Removes it now (dropping does the same, ignoring errors).
-    pub fn close(self) -> io::Result<()> {
-        self.dir.close()
+    pub fn close(mut self) -> io::Result<()> {
+        self.dir.take().map_or(Ok(()), tempfile::TempDir::close)
+    }
+}
+
+impl Drop for OwnedDir {
+    fn drop(&mut self) {
+        drop(self.dir.take());
+        if let Some(m) = &self.marker {
+            super::warden::release(m);
+        }
     }
 }
 
@@ -58,24 +83,11 @@ pub fn sweep(tmp: &Path, prefix: &str) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return Vec::new();
     };
-    let uid = nix::unistd::geteuid().as_raw();
     let mut removed = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
         let named = entry.file_name().to_string_lossy().starts_with(prefix);
-        // Never through a link: the directory itself, and its owner file.
-        let ours = |p: &Path, dir: bool| {
-            std::fs::symlink_metadata(p)
-                .is_ok_and(|m| m.uid() == uid && if dir { m.is_dir() } else { m.is_file() })
-        };
-        if !named || !ours(&path, true) || !ours(&path.join(OWNER), false) {
-            continue;
-        }
-        let Ok(owner) = File::open(path.join(OWNER)) else {
-            continue;
-        };
-        // Locked: its flakelab is alive. Free: it died.
-        if owner.try_lock().is_ok() && std::fs::remove_dir_all(&path).is_ok() {
+        if named && orphaned(&path) && std::fs::remove_dir_all(&path).is_ok() {
             removed.push(path);
         }
     }
