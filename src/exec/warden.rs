@@ -590,12 +590,12 @@ mod tests {
     fn owned_directories_leave_the_roll_before_its_runs_are_ended() {
         let mut roll = Roll {
             runs: [
-                ("rm:/tmp/flakelab-copies-x".to_string(), None),
+                ("rm:scratch/flakelab-copies-x".to_string(), None),
                 ("s.00001".to_string(), Some(42)),
             ]
             .into(),
         };
-        assert_eq!(roll.take_dirs(), ["/tmp/flakelab-copies-x"]);
+        assert_eq!(roll.take_dirs(), ["scratch/flakelab-copies-x"]);
         assert_eq!(roll.groups(), [42].into());
         assert_eq!(roll.entries().len(), 1);
     }
