@@ -42,10 +42,23 @@ struct CellFold {
     unmatched_failures: u64,
     runs_without_tests: u64,
     first_failure: Option<(usize, FirstFailure)>,
+    /// The first unmeasured (errored, timed out) run's reason.
+    error_reason: Option<(usize, String)>,
     not_applied_reason: Option<(usize, String)>,
     signatures: BTreeMap<String, u64>,
     tests: per_test::TestsFold,
     cpu: CpuFold,
+}
+
+/// Why a run was not measured, on one line: `run: reason` (a timed-out run
+/// without a recorded reason says it timed out).
+pub(super) fn unmeasured(run: &str, outcome: Outcome, reason: Option<&str>) -> String {
+    let why = match (reason, outcome) {
+        (Some(r), _) => super::text::one_line(r).into_owned(),
+        (None, Outcome::Timeout) => "timed out (--timeout)".to_string(),
+        (None, _) => "no reason recorded".to_string(),
+    };
+    format!("{run}: {why}")
 }
 
 /// The CPU samples of a cell's runs that ran, for its medians.
@@ -208,8 +221,16 @@ impl<'s> Fold<'s> {
                     }
                 }
             }
-            Outcome::Timeout => cell.timed_out += 1,
-            Outcome::Error => cell.errored += 1,
+            Outcome::Timeout | Outcome::Error => {
+                if outcome == Outcome::Timeout {
+                    cell.timed_out += 1;
+                } else {
+                    cell.errored += 1;
+                }
+                if cell.error_reason.as_ref().is_none_or(|(at, _)| index < *at) {
+                    cell.error_reason = Some((index, unmeasured(&r.id(), outcome, r.reason())));
+                }
+            }
             Outcome::NotApplied => {
                 cell.not_applied += 1;
                 if let Some(reason) = r.reason().filter(|_| applied) {
@@ -339,6 +360,7 @@ fn finish_cell(
         cpu: f.cpu.finish(),
         stragglers: f.stragglers,
         first_failure: f.first_failure.map(|(_, first)| first),
+        error_reason: f.error_reason.map(|(_, why)| why),
         unmatched_failures: f.unmatched_failures,
     };
     (cell, data)

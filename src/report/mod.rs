@@ -186,6 +186,10 @@ pub struct CellReport {
     pub stragglers: u64,
     /// The repro line of the first counted failure, in plan order.
     pub first_failure: Option<FirstFailure>,
+    /// Why the first run of the cell that errored or timed out (in plan
+    /// order) was not measured: `run`: the reason it recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_reason: Option<String>,
     /// With a signature: failed runs that did not reproduce it.
     #[serde(skip)]
     pub unmatched_failures: u64,

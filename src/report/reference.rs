@@ -50,6 +50,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 cpu: None,
                 stragglers: 0,
                 first_failure: None,
+                error_reason: None,
                 unmatched_failures: 0,
             };
             for r in mine {
@@ -87,8 +88,20 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                             }
                         }
                     }
-                    Outcome::Timeout => cell.timed_out += 1,
-                    Outcome::Error => cell.errored += 1,
+                    Outcome::Timeout | Outcome::Error => {
+                        if r.outcome == Outcome::Timeout {
+                            cell.timed_out += 1;
+                        } else {
+                            cell.errored += 1;
+                        }
+                        if cell.error_reason.is_none() {
+                            cell.error_reason = Some(super::fold::unmeasured(
+                                &r.id,
+                                r.outcome,
+                                r.reason.as_deref(),
+                            ));
+                        }
+                    }
                     Outcome::NotApplied => {
                         cell.not_applied += 1;
                         if c.applied && cell.not_applied_reason.is_none() {

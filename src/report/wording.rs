@@ -208,8 +208,11 @@ pub fn notes(report: &Report) -> Vec<String> {
             excluded.push(format!("{} errored", c.errored));
         }
         if !excluded.is_empty() {
+            let first = (c.error_reason.as_deref())
+                .map(|r| format!("; the first: {r}"))
+                .unwrap_or_default();
             out.push(format!(
-                "{}: {} (not counted in N)",
+                "{}: {} (not counted in N{first})",
                 c.name,
                 excluded.join(", ")
             ));

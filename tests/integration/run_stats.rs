@@ -356,3 +356,21 @@ fn confirm_tells_a_deterministic_failure_from_one_that_is_not() {
     );
     assert_eq!(c[0]["verdict"], "timing");
 }
+
+#[test]
+fn a_run_that_cannot_start_or_times_out_says_why_in_the_table_and_the_json() {
+    let lab = Lab::new();
+    let out = lab.run(&["run", "-n", "2", "--", "no-such-command-here"]);
+    assert_eq!(out.status.code(), Some(2));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("baseline: 2 errored (not counted in N; the first: ")
+            && table.contains("cannot start `no-such-command-here`"),
+        "{table}"
+    );
+    let (_, report) = lab.run_json(&["-n", "1", "--timeout", "1s", "--", "sleep", "30"]);
+    let c = cell(&report, "baseline");
+    assert_eq!(c["timed_out"].as_u64(), Some(1));
+    let why = c["error_reason"].as_str().unwrap();
+    assert!(why.ends_with(": timed out (--timeout)"), "{c}");
+}
