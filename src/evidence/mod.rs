@@ -113,6 +113,10 @@ pub struct CellLine {
     pub timed_out: u64,
     /// Runs that errored (not in N).
     pub errored: u64,
+    /// Why the first run that errored or timed out was not measured
+    /// (`RUN: reason`), as the report's cell says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_reason: Option<String>,
 }
 
 /// One per-test row that differs from the baseline or failed.
@@ -496,6 +500,7 @@ fn cell_lines(report: &Report) -> Vec<CellLine> {
                 || c.timeouts_vs_baseline.as_ref().is_some_and(|v| v.differs),
             timed_out: c.timed_out,
             errored: c.errored,
+            error_reason: c.error_reason.clone(),
         })
         .collect()
 }
