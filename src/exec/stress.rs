@@ -404,6 +404,19 @@ mod tests {
         assert_eq!(busy_share((150, 1000), (151, 1002)), None);
     }
 
+    /// This process's stress threads alive now.
+    fn stress_threads() -> usize {
+        let me = std::process::id();
+        std::fs::read_dir(format!("/proc/{me}/task"))
+            .unwrap()
+            .flatten()
+            .filter(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.starts_with("flakelab-stres"))
+            })
+            .count()
+    }
+
     #[test]
     fn guard_starts_and_stops_its_threads() {
         let _one = STRESS_TESTS.lock().unwrap_or_else(|e| e.into_inner());
@@ -412,17 +425,7 @@ mod tests {
             cpus: Some(vec![0]),
             allowed: 1,
         };
-        let me = std::process::id();
-        let count = || {
-            std::fs::read_dir(format!("/proc/{me}/task"))
-                .unwrap()
-                .flatten()
-                .filter(|t| {
-                    std::fs::read_to_string(t.path().join("comm"))
-                        .is_ok_and(|c| c.starts_with("flakelab-stres"))
-                })
-                .count()
-        };
+        let count = stress_threads;
         let before = count();
         let guard = StressGuard::start(&plan);
         assert!(count() >= before + 2);
@@ -440,17 +443,7 @@ mod tests {
             cpus: None,
             allowed: 1,
         };
-        let me = std::process::id();
-        let count = || {
-            std::fs::read_dir(format!("/proc/{me}/task"))
-                .unwrap()
-                .flatten()
-                .filter(|t| {
-                    std::fs::read_to_string(t.path().join("comm"))
-                        .is_ok_and(|c| c.starts_with("flakelab-stres"))
-                })
-                .count()
-        };
+        let count = stress_threads;
         let before = count();
         // A process limit that refuses the third thread (root is not held
         // to RLIMIT_NPROC, so the refusal is injected).

@@ -155,16 +155,9 @@ pub fn emit(syntax: Syntax, entries: &[Entry]) -> Emitted {
             if entries.is_empty() {
                 String::new()
             } else {
-                let names: Vec<String> = entries
-                    .iter()
-                    .map(|e| {
-                        let (class, name) = split(&e.test);
-                        pcre_escape(&format!("{class}::{name}"))
-                    })
-                    .collect();
                 format!(
                     "--exclude-filter=/^(?:{})(?:\\x{{20}}|$)/\n",
-                    names.join("|")
+                    phpunit_alternation(entries)
                 )
             }
         }
@@ -172,14 +165,10 @@ pub fn emit(syntax: Syntax, entries: &[Entry]) -> Emitted {
             if entries.is_empty() {
                 String::new()
             } else {
-                let names: Vec<String> = entries
-                    .iter()
-                    .map(|e| {
-                        let (class, name) = split(&e.test);
-                        pcre_escape(&format!("{class}::{name}"))
-                    })
-                    .collect();
-                format!("--filter=/^(?!(?:{})(?:\\x{{20}}|$))/\n", names.join("|"))
+                format!(
+                    "--filter=/^(?!(?:{})(?:\\x{{20}}|$))/\n",
+                    phpunit_alternation(entries)
+                )
             }
         }
         Syntax::Yaml => {
@@ -289,6 +278,18 @@ pub fn emit_go_run(entries: &[Entry], listed: &[(String, String)]) -> Emitted {
 /// classname's module path (dotted segments up to the first that starts
 /// with an upper-case letter, a class) as a `.py` file, then the classes,
 /// then the name.
+/// The entries as PHPUnit names them (`Class::method`), escaped and joined
+/// into one PCRE alternation.
+fn phpunit_alternation(entries: &[Entry]) -> String {
+    let names: Vec<String> = (entries.iter())
+        .map(|e| {
+            let (class, name) = split(&e.test);
+            pcre_escape(&format!("{class}::{name}"))
+        })
+        .collect();
+    names.join("|")
+}
+
 fn pytest_node(e: &Entry) -> String {
     let (class, name) = split(&e.test);
     let segments: Vec<&str> = class.split('.').filter(|s| !s.is_empty()).collect();

@@ -425,6 +425,60 @@ fn lanes_collide_outside_their_working_copies_at_rung_5() {
     assert_eq!(replayed["cells"][0]["k"], 0, "{replayed}");
 }
 
+/// The command every lane of [`rung_5`] runs: it says it started, then
+/// holds until it is ended.
+const HELD_LANE: &str = "touch \\\"$LADDER_SHARED/started.$$\\\"; exec sleep 300";
+
+/// Writes `lab`'s lane command.
+fn lane(lab: &Lab, command: &str) {
+    std::fs::write(
+        lab.path().join("flakelab.toml"),
+        format!("[lane]\ncommand = [\"sh\", \"-c\", \"{command}\"]\n"),
+    )
+    .unwrap();
+}
+
+/// `flakelab ladder --from 5 --processes 2 -n 1` in `lab` (a git repository
+/// of its lane), its copies under `tmp`, started and returned once both
+/// lanes have said they started (in `shared`; their own signal).
+fn rung_5(lab: &Lab, shared: &Path, tmp: &Path) -> std::process::Child {
+    let child = lab
+        .cmd()
+        .env("LADDER_SHARED", shared)
+        .env("TMPDIR", tmp)
+        .args(RUNG_5)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    until("the lanes started", || {
+        std::fs::read_dir(shared).unwrap().count() >= 2
+    });
+    child
+}
+
+const RUNG_5: [&str; 9] = [
+    "ladder",
+    "--from",
+    "5",
+    "--processes",
+    "2",
+    "-n",
+    "1",
+    "--",
+    "true",
+];
+
+/// Waits until `done` holds: for an outcome, not for a time (the deadline
+/// only turns a hang into a failure).
+fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn ctrl_c_during_a_rung_removes_its_working_copies() {
     if !capable("git", sh_ok("git --version")) {
@@ -433,43 +487,12 @@ fn ctrl_c_during_a_rung_removes_its_working_copies() {
     let lab = Lab::new();
     let shared = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(
-        lab.path().join("flakelab.toml"),
-        "[lane]\ncommand = [\"sh\", \"-c\", \"touch \\\"$LADDER_SHARED/started.$$\\\"; exec sleep 300\"]\n",
-    )
-    .unwrap();
+    lane(&lab, HELD_LANE);
     git(
         lab.path(),
         "git init -q && git add . && git commit -qm fixture",
     );
-    let child = lab
-        .cmd()
-        .env("LADDER_SHARED", shared.path())
-        .env("TMPDIR", tmp.path())
-        .args([
-            "ladder",
-            "--from",
-            "5",
-            "--processes",
-            "2",
-            "-n",
-            "1",
-            "--",
-            "true",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Ready when both lanes have started (their own signal).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::fs::read_dir(shared.path()).unwrap().count() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the lanes never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let child = rung_5(&lab, shared.path(), tmp.path());
     assert_eq!(leftover_copies(tmp.path()).len(), 1);
     assert_eq!(worktrees(lab.path()), 3);
     nix::sys::signal::kill(
@@ -496,69 +519,28 @@ fn the_copies_of_a_killed_ladder_are_removed_by_its_warden_and_their_registratio
     let lab = Lab::new();
     let shared = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let lane = |command: &str| {
-        std::fs::write(
-            lab.path().join("flakelab.toml"),
-            format!("[lane]\ncommand = [\"sh\", \"-c\", \"{command}\"]\n"),
-        )
-        .unwrap();
-    };
-    lane("touch \\\"$LADDER_SHARED/started.$$\\\"; exec sleep 300");
+    lane(&lab, HELD_LANE);
     git(
         lab.path(),
         "git init -q && git add . && git commit -qm fixture",
     );
-    let args = [
-        "ladder",
-        "--from",
-        "5",
-        "--processes",
-        "2",
-        "-n",
-        "1",
-        "--",
-        "true",
-    ];
-    let mut child = lab
-        .cmd()
-        .env("LADDER_SHARED", shared.path())
-        .env("TMPDIR", tmp.path())
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // Ready when both lanes have started (their own signal).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::fs::read_dir(shared.path()).unwrap().count() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the lanes never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let mut child = rung_5(&lab, shared.path(), tmp.path());
     // Killed without a chance to clean up: its warden removes the copies
-    // once the runs are ended (it works on after the ladder is gone: wait
-    // for the outcome, not for a time).
+    // once the runs are ended (it works on after the ladder is gone).
     assert_eq!(leftover_copies(tmp.path()).len(), 1);
     child.kill().unwrap();
     child.wait().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !leftover_copies(tmp.path()).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the warden never removed the copies"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    until("the warden removed the copies", || {
+        leftover_copies(tmp.path()).is_empty()
+    });
     // Their registrations stay (the warden runs no git): the next ladder
     // that makes copies prunes them first.
     assert_eq!(worktrees(lab.path()), 3);
-    lane("true");
+    lane(&lab, "true");
     let out = lab
         .cmd()
         .env("TMPDIR", tmp.path())
-        .args(args)
+        .args(RUNG_5)
         .output()
         .unwrap();
     assert!(
