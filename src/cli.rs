@@ -386,7 +386,7 @@ pub struct StoreArgs {
 /// `FLAKELAB_*` and `flakelab.toml`, into one `session::SessionSpec`.
 #[derive(Debug, Clone, Args)]
 pub struct SessionFlags {
-    /// Runs per cell [default: 20] [env: FLAKELAB_RUNS].
+    /// Runs per cell, 1 to 100,000 [default: 20] [env: FLAKELAB_RUNS].
     #[arg(short = 'n', long = "runs", value_name = "N")]
     pub runs: Option<u32>,
     /// Add one cell: a declared name or kind=value; join several with `+`. Repeatable.
@@ -402,7 +402,7 @@ pub struct SessionFlags {
     /// [env: FLAKELAB_KILL_GRACE].
     #[arg(long, value_name = "DURATION")]
     pub kill_grace: Option<String>,
-    /// Runs at once [default: 1] [env: FLAKELAB_JOBS].
+    /// Runs at once, 1 to 4,096 [default: 1] [env: FLAKELAB_JOBS].
     #[arg(short = 'j', long = "jobs", value_name = "P")]
     pub jobs: Option<usize>,
     /// Seed for the schedule and per-run seeds [default: random, always recorded].

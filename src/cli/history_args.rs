@@ -27,7 +27,9 @@ pub struct ContextFlags {
     /// The branch the tests ran on.
     #[arg(long, value_name = "NAME")]
     pub branch: Option<String>,
-    /// The commit the tests ran on.
+    /// The commit the tests ran on (read from the CI system's variables
+    /// when not given; reports with no commit never prove a test
+    /// nondeterministic).
     #[arg(long, value_name = "SHA")]
     pub commit: Option<String>,
     /// The OS (`linux`, `macos`, `windows`).
