@@ -192,7 +192,8 @@ pub struct RunRecord {
     pub signal: Option<i32>,
     /// Whether a failed run's output matched `--signature` (None without one).
     pub signature_match: Option<bool>,
-    /// Why the run is not applied or errored, when it is.
+    /// Why the run is not a pass, when flakelab knows: not applied, errored,
+    /// timed out (with the limit), died by a signal (named).
     pub reason: Option<String>,
     /// Captured stdout+stderr (head and tail), relative to the store.
     pub log: Option<PathBuf>,

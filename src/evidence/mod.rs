@@ -117,6 +117,10 @@ pub struct CellLine {
     /// (`RUN: reason`), as the report's cell says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_reason: Option<String>,
+    /// Why the first failed run that died by a signal died (`RUN: killed by
+    /// SIGSEGV (signal 11)`), as the report's cell says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal_reason: Option<String>,
 }
 
 /// One per-test row that differs from the baseline or failed.
@@ -501,6 +505,7 @@ fn cell_lines(report: &Report) -> Vec<CellLine> {
             timed_out: c.timed_out,
             errored: c.errored,
             error_reason: c.error_reason.clone(),
+            signal_reason: c.signal_reason.clone(),
         })
         .collect()
 }

@@ -61,9 +61,73 @@ impl ChildResult {
     }
 }
 
+/// The one-line reason of an end that is neither an exit nor a spawn
+/// failure (a spawn failure carries its own message): a timeout with its
+/// limit (`timed out after 60s (--timeout)`), a death by a signal with the
+/// signal's name (`killed by SIGSEGV (signal 11)`).
+pub fn end_reason(end: &ProcessEnd, timeout: Option<Duration>) -> Option<String> {
+    match end {
+        ProcessEnd::TimedOut { .. } => Some(match timeout {
+            Some(limit) => format!("timed out after {} (--timeout)", limit_text(limit)),
+            None => "timed out (--timeout)".into(),
+        }),
+        ProcessEnd::Signaled { signal } => {
+            let name = nix::sys::signal::Signal::try_from(*signal)
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_else(|_| format!("signal {signal}"));
+            Some(if name.starts_with("SIG") {
+                format!("killed by {name} (signal {signal})")
+            } else {
+                format!("killed by {name}")
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A limit as `--timeout` takes it: `90s`, `1500ms`.
+fn limit_text(limit: Duration) -> String {
+    if limit.subsec_nanos() == 0 {
+        format!("{}s", limit.as_secs())
+    } else {
+        format!("{}ms", limit.as_millis())
+    }
+}
+
 /// Adds `warning` unless it is there already.
 pub(super) fn warn_once(warnings: &mut Vec<String>, warning: String) {
     if !warnings.contains(&warning) {
         warnings.push(warning);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_name_their_limit_and_signals_their_name() {
+        let timed_out = ProcessEnd::TimedOut { signal: 15 };
+        let r = |end: &ProcessEnd, t: Option<u64>| end_reason(end, t.map(Duration::from_millis));
+        assert_eq!(
+            r(&timed_out, Some(60_000)).as_deref(),
+            Some("timed out after 60s (--timeout)")
+        );
+        assert_eq!(
+            r(&timed_out, Some(1_500)).as_deref(),
+            Some("timed out after 1500ms (--timeout)")
+        );
+        assert_eq!(
+            r(&timed_out, None).as_deref(),
+            Some("timed out (--timeout)")
+        );
+        let segv = ProcessEnd::Signaled { signal: 11 };
+        assert_eq!(
+            r(&segv, None).as_deref(),
+            Some("killed by SIGSEGV (signal 11)")
+        );
+        let odd = ProcessEnd::Signaled { signal: 99 };
+        assert_eq!(r(&odd, None).as_deref(), Some("killed by signal 99"));
+        assert_eq!(r(&ProcessEnd::Exited { code: 1 }, None), None);
     }
 }

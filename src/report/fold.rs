@@ -44,6 +44,9 @@ struct CellFold {
     first_failure: Option<(usize, FirstFailure)>,
     /// The first unmeasured (errored, timed out) run's reason.
     error_reason: Option<(usize, String)>,
+    /// Failed runs that died by a signal, and the first one's reason.
+    signaled: u64,
+    signal_reason: Option<(usize, String)>,
     not_applied_reason: Option<(usize, String)>,
     signatures: BTreeMap<String, u64>,
     tests: per_test::TestsFold,
@@ -59,6 +62,19 @@ pub(super) fn unmeasured(run: &str, outcome: Outcome, reason: Option<&str>) -> S
         (None, _) => "no reason recorded".to_string(),
     };
     format!("{run}: {why}")
+}
+
+/// A failed run that died by a signal, on one line: `run: killed by …`
+/// (its recorded reason, else the signal's number).
+pub(super) fn signal_reason(r: &RunView) -> Option<String> {
+    let ProcessEnd::Signaled { signal } = r.end() else {
+        return None;
+    };
+    let why = match r.reason() {
+        Some(reason) => super::text::one_line(reason).into_owned(),
+        None => format!("killed by signal {signal}"),
+    };
+    Some(format!("{}: {why}", r.id()))
 }
 
 /// The CPU samples of a cell's runs that ran, for its medians.
@@ -174,6 +190,16 @@ impl<'s> Fold<'s> {
                 let failed = outcome == Outcome::Fail;
                 if failed {
                     cell.failed += 1;
+                    if let Some(why) = signal_reason(r) {
+                        cell.signaled += 1;
+                        if cell
+                            .signal_reason
+                            .as_ref()
+                            .is_none_or(|(at, _)| index < *at)
+                        {
+                            cell.signal_reason = Some((index, why));
+                        }
+                    }
                 } else {
                     cell.passed += 1;
                 }
@@ -361,6 +387,8 @@ fn finish_cell(
         stragglers: f.stragglers,
         first_failure: f.first_failure.map(|(_, first)| first),
         error_reason: f.error_reason.map(|(_, why)| why),
+        signaled: f.signaled,
+        signal_reason: f.signal_reason.map(|(_, why)| why),
         unmatched_failures: f.unmatched_failures,
     };
     (cell, data)

@@ -190,6 +190,12 @@ pub struct CellReport {
     /// order) was not measured: `run`: the reason it recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_reason: Option<String>,
+    /// Failed runs that died by a signal (counted in N as failures).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub signaled: u64,
+    /// The first of them (in plan order): `run: killed by SIGSEGV (signal 11)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal_reason: Option<String>,
     /// With a signature: failed runs that did not reproduce it.
     #[serde(skip)]
     pub unmatched_failures: u64,
@@ -232,6 +238,10 @@ pub struct CellStress {
     pub part_needed: f64,
     /// Runs shorter than the shortest window judged (measured only).
     pub unjudged: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {

@@ -51,6 +51,8 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 stragglers: 0,
                 first_failure: None,
                 error_reason: None,
+                signaled: 0,
+                signal_reason: None,
                 unmatched_failures: 0,
             };
             for r in mine {
@@ -65,6 +67,16 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                         let failed = r.outcome == Outcome::Fail;
                         if failed {
                             cell.failed += 1;
+                            if let crate::record::ProcessEnd::Signaled { signal } = r.end {
+                                cell.signaled += 1;
+                                if cell.signal_reason.is_none() {
+                                    let why = r.reason.as_deref().map_or_else(
+                                        || format!("killed by signal {signal}"),
+                                        |w| super::text::one_line(w).into_owned(),
+                                    );
+                                    cell.signal_reason = Some(format!("{}: {why}", r.id));
+                                }
+                            }
                         } else {
                             cell.passed += 1;
                         }

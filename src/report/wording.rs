@@ -217,6 +217,15 @@ pub fn notes(report: &Report) -> Vec<String> {
                 excluded.join(", ")
             ));
         }
+        if c.signaled > 0 {
+            let first = (c.signal_reason.as_deref())
+                .map(|r| format!("; the first: {r}"))
+                .unwrap_or_default();
+            out.push(format!(
+                "{}: {} of {} failure(s) died by a signal{first}",
+                c.name, c.signaled, c.failed
+            ));
+        }
         if let Some(v) = c.timeouts_vs_baseline.as_ref().filter(|v| v.differs) {
             out.push(format!(
                 "{}: its runs time out more often than the baseline's: {} of {} against the baseline ({})",

@@ -105,6 +105,10 @@ fn classify(
         ProcessEnd::SpawnFailed { message } => record.reason = Some(message.clone()),
         _ => {}
     }
+    if let Some(reason) = crate::exec::result::end_reason(&result.end, settings.limits.timeout) {
+        // A timeout with its limit, a death by a signal with its name.
+        record.reason = Some(reason);
+    }
     record.end = result.end;
     if let ProcessEnd::SpawnFailed { message } = &record.end {
         if message.starts_with(perturb::isolate::SETUP_FAILED) {

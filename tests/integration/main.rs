@@ -28,6 +28,7 @@ mod measured;
 mod per_test;
 mod progress;
 mod proof;
+mod reasons;
 mod recipes;
 mod redaction;
 mod retries;

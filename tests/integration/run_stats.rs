@@ -372,7 +372,7 @@ fn a_run_that_cannot_start_or_times_out_says_why_in_the_table_and_the_json() {
     let c = cell(&report, "baseline");
     assert_eq!(c["timed_out"].as_u64(), Some(1));
     let why = c["error_reason"].as_str().unwrap();
-    assert!(why.ends_with(": timed out (--timeout)"), "{c}");
+    assert!(why.ends_with(": timed out after 1s (--timeout)"), "{c}");
     // The evidence says the same.
     let out = lab.run(&["evidence", "--format", "json"]);
     let evidence: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
