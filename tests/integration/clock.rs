@@ -286,3 +286,132 @@ fn a_faketime_run_leaves_nothing_of_libfaketime_in_dev_shm() {
         }
     }
 }
+
+/// Every file and directory under `dir` (recursively), relative to it.
+fn tree(dir: &std::path::Path) -> Vec<String> {
+    fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            out.push(path.strip_prefix(root).unwrap().display().to_string());
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(root, &path, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn clock_cells_and_their_shams_leave_no_file_in_dev_shm_the_tmpdir_or_the_cache() {
+    // A /dev/shm of the session's own (a mount namespace), so that a file
+    // another process of this machine makes there meanwhile is not counted.
+    if !capable(
+        "a private /dev/shm (unshare -rm, mount -t tmpfs)",
+        sh_ok("unshare -rm sh -c 'mount -t tmpfs none /dev/shm'"),
+    ) {
+        return;
+    }
+    let lab = Lab::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let shm_listing = lab.path().join("shm-listing");
+    // Inside the namespace: an empty /dev/shm, flakelab, then what is left.
+    let wrapper = format!(
+        "mount -t tmpfs none /dev/shm || exit 97; \"$0\" \"$@\"; code=$?; ls -A /dev/shm > {}; exit $code",
+        shm_listing.display()
+    );
+    // The subject reads the wall clock, forks, and execs a dynamic program.
+    let subject = "date +%s > /dev/null; (date > /dev/null); exec /bin/true";
+    let before = tree(lab.path());
+    for clock in [
+        "faketime=+365d",
+        "faketime=-30d",
+        "faketime=@2028-02-29 23:59:58",
+    ] {
+        let mut cmd = std::process::Command::new("unshare");
+        super::scrub(&mut cmd);
+        let out = cmd
+            .current_dir(lab.path())
+            .env("TMPDIR", tmp.path())
+            .env("XDG_CACHE_HOME", cache.path())
+            .env_remove("FAKETIME_LIB")
+            .args(["-rm", "sh", "-c", &wrapper])
+            .arg(super::bin())
+            .args(["run", "--format", "json", "-n", "3", "--seed", "1"])
+            .args(["-p", clock, "--", "sh", "-c", subject])
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{clock}: no report ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert_eq!(out.status.code(), Some(0), "{clock}: {report}");
+        let cells = report["cells"].as_array().unwrap();
+        // The baseline, the clock cell and its sham ran, all applied.
+        assert_eq!(cells.len(), 3, "{report}");
+        for c in cells {
+            assert_eq!(
+                (c["applied"].as_bool(), c["n"].as_u64()),
+                (Some(true), Some(3)),
+                "{c}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(&shm_listing).unwrap(),
+            "",
+            "{clock}: left in /dev/shm"
+        );
+        std::fs::remove_file(&shm_listing).unwrap();
+        assert_eq!(
+            tree(tmp.path()),
+            Vec::<String>::new(),
+            "{clock}: left in TMPDIR"
+        );
+        let cached = tree(cache.path());
+        assert_eq!(cached.len(), 2, "{clock}: the cache holds {cached:?}");
+        assert_eq!(cached[0], "flakelab", "{cached:?}");
+        assert!(
+            cached[1].starts_with("flakelab/clock-") && cached[1].ends_with(".so"),
+            "{cached:?}"
+        );
+        // In the lab: the store, and nothing else.
+        let left: Vec<String> = tree(lab.path())
+            .into_iter()
+            .filter(|p| p != ".flakelab" && !p.starts_with(".flakelab/") && !before.contains(p))
+            .collect();
+        assert_eq!(
+            left,
+            Vec::<String>::new(),
+            "{clock}: left in the working directory"
+        );
+    }
+    // The listing sees what a run leaves: a subject that makes a file there.
+    let mut cmd = std::process::Command::new("unshare");
+    super::scrub(&mut cmd);
+    let out = cmd
+        .current_dir(lab.path())
+        .env("TMPDIR", tmp.path())
+        .env("XDG_CACHE_HOME", cache.path())
+        .args(["-rm", "sh", "-c", &wrapper])
+        .arg(super::bin())
+        .args([
+            "run",
+            "-n",
+            "1",
+            "--",
+            "touch",
+            "/dev/shm/left-by-the-subject",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(&shm_listing).unwrap(),
+        "left-by-the-subject\n"
+    );
+}
