@@ -5,9 +5,14 @@
 //! (each run's duration covers the spawn, the preload's start-up in the
 //! child and its announcement, up to the end of the process).
 //!
-//! Then the preload's start-up alone, outside flakelab: a shell loop running
-//! `/bin/true` with the preload, with an empty preloaded library, and with
-//! nothing preloaded, alternating round by round.
+//! Then the parts of that cost, each alone, outside flakelab: `/bin/true`
+//! spawned with nothing preloaded, with an empty library, with the clock
+//! preload without and with its record (see [`parts`]). flakelab's own
+//! per-run work for a clock cell (creating, reading and removing the
+//! record file, reading the programs the launch execs for the `/proc`
+//! watch, the watch's last look) happens before the spawn or after the
+//! leader's end, outside a run's measured time; the first part above is
+//! what the subject's processes pay.
 //!
 //! Run with `cargo bench --bench clock` (optionally `-- RUNS ROUNDS`).
 //! Target: the clock cell at most 1.05x the baseline cell.
@@ -37,7 +42,7 @@ fn main() {
     let flakelab = env!("CARGO_BIN_EXE_flakelab");
     let dir = tempfile::tempdir().expect("temp dir");
     cell_costs(flakelab, dir.path(), runs);
-    startup(dir.path(), runs, rounds);
+    parts(dir.path(), runs, rounds);
 }
 
 /// Mean run duration per cell of one interleaved session, as ratios to the
@@ -87,9 +92,15 @@ fn cell_costs(flakelab: &str, dir: &std::path::Path, runs: u32) {
     }
 }
 
-/// The preload's start-up in a shell loop, against an empty library and
-/// against nothing.
-fn startup(dir: &std::path::Path, runs: u32, rounds: u32) {
+/// The parts of a clock cell's per-run cost, each measured alone: `/bin/true`
+/// spawned directly (as flakelab spawns a run) with nothing preloaded, with
+/// an empty library preloaded (the dynamic loader maps one more library),
+/// with the clock preload and no record (its constructor reads its setting),
+/// and with the clock preload and its record (each process announces
+/// itself: `readlink /proc/self/exe` and one append). The four alternate
+/// spawn by spawn, so a busy machine slows each alike; medians over
+/// `runs * rounds` spawns each.
+fn parts(dir: &std::path::Path, runs: u32, rounds: u32) {
     let cache = dir.join("cache");
     let lib = flakelab::perturb::clock::install(Some(&cache)).expect("the clock preload");
     let empty_c = dir.join("empty.c");
@@ -103,44 +114,62 @@ fn startup(dir: &std::path::Path, runs: u32, rounds: u32) {
         .is_ok_and(|s| s.success());
     let record = dir.join("record");
     std::fs::write(&record, "").unwrap();
-    let looped = |prefix: String| {
-        format!("i=0; while [ $i -lt {runs} ]; do {prefix} /bin/true; i=$((i+1)); done")
-    };
-    let mut loops = vec![
-        ("nothing preloaded", looped("X=1 Y=+31536000".into())),
+    let lib = lib.display().to_string();
+    let record = record.display().to_string();
+    let empty = empty.display().to_string();
+    let clock = ("FLAKELAB_CLOCK", "+31536000");
+    let mut variants: Vec<(&str, Vec<(&str, &str)>)> = vec![
+        ("nothing preloaded", vec![("FLAKELAB_BENCH", "1")]),
+        ("empty library", vec![("LD_PRELOAD", &empty)]),
+        ("preload, no record", vec![("LD_PRELOAD", &lib), clock]),
         (
-            "clock preload",
-            looped(format!(
-                "LD_PRELOAD={} FLAKELAB_CLOCK=+31536000 FLAKELAB_CLOCK_RECORD={}",
-                lib.display(),
-                record.display()
-            )),
+            "preload and record",
+            vec![
+                ("LD_PRELOAD", &lib),
+                clock,
+                ("FLAKELAB_CLOCK_RECORD", &record),
+            ],
         ),
     ];
-    if built {
-        loops.push((
-            "empty library",
-            looped(format!("LD_PRELOAD={} Y=+31536000", empty.display())),
-        ));
+    if !built {
+        println!("  (no C compiler: the empty library is left out)");
+        variants.remove(1);
     }
-    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); loops.len()];
-    for _ in 0..rounds {
-        for (i, (_, script)) in loops.iter().enumerate() {
-            let mut sh = Command::new("sh");
-            sh.args(["-c", script]);
-            times[i].push(time(sh));
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
+    for _ in 0..runs * rounds {
+        for (i, (_, env)) in variants.iter().enumerate() {
+            let mut cmd = Command::new("/bin/true");
+            cmd.env_remove("LD_PRELOAD").envs(env.iter().copied());
+            times[i].push(time(cmd).as_secs_f64() * 1e6);
         }
     }
-    let median = |v: &mut Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2].as_secs_f64() * 1e6 / f64::from(runs)
-    };
-    let medians: Vec<f64> = times.iter_mut().map(median).collect();
-    println!("start-up in a shell loop ({runs} runs, median of {rounds} rounds):");
-    for ((name, _), m) in loops.iter().zip(&medians) {
+    let medians: Vec<f64> = times
+        .iter_mut()
+        .map(|v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect();
+    println!(
+        "the parts, spawning /bin/true directly ({} alternating spawns each, medians):",
+        runs * rounds
+    );
+    for (i, ((name, _), m)) in variants.iter().zip(&medians).enumerate() {
+        let step = if i == 0 {
+            String::new()
+        } else {
+            format!(", {:+6.1} µs over the line above", m - medians[i - 1])
+        };
         println!(
-            "  {name:<18} {m:7.1} µs per run of /bin/true ({:.3}x nothing preloaded)",
+            "  {name:<20} {m:7.1} µs ({:.3}x nothing preloaded{step})",
             m / medians[0]
         );
     }
+    let text = std::fs::read_to_string(dir.join("record")).unwrap_or_default();
+    let lines = text.lines().count() as u32;
+    assert_eq!(
+        lines,
+        runs * rounds,
+        "each preloaded spawn with a record announces itself once"
+    );
 }

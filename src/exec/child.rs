@@ -146,6 +146,9 @@ pub async fn run_child_watched(
         }
     };
 
+    // The programs the launch execs, read from their files before the
+    // spawn: none of it is in the run's measured time.
+    let planned = watch.map(|w| Inspector::plan_for(w, launch, marker));
     // Files the run's preload leaves behind are told apart by this.
     let wall_started = std::time::SystemTime::now();
     let (started, spawned) = match armed {
@@ -198,9 +201,9 @@ pub async fn run_child_watched(
     let pgid = Pid::from_raw(pgid);
     warden::grouped(marker, pgid.as_raw());
     let guard = GroupGuard { pgid: Some(pgid) };
-    // The spawn returns once the leader has exec'd: its programs are known
-    // from their files at once.
-    let inspector = watch.map(|w| Inspector::start(w, launch, marker, pgid.as_raw()));
+    // The spawn returns once the leader has exec'd: its programs, read
+    // just before, are its.
+    let inspector = planned.map(|p| p.started(pgid.as_raw()));
 
     let (cancel, cancelled) = oneshot::channel();
     let reader = tokio::spawn(drain(pipe, cap, cancelled));

@@ -168,15 +168,17 @@ pub(super) struct Inspector {
 }
 
 impl Inspector {
-    /// Starts inspecting the run whose leader is `leader` (just spawned from
-    /// `launch`, with `marker` as its `FLAKELAB_RUN_ID`): the programs the
-    /// launch execs, from their files. Reads nothing of another process.
-    pub(super) fn start(watch: &Watch, launch: &Launch, marker: &str, leader: i32) -> Inspector {
+    /// Prepares the inspection of the run about to be spawned from `launch`
+    /// (with `marker` as its `FLAKELAB_RUN_ID`): the programs the launch
+    /// execs, from their files, read before the spawn so that the run's
+    /// measured time holds none of it. Reads nothing of another process;
+    /// [`started`](Self::started) names the leader.
+    pub(super) fn plan_for(watch: &Watch, launch: &Launch, marker: &str) -> Inspector {
         let mut this = Inspector {
             watch: watch.clone(),
             entry: format!("{RUN_ID_VAR}={marker}").into_bytes(),
             me: std::process::id() as i32,
-            leader,
+            leader: 0,
             images: Vec::new(),
             planned: Vec::new(),
             known: HashMap::new(),
@@ -185,6 +187,19 @@ impl Inspector {
         };
         this.plan(launch);
         this
+    }
+
+    /// The inspection of the run whose leader `leader` was just spawned
+    /// (and has exec'd): the planned programs are its.
+    pub(super) fn started(mut self, leader: i32) -> Inspector {
+        self.leader = leader;
+        for &i in &self.planned {
+            self.images[i].pid = leader;
+        }
+        if let Some(entry) = self.known.remove(&0) {
+            self.known.insert(leader, entry);
+        }
+        self
     }
 
     /// Looks at the run's processes; `leader_alive` is false once the leader
