@@ -43,6 +43,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     cell_costs(flakelab, dir.path(), runs);
     parts(dir.path(), runs, rounds);
+    record_file(runs * rounds);
 }
 
 /// Mean run duration per cell of one interleaved session, as ratios to the
@@ -172,4 +173,44 @@ fn parts(dir: &std::path::Path, runs: u32, rounds: u32) {
         runs * rounds,
         "each preloaded spawn with a record announces itself once"
     );
+}
+
+/// flakelab's own per-run work on a clock run's record file, outside the
+/// run's measured time: what `exec::clock_record` does (a new file of a
+/// name no one else has, then, once the run has ended, one read and its
+/// removal), timed over `times` files in the temporary directory (where
+/// records went before) and in `/dev/shm` (a tmpfs: where they go now when
+/// there is no `$XDG_RUNTIME_DIR`).
+fn record_file(times: u32) {
+    let line = "A 4242 4241 /usr/bin/true\n";
+    let tmp = std::env::temp_dir();
+    for dir in [tmp.as_path(), std::path::Path::new("/dev/shm")] {
+        if !dir.is_dir() {
+            continue;
+        }
+        let mut each: Vec<f64> = Vec::with_capacity(times as usize);
+        for _ in 0..times {
+            let start = Instant::now();
+            let file = tempfile::Builder::new()
+                .prefix("flakelab-clock-")
+                .suffix(".record")
+                .tempfile_in(dir)
+                .expect("a record file");
+            let created = start.elapsed();
+            // The run's process announces itself: the child's cost, not
+            // timed here.
+            std::fs::write(file.path(), line).unwrap();
+            let again = Instant::now();
+            let text = std::fs::read(file.path()).unwrap();
+            file.close().unwrap();
+            assert_eq!(text, line.as_bytes());
+            each.push((created + again.elapsed()).as_secs_f64() * 1e6);
+        }
+        each.sort_by(f64::total_cmp);
+        println!(
+            "flakelab's per-run record file in {} (created before the spawn, read once and removed after the end; {times} files): median {:.1} µs",
+            dir.display(),
+            each[each.len() / 2]
+        );
+    }
 }

@@ -1,8 +1,9 @@
 //! The per-run side of flakelab's clock preload: the run's anchor (the real
 //! time it started, which every process of the run shifts an absolute clock
 //! from) and its record file (each preloaded process appends to it; the
-//! preload never creates it), read back once the run has been swept and
-//! removed. The lines are `perturb::clock`'s to parse.
+//! preload never creates it; on a memory-backed file system when there is
+//! one), read back once the run has been swept and removed. The lines are
+//! `perturb::clock`'s to parse.
 
 use std::io;
 
@@ -21,13 +22,22 @@ pub(super) struct RunRecord {
 }
 
 impl RunRecord {
-    /// Creates the record file in the temporary directory.
+    /// Creates the record file in a memory-backed directory when there is
+    /// one of ours ([`memory_dirs`]), else in the temporary directory.
     pub(super) fn create() -> io::Result<RunRecord> {
-        let file = tempfile::Builder::new()
-            .prefix("flakelab-clock-")
-            .suffix(".record")
-            .tempfile()?;
-        Ok(RunRecord { file })
+        let builder = || {
+            let mut b = tempfile::Builder::new();
+            b.prefix("flakelab-clock-").suffix(".record");
+            b
+        };
+        for dir in memory_dirs() {
+            if let Ok(file) = builder().tempfile_in(&dir) {
+                return Ok(RunRecord { file });
+            }
+        }
+        Ok(RunRecord {
+            file: builder().tempfile()?,
+        })
     }
 
     /// `launch` with the run's anchor (now) and the record's path.
@@ -48,6 +58,25 @@ impl RunRecord {
         self.file.close()?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
+}
+
+/// The memory-backed (tmpfs) directories a record file may go to, first
+/// choice first: `$XDG_RUNTIME_DIR`, then `/dev/shm`. Creating and removing
+/// a file on a disk's file system costs milliseconds a run on a busy
+/// machine (3.6 ms for the removal on ext4 at load 13, against 21 µs on
+/// tmpfs); the file is removed at the run's end either way.
+fn memory_dirs() -> Vec<std::path::PathBuf> {
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_absolute());
+    runtime
+        .into_iter()
+        .chain(std::iter::once("/dev/shm".into()))
+        .filter(|dir| {
+            nix::sys::statfs::statfs(dir.as_path())
+                .is_ok_and(|fs| fs.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC)
+        })
+        .collect()
 }
 
 #[cfg(test)]
