@@ -412,9 +412,13 @@ pub struct SessionFlags {
     /// [env: FLAKELAB_CONFIDENCE].
     #[arg(long, value_name = "C")]
     pub confidence: Option<f64>,
-    /// Count only failures whose output matches this regex.
+    /// Count the failures whose output (or failing test's message) matches
+    /// this regex; repeat it to count several patterns side by side (a
+    /// failure counts for the first it matches). Failures that match none are
+    /// counted as other failures: real failures, never green (exit 1).
+    /// `ladder` and `verify` take one.
     #[arg(long, value_name = "REGEX")]
-    pub signature: Option<String>,
+    pub signature: Vec<String>,
     /// The test runner, when detection cannot tell (`flakelab recipes`
     /// lists them); `none` uses exit codes only.
     #[arg(long, value_name = "NAME")]

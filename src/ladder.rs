@@ -317,6 +317,7 @@ mod tests {
             signature: None,
             message: None,
             signature_match: None,
+            signature_pattern: None,
         };
         r.tests = vec![
             test("t::a", TestOutcome::Pass),

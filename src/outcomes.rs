@@ -30,9 +30,10 @@ fn outcome(o: CaseOutcome) -> TestOutcome {
     }
 }
 
-/// The per-test records of a report, in the report's order. `matches` tells
-/// whether a failure's text matches `--signature` (None without one).
-pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<TestRecord> {
+/// The per-test records of a report, in the report's order; a failure's
+/// text is matched against the `--signature` `patterns` (none: no match is
+/// recorded).
+pub fn records(parsed: &Parsed, patterns: &[regex::Regex]) -> Vec<TestRecord> {
     let mut out: Vec<TestRecord> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for case in &crate::junit::fold_reruns(&parsed.cases) {
@@ -92,6 +93,9 @@ pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<T
         // A data race's report names the race better than any line of it.
         let race = failed.then(|| signature::race(&text)).flatten();
         let headline = race.as_deref().unwrap_or(headline.as_str());
+        // Which pattern the failure matched: Some(None) for none.
+        let matched =
+            (failed && !patterns.is_empty()).then(|| signature::first_match(patterns, &text));
         let family = family_id(&id);
         index.insert(id.clone(), out.len());
         out.push(TestRecord {
@@ -105,11 +109,8 @@ pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<T
                     .unwrap_or_else(|| signature::normalise(headline))
             }),
             message: failed.then(|| headline.chars().take(MESSAGE_CHARS).collect()),
-            signature_match: if failed {
-                matches.map(|m| m(&text))
-            } else {
-                None
-            },
+            signature_match: matched.map(|m| m.is_some()),
+            signature_pattern: matched.flatten().map(|i| i as u32),
         });
     }
     out
@@ -131,11 +132,43 @@ mod tests {
 invoice dated day 2, want 1
 Failed asserting that two strings are identical.</failure></testcase></testsuite>"#,
         );
-        let recs = records(&p, None);
+        let recs = records(&p, &[]);
         assert_eq!(
             recs[0].signature.as_deref(),
             Some("invoice dated day <n>, want <n>")
         );
+    }
+
+    #[test]
+    fn a_failure_records_the_first_pattern_it_matches() {
+        let p = parsed(
+            r#"<testsuite><testcase classname="m" name="reset"><failure message="read ECONNRESET after ETIMEDOUT">x</failure></testcase>
+               <testcase classname="m" name="timeout"><failure message="ETIMEDOUT">x</failure></testcase>
+               <testcase classname="m" name="assert"><failure message="AssertionError">x</failure></testcase>
+               <testcase classname="m" name="ok"/></testsuite>"#,
+        );
+        let patterns = [
+            regex::Regex::new("ECONNRESET").unwrap(),
+            regex::Regex::new("ETIMEDOUT").unwrap(),
+        ];
+        let recs = records(&p, &patterns);
+        let got: Vec<(Option<bool>, Option<u32>)> = recs
+            .iter()
+            .map(|t| (t.signature_match, t.signature_pattern))
+            .collect();
+        // Both patterns match the first: it counts for the first given.
+        assert_eq!(
+            got,
+            [
+                (Some(true), Some(0)),
+                (Some(true), Some(1)),
+                (Some(false), None),
+                (None, None)
+            ]
+        );
+        assert_eq!(recs[1].matched_pattern(), Some(1));
+        // Without patterns nothing is recorded.
+        assert!(records(&p, &[]).iter().all(|t| t.signature_match.is_none()));
     }
 
     #[test]
@@ -145,7 +178,7 @@ Failed asserting that two strings are identical.</failure></testcase></testsuite
                <testcase classname="m" name="t[1]"/>
                <testcase classname="m" name="ok"/></testsuite>"#,
         );
-        let recs = records(&p, None);
+        let recs = records(&p, &[]);
         assert_eq!(recs.len(), 2);
         assert_eq!(recs[0].outcome, TestOutcome::Fail);
         assert!(recs[0].passed_on_rerun);
@@ -165,7 +198,7 @@ Failed asserting that two strings are identical.</failure></testcase></testsuite
 --- FAIL: TestZone (0.00s)
 </failure></testcase></testsuite>"#,
         );
-        let recs = records(&p, None);
+        let recs = records(&p, &[]);
         assert_eq!(
             recs[0].signature.as_deref(),
             Some("zone_test.go:<n>: invoice dated day <n>, want <n>")
@@ -178,7 +211,7 @@ Failed asserting that two strings are identical.</failure></testcase></testsuite
             r#"<testsuite><testcase classname="pkg" name="TestB"><failure message="Failed">    config_test.go:12: currency was never loaded
 --- FAIL: TestB (0.00s)</failure></testcase></testsuite>"#,
         );
-        let recs = records(&p, None);
+        let recs = records(&p, &[]);
         assert_eq!(
             recs[0].signature.as_deref(),
             Some("config_test.go:<n>: currency was never loaded")

@@ -261,7 +261,14 @@ fn plan_fields(session: &SessionRecord, total: u32) -> Vec<(&'static str, String
         ("runs per cell", session.plan.runs_per_cell.to_string()),
         ("shards", total.to_string()),
         ("confidence", session.confidence.to_string()),
-        ("signature", format!("{:?}", session.signature)),
+        (
+            "signature",
+            match session.signatures.as_slice() {
+                // One pattern digests as it did before several could be given.
+                [] => format!("{:?}", session.signature),
+                all => format!("{all:?}"),
+            },
+        ),
         ("timeout", format!("{:?}", session.timeout_s)),
     ]
 }
@@ -503,7 +510,7 @@ impl ShardTally {
         let shard = shard_of(r.replicate(), set.total);
         *self.runs.entry(shard).or_default() += 1;
         let failed = match r.outcome() {
-            Outcome::Fail => session.signature.is_none() || r.signature_match() == Some(true),
+            Outcome::Fail => session.patterns().is_empty() || r.signature_match() == Some(true),
             Outcome::Pass => false,
             _ => return,
         };

@@ -1,7 +1,8 @@
 //! Failure signatures: a failure message normalised so that the same failure
 //! reads the same in every run. Numbers, hex addresses, temporary paths,
 //! durations, timestamps and UUIDs are replaced by placeholders; whitespace is
-//! collapsed; the result is cut to one line of bounded length. Pure.
+//! collapsed; the result is cut to one line of bounded length. Also which
+//! of the `--signature` patterns a failure's text matches. Pure.
 
 use std::sync::OnceLock;
 
@@ -82,6 +83,14 @@ fn pass(text: &str) -> String {
         Some((cut, _)) => format!("{}…", &s[..cut]),
         None => s.to_string(),
     }
+}
+
+/// Which of `patterns` (the `--signature` regexes, in the order given)
+/// `text` matches: the index of the first that does, or None. A failure is
+/// counted for that one pattern only, so the patterns' counts and the
+/// other failures add up to the failures.
+pub fn first_match(patterns: &[Regex], text: &str) -> Option<usize> {
+    patterns.iter().position(|p| p.is_match(text))
 }
 
 /// The signature of the first data-race report in `text` (go's race

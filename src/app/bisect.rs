@@ -147,7 +147,7 @@ fn seeded(
         cells: vec!["shuffle".into()],
         no_baseline: true,
         seed: Some(seed),
-        signature: None,
+        signatures: Vec::new(),
         runner: None,
         flags: RunFlags {
             runs: Some(1),

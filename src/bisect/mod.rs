@@ -315,6 +315,7 @@ mod tests {
                 signature: None,
                 message: None,
                 signature_match: None,
+                signature_pattern: None,
             })
             .collect();
         r

@@ -26,6 +26,7 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
         seed: 7,
         confidence: 0.95,
         signature: None,
+        signatures: Vec::new(),
         timeout_s: None,
         jobs: 1,
         cells: cells
@@ -121,6 +122,7 @@ pub(crate) fn runs_with(
                 exit_code: None,
                 signal: None,
                 signature_match: None,
+                signature_pattern: None,
                 reason: None,
                 log: None,
                 output_bytes: 0,

@@ -117,6 +117,10 @@ pub struct CellLine {
     /// (`RUN: reason`), as the report's cell says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_reason: Option<String>,
+    /// With `--signature`: the counted runs per pattern and the other
+    /// failures (the report's `by_pattern`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_pattern: Option<report::per_test::PatternSplit>,
 }
 
 /// One per-test row that differs from the baseline or failed.
@@ -136,6 +140,10 @@ pub struct TestLine {
     pub differs: bool,
     /// Its most frequent failure signature.
     pub signature: Option<String>,
+    /// With `--signature`, when it says more than `count`: its failures
+    /// per pattern and its other failures, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
 }
 
 /// A reproduction line.
@@ -199,8 +207,13 @@ pub struct Evidence {
     pub runs_per_cell: u32,
     /// Runs in flight at once (`-j`).
     pub jobs: usize,
-    /// The signature under investigation (`--signature`), if any.
+    /// The signature under investigation (`--signature`), if any: the first
+    /// pattern when several were given.
     pub signature: Option<String>,
+    /// Every `--signature` pattern, in the order given (numbered from 1 in
+    /// the splits).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<String>,
     /// The first failure signature that repeats, else the first seen.
     pub recurring_signature: Option<RecurringSignature>,
     /// The cells against the baseline.
@@ -501,6 +514,7 @@ fn cell_lines(report: &Report) -> Vec<CellLine> {
             timed_out: c.timed_out,
             errored: c.errored,
             error_reason: c.error_reason.clone(),
+            by_pattern: c.by_pattern.clone(),
         })
         .collect()
 }
@@ -540,6 +554,9 @@ fn test_lines(report: &Report, apart: &[String]) -> Vec<TestLine> {
             versus: report::test_versus_text(c, t),
             differs: t.differs(),
             signature: t.signatures.first().map(|s| s.signature.clone()),
+            split: (t.by_pattern.as_ref())
+                .filter(|s| report::shows_split(report, s))
+                .map(|s| report::split_text(s, t.n)),
         })
         .collect()
 }
@@ -680,6 +697,7 @@ pub fn build_from(
         runs_per_cell: session.plan.runs_per_cell,
         jobs: session.jobs,
         signature: session.signature.clone(),
+        signatures: session.patterns().into_iter().map(str::to_string).collect(),
         recurring_signature: facts.recurring_signature(),
         cells: cell_lines(&report),
         tests: test_lines(

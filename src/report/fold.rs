@@ -39,7 +39,8 @@ struct CellFold {
     errored: u64,
     not_applied: u64,
     stragglers: u64,
-    unmatched_failures: u64,
+    /// With patterns: the counted runs per pattern and the other failures.
+    by_pattern: Option<per_test::PatternSplit>,
     runs_without_tests: u64,
     first_failure: Option<(usize, FirstFailure)>,
     /// The first unmeasured (errored, timed out) run's reason.
@@ -164,7 +165,7 @@ impl<'s> Fold<'s> {
         let Some(i) = self.cell_of(r.cell()) else {
             return;
         };
-        let counting_signature = self.session.signature.is_some();
+        let patterns = self.session.patterns().len();
         let applied = self.session.cells[i].applied;
         let cell = &mut self.cells[i];
         let index = r.index();
@@ -180,14 +181,17 @@ impl<'s> Fold<'s> {
                 // With a signature, a run reproduced it when its output or
                 // a test's first attempt matched (as the ladder counts), so
                 // every reproduction a test row counts is in its cell's k.
-                let counted = if counting_signature {
-                    r.signature_match() == Some(true)
-                        || r.tests().any(|t| t.signature_match == Some(true))
+                // It counts for the first pattern it matched.
+                let matched = (patterns > 0).then(|| r.matched_pattern()).flatten();
+                let counted = if patterns > 0 {
+                    matched.is_some()
                 } else {
                     failed
                 };
-                if failed && !counted {
-                    cell.unmatched_failures += 1;
+                if failed || counted {
+                    if let Some(split) = cell.split(patterns) {
+                        split.add(matched);
+                    }
                 }
                 if counted {
                     cell.k += 1;
@@ -247,7 +251,7 @@ impl<'s> Fold<'s> {
         if *r.end() != ProcessEnd::NotStarted {
             cell.cpu.add(r);
         }
-        cell.tests.add(r, counting_signature);
+        cell.tests.add(r, patterns);
     }
 
     /// The cell that takes the runs of cell `name`: the first of that name.
@@ -317,7 +321,8 @@ fn finish_cell(
     f: CellFold,
 ) -> (CellReport, per_test::DataRuns) {
     let runs_with_tests = f.tests.runs_with_tests();
-    let (tests, data) = f.tests.finish(session.confidence);
+    let patterns = session.patterns().len();
+    let (tests, data) = f.tests.finish(session.confidence, patterns);
     let n = f.passed + f.failed;
     let mut applied = c.applied;
     let mut reason = c.reason.clone();
@@ -361,9 +366,22 @@ fn finish_cell(
         stragglers: f.stragglers,
         first_failure: f.first_failure.map(|(_, first)| first),
         error_reason: f.error_reason.map(|(_, why)| why),
-        unmatched_failures: f.unmatched_failures,
+        by_pattern: f
+            .by_pattern
+            .or_else(|| per_test::PatternSplit::new(patterns)),
     };
     (cell, data)
+}
+
+impl CellFold {
+    /// Its pattern split, made at the first failure it counts (None
+    /// without patterns).
+    fn split(&mut self, patterns: usize) -> Option<&mut per_test::PatternSplit> {
+        if self.by_pattern.is_none() {
+            self.by_pattern = per_test::PatternSplit::new(patterns);
+        }
+        self.by_pattern.as_mut()
+    }
 }
 
 fn sort_counts(counts: BTreeMap<String, u64>) -> Vec<per_test::SignatureCount> {

@@ -27,6 +27,8 @@ pub mod ladder;
 pub mod markdown;
 mod markup;
 pub(crate) mod outputs;
+#[cfg(test)]
+mod patterns_tests;
 pub mod per_test;
 pub mod progress;
 #[doc(hidden)]
@@ -55,9 +57,10 @@ use crate::verdict::{Findings, Verdict};
 pub use fold::Fold;
 pub(crate) use render::render;
 pub use wording::{
-    applied_text, counting_text, failure_heading, interval_text, notes, runs_text, short_p,
-    shown_failures, shown_name, shown_test_rows, test_count_text, test_counts, test_interval_text,
-    test_shift_text, test_versus_text, versus_text,
+    applied_text, counting_text, failure_heading, finding_text, interval_text, notes,
+    patterns_text, runs_text, short_p, shown_failures, shown_name, shown_test_rows, shows_split,
+    split_text, test_count_text, test_counts, test_interval_text, test_shift_text,
+    test_versus_text, versus_text,
 };
 
 pub use crate::record::schema::REPORT_SCHEMA;
@@ -190,9 +193,11 @@ pub struct CellReport {
     /// order) was not measured: `run`: the reason it recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_reason: Option<String>,
-    /// With a signature: failed runs that did not reproduce it.
-    #[serde(skip)]
-    pub unmatched_failures: u64,
+    /// With `--signature`: the counted runs per pattern (each run for the
+    /// first pattern it reproduced) and the other failures, failed runs
+    /// that matched none: real failures, never green.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_pattern: Option<per_test::PatternSplit>,
 }
 
 /// The CPU time a cell's runs got, from per-process and per-thread
@@ -322,8 +327,12 @@ pub struct Report {
     pub seed: u64,
     /// Confidence level.
     pub confidence: f64,
-    /// The signature regex, if any.
+    /// The first `--signature` regex, if any.
     pub signature: Option<String>,
+    /// Every `--signature` regex, in the order given (the patterns that
+    /// `by_pattern` counts are numbered from 1 in this order).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<String>,
     /// Session start.
     pub started_at: String,
     /// The run this session replays, if it is a replay.
@@ -436,7 +445,7 @@ pub fn confirmations(
             let failed = again
                 .iter()
                 .filter(|r| r.outcome == Outcome::Fail)
-                .filter(|r| session.signature.is_none() || r.signature_match == Some(true))
+                .filter(|r| session.patterns().is_empty() || r.signature_match == Some(true))
                 .count() as u64;
             let times = s.plan.runs_per_cell;
             Some(Confirmation {
@@ -510,9 +519,15 @@ impl Report {
                 || c.timeouts_vs_baseline.as_ref().is_some_and(|v| v.differs)
                 || c.tests.iter().any(per_test::TestRow::differs)
         });
-        // With a signature, or in a replay, any counted failure is the finding.
-        let reproduced = (self.signature.is_some() || self.replay_of.is_some())
-            && self.cells.iter().any(|c| c.k > 0);
+        // With a signature, or in a replay, any counted failure is the
+        // finding; so is any failure of a session with no cell to compare
+        // (one cell: no contrast, a failure is what it found).
+        let reproduced =
+            (self.signature.is_some() || self.replay_of.is_some() || self.uncontrasted())
+                && self.cells.iter().any(|c| c.k > 0);
+        // A failure that matches none of the patterns is a real failure,
+        // never green, whatever the matched rows say.
+        let other_failures = self.other_failures() > 0;
         let undecided_in =
             |v: &Option<VsBaseline>| v.as_ref().is_some_and(|v| v.undecided.is_some());
         let undecided = self.cells.iter().any(|c| {
@@ -520,7 +535,7 @@ impl Report {
         });
         Findings {
             interrupted: false,
-            differs: differs || reproduced,
+            differs: differs || reproduced || other_failures,
             undecided,
             not_applied: self.cells.iter().any(|c| !c.applied || c.not_applied > 0),
             // Every cell that ran must have measured something (a pass or a
@@ -533,6 +548,23 @@ impl Report {
                 _ => self.cells.iter().all(|c| !c.unmeasured()),
             },
         }
+    }
+
+    /// Whether the session has no cell to compare: one cell only (the
+    /// baseline alone, or one perturbed cell with `--no-baseline`). Such a
+    /// session measures whether the subject fails at all, so a failure is
+    /// its finding, as in a replay.
+    pub fn uncontrasted(&self) -> bool {
+        self.cells.len() == 1
+    }
+
+    /// With `--signature`: the failed runs, in every cell, that matched no
+    /// pattern (0 without patterns).
+    pub fn other_failures(&self) -> u64 {
+        (self.cells.iter())
+            .filter_map(|c| c.by_pattern.as_ref())
+            .map(|s| s.other)
+            .sum()
     }
 
     /// The exit code of this report as it stands (not interrupted).
@@ -636,6 +668,7 @@ fn finish_report(
         seed: session.seed,
         confidence: session.confidence,
         signature: session.signature.clone(),
+        signatures: session.patterns().into_iter().map(str::to_string).collect(),
         started_at: session.started_at.clone(),
         replay_of: session.replay_of.clone(),
         runner: session.runner.clone(),

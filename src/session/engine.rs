@@ -119,7 +119,15 @@ pub async fn run_session_looking(
         cwd: settings.dir.clone(),
         seed: settings.seed,
         confidence: settings.confidence,
-        signature: settings.signature.as_ref().map(|r| r.as_str().to_string()),
+        signature: (settings.signatures.first()).map(|r| r.as_str().to_string()),
+        signatures: match settings.signatures.as_slice() {
+            [_, _, ..] => settings
+                .signatures
+                .iter()
+                .map(|r| r.as_str().to_string())
+                .collect(),
+            _ => Vec::new(),
+        },
         timeout_s: settings.limits.timeout.map(|t| t.as_secs_f64()),
         jobs: settings.jobs,
         cells: cell_records.clone(),

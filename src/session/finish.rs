@@ -217,12 +217,17 @@ fn classify(
     if record.outcome != Outcome::Fail {
         return;
     }
-    if let Some(sig) = &settings.signature {
-        // The run reproduced the signature when its output or a failing
-        // test's message did: the per-test rows count within these runs.
-        record.signature_match = Some(
-            sig.is_match(&text) || record.tests.iter().any(|t| t.signature_match == Some(true)),
-        );
+    if !settings.signatures.is_empty() {
+        // The run reproduced a signature when its output or a failing
+        // test's message did: the per-test rows count within these runs. It
+        // counts for the first pattern (in the order given) that any of
+        // them matched.
+        let pattern = crate::signature::first_match(&settings.signatures, &text)
+            .into_iter()
+            .chain(record.tests.iter().filter_map(|t| t.matched_pattern()))
+            .min();
+        record.signature_match = Some(pattern.is_some());
+        record.signature_pattern = pattern.map(|i| i as u32);
     }
     record.failure_signature = record
         .tests
@@ -305,14 +310,7 @@ fn read_tests(
     };
     match parsed {
         Ok(parsed) => {
-            let sig = settings.signature.clone();
-            let matches = move |text: &str| sig.as_ref().is_some_and(|r| r.is_match(text));
-            let matcher: Option<&dyn Fn(&str) -> bool> = if settings.signature.is_some() {
-                Some(&matches)
-            } else {
-                None
-            };
-            record.tests = crate::outcomes::records(&parsed, matcher);
+            record.tests = crate::outcomes::records(&parsed, &settings.signatures);
             // A runner that says it retried while its report holds no retry
             // hid first attempts: never silently.
             if let Some(r) = settings.recipe.as_ref().and_then(|r| r.retries.as_ref()) {

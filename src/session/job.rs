@@ -142,6 +142,7 @@ pub(super) fn plan_process(
         exit_code: None,
         signal: None,
         signature_match: None,
+        signature_pattern: None,
         reason: None,
         log: None,
         output_bytes: 0,

@@ -105,8 +105,9 @@ pub struct SessionSpec {
     pub seed: u64,
     /// Confidence level.
     pub confidence: f64,
-    /// Only failures matching this count.
-    pub signature: Option<regex::Regex>,
+    /// The `--signature` patterns, in the order given: a failure counts for
+    /// the first it matches; one that matches none is an other failure.
+    pub signatures: Vec<regex::Regex>,
     /// Per-run limits.
     pub limits: ChildLimits,
     /// Where per-test outcomes come from.

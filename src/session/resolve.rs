@@ -33,8 +33,8 @@ pub struct Intent {
     pub no_baseline: bool,
     /// The session seed.
     pub seed: Option<u64>,
-    /// `--signature`.
-    pub signature: Option<String>,
+    /// `--signature`, each pattern in the order given.
+    pub signatures: Vec<String>,
     /// `--runner`.
     pub runner: Option<String>,
     /// The settings that lower layers may supply.
@@ -58,7 +58,7 @@ impl Intent {
             cells: flags.perturb.clone(),
             no_baseline: flags.no_baseline,
             seed: flags.seed,
-            signature: flags.signature.clone(),
+            signatures: flags.signature.clone(),
             runner: flags.runner.clone(),
             flags: RunFlags {
                 runs: flags.runs,
@@ -164,9 +164,9 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
     }
     let given = matches!(command.origin, Origin::Flag(_));
     let command = command.value;
-    let signature = intent
-        .signature
-        .as_deref()
+    let signatures = intent
+        .signatures
+        .iter()
         .map(|s| {
             regex::Regex::new(s).map_err(|e| {
                 Error::usage(
@@ -175,7 +175,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
                 )
             })
         })
-        .transpose()?;
+        .collect::<Result<Vec<_>>>()?;
     let redaction = Redaction::new(&config::redact_names(&dir)?);
     let catalog = Catalog::load(Some(&dir.join(".flakelab").join("perturbations")))?;
     let recipes = recipe::load(Some(&dir.join(".flakelab").join("recipes")))?;
@@ -257,7 +257,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
             .seed
             .unwrap_or_else(|| u64::from(rand::random::<u32>())),
         confidence: layered.confidence.value,
-        signature,
+        signatures,
         limits: ChildLimits {
             timeout: layered.timeout.value,
             grace: layered.kill_grace.value,
@@ -309,7 +309,7 @@ pub fn recorded(
         },
         no_baseline: !baseline,
         seed: Some(session.seed),
-        signature: session.signature.clone(),
+        signatures: session.patterns().into_iter().map(str::to_string).collect(),
         runner: Some(session.runner.clone().unwrap_or_else(|| "none".into())),
         flags: RunFlags {
             runs: Some(1),

@@ -11,7 +11,7 @@ use crate::session::SessionSpec;
 pub(super) fn order_of(r: &RunRecord) -> Option<Vec<String>> {
     let parsed = crate::junit::parse_file(r.junit.as_deref()?).ok()?;
     let mut seen = std::collections::HashSet::new();
-    let ids: Vec<String> = (crate::outcomes::records(&parsed, None).into_iter())
+    let ids: Vec<String> = (crate::outcomes::records(&parsed, &[]).into_iter())
         .map(|t| t.id)
         .filter(|id| seen.insert(id.clone()))
         .collect();
