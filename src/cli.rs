@@ -237,7 +237,9 @@ Perturbation specs (-p):
 
 Exit codes (one precedence for run, replay, ladder and verify; the first that holds):
   130  interrupted: finished runs are kept and a partial report is printed
-  1    a cell or a test differs from the baseline, or --signature reproduced
+  1    a cell or a test differs from the baseline, or --signature reproduced, or
+       a run failed matching no --signature pattern (other failures are never
+       green), or a session with one cell (nothing to compare) had failures
   4    undecided: a pair whose raw counts differ was left undecided (the screen's
        cap, --max-runs, or Holm over many pairs); its row says what would settle it
   3    a perturbation could not be applied in at least one cell

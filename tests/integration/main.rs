@@ -48,6 +48,7 @@ mod scan_prove;
 mod screen;
 mod sham;
 mod shard;
+mod signatures;
 mod store;
 mod stress;
 mod survive;
