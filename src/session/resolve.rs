@@ -164,6 +164,14 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
     }
     let given = matches!(command.origin, Origin::Flag(_));
     let command = command.value;
+    if let Some((i, twice)) =
+        (intent.signatures.iter().enumerate()).find(|(i, s)| intent.signatures[..*i].contains(s))
+    {
+        return Err(Error::usage(
+            format!("--signature `{twice}` is given twice (pattern {})", i + 1),
+            "give each pattern once: a failure counts for the first pattern it matches, so a repeat would count nothing",
+        ));
+    }
     let signatures = intent
         .signatures
         .iter()

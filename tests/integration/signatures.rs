@@ -216,6 +216,30 @@ fn ladder_takes_one_signature() {
 }
 
 #[test]
+fn a_pattern_given_twice_is_refused_before_anything_runs() {
+    let lab = Lab::new();
+    let out = lab.run(&[
+        "run",
+        "--signature",
+        "ECONNRESET",
+        "--signature",
+        "ETIMEDOUT",
+        "--signature",
+        "ECONNRESET",
+        "--",
+        "touch",
+        "ran",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--signature `ECONNRESET` is given twice (pattern 3)"),
+        "{err}"
+    );
+    assert!(!lab.path().join("ran").exists());
+}
+
+#[test]
 fn a_session_with_the_baseline_alone_finds_its_failures() {
     let lab = Lab::new();
     let (code, report) =
