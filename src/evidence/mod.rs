@@ -647,6 +647,18 @@ pub fn build_from(
             note: f.repro_note.clone(),
         })
         .collect();
+    // Failures matching no `--signature` pattern are real: each cell's
+    // first is reproducible too.
+    reproductions.extend(
+        report::shown_other_failures(&report)
+            .into_iter()
+            .map(|(c, f)| Reproduction {
+                cell: format!("{} (other failure)", c.name),
+                run: f.run.clone(),
+                line: redaction.line(&f.repro),
+                note: f.repro_note.clone(),
+            }),
+    );
     if let Some(l) = ladder {
         for r in &l.rungs {
             if let Some((run, line)) = &r.first_reproduction {

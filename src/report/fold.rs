@@ -43,6 +43,8 @@ struct CellFold {
     by_pattern: Option<per_test::PatternSplit>,
     runs_without_tests: u64,
     first_failure: Option<(usize, FirstFailure)>,
+    /// With patterns, the first failed run that matched none.
+    first_other_failure: Option<(usize, FirstFailure)>,
     /// The first unmeasured (errored, timed out) run's reason.
     error_reason: Option<(usize, String)>,
     not_applied_reason: Option<(usize, String)>,
@@ -193,6 +195,12 @@ impl<'s> Fold<'s> {
                         split.add(matched);
                     }
                 }
+                let first = |r: &RunView| FirstFailure {
+                    run: r.id().into_owned(),
+                    repro: r.repro(),
+                    log: r.log().map(|p| p.display().to_string()),
+                    repro_note: r.repro_note().map(str::to_string),
+                };
                 if counted {
                     cell.k += 1;
                     if cell
@@ -200,16 +208,13 @@ impl<'s> Fold<'s> {
                         .as_ref()
                         .is_none_or(|(at, _)| index < *at)
                     {
-                        cell.first_failure = Some((
-                            index,
-                            FirstFailure {
-                                run: r.id().into_owned(),
-                                repro: r.repro(),
-                                log: r.log().map(|p| p.display().to_string()),
-                                repro_note: r.repro_note().map(str::to_string),
-                            },
-                        ));
+                        cell.first_failure = Some((index, first(r)));
                     }
+                } else if failed
+                    && patterns > 0
+                    && (cell.first_other_failure.as_ref()).is_none_or(|(at, _)| index < *at)
+                {
+                    cell.first_other_failure = Some((index, first(r)));
                 }
                 if r.tests_missing().is_some() {
                     cell.runs_without_tests += 1;
@@ -365,6 +370,7 @@ fn finish_cell(
         cpu: f.cpu.finish(),
         stragglers: f.stragglers,
         first_failure: f.first_failure.map(|(_, first)| first),
+        first_other_failure: f.first_other_failure.map(|(_, first)| first),
         error_reason: f.error_reason.map(|(_, why)| why),
         by_pattern: f
             .by_pattern

@@ -206,10 +206,15 @@ impl Markup for Markdown {
                 let _ = writeln!(out, "- {}", one_line(&n));
             }
         }
-        for (c, f) in shown_failures(report) {
+        let firsts = shown_failures(report)
+            .into_iter()
+            .map(|(c, f)| (c, f, "First failure"));
+        let others = (super::shown_other_failures(report).into_iter())
+            .map(|(c, f)| (c, f, "First other failure (matching no pattern)"));
+        for (c, f, what) in firsts.chain(others) {
             let _ = writeln!(
                 out,
-                "\nFirst failure in {} (run {}):\n",
+                "\n{what} in {} (run {}):\n",
                 md_code(&c.name),
                 md_code(&f.run)
             );

@@ -58,9 +58,9 @@ pub use fold::Fold;
 pub(crate) use render::render;
 pub use wording::{
     applied_text, counting_text, failure_heading, finding_text, interval_text, notes,
-    patterns_text, runs_text, short_p, shown_failures, shown_name, shown_test_rows, shows_split,
-    split_text, test_count_text, test_counts, test_interval_text, test_shift_text,
-    test_versus_text, versus_text,
+    patterns_text, runs_text, short_p, shown_failures, shown_name, shown_other_failures,
+    shown_test_rows, shows_split, split_text, test_count_text, test_counts, test_interval_text,
+    test_shift_text, test_versus_text, versus_text,
 };
 
 pub use crate::record::schema::REPORT_SCHEMA;
@@ -189,6 +189,10 @@ pub struct CellReport {
     pub stragglers: u64,
     /// The repro line of the first counted failure, in plan order.
     pub first_failure: Option<FirstFailure>,
+    /// With `--signature`: the repro line of the first other failure (a
+    /// failed run that matched no pattern), in plan order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_other_failure: Option<FirstFailure>,
     /// Why the first run of the cell that errored or timed out (in plan
     /// order) was not measured: `run`: the reason it recorded.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -77,6 +77,14 @@ fn two_patterns_and_an_unmatched_failure_give_three_counts_and_exit_1() {
     );
     assert_eq!(r.other_failures(), 1);
     assert_eq!(r.exit_code(), 1);
+    // The other failure is the fourth run: its repro line is shown.
+    let other = c
+        .first_other_failure
+        .as_ref()
+        .expect("a first other failure");
+    assert!(other.run.ends_with(".00003"), "{}", other.run);
+    assert!(c.first_failure.as_ref().unwrap().run.ends_with(".00000"));
+    assert_eq!(super::shown_other_failures(&r).len(), 1);
     assert_eq!(
         super::split_text(c.by_pattern.as_ref().unwrap(), c.n),
         "pattern 1: 2 of 6, pattern 2: 1 of 6, other failures: 1 of 6"
@@ -114,6 +122,7 @@ fn other_failures_never_exit_0_whatever_the_matched_rows_say() {
     let r = report(&s, &all);
     assert_eq!(r.other_failures(), 0);
     assert_eq!(r.exit_code(), 1);
+    assert!(r.cells.iter().all(|c| c.first_other_failure.is_none()));
     assert!(!super::notes(&r)
         .iter()
         .any(|n| n.contains("other failures")));

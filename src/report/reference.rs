@@ -50,6 +50,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 cpu: None,
                 stragglers: 0,
                 first_failure: None,
+                first_other_failure: None,
                 error_reason: None,
                 by_pattern: super::per_test::PatternSplit::new(patterns),
             };
@@ -77,16 +78,19 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                         if let (Some(split), true) = (&mut cell.by_pattern, failed || counted) {
                             split.add(matched);
                         }
+                        let first = || FirstFailure {
+                            run: r.id.clone(),
+                            repro: r.repro.clone(),
+                            log: r.log.as_ref().map(|p| p.display().to_string()),
+                            repro_note: r.repro_note.clone(),
+                        };
                         if counted {
                             cell.k += 1;
                             if cell.first_failure.is_none() {
-                                cell.first_failure = Some(FirstFailure {
-                                    run: r.id.clone(),
-                                    repro: r.repro.clone(),
-                                    log: r.log.as_ref().map(|p| p.display().to_string()),
-                                    repro_note: r.repro_note.clone(),
-                                });
+                                cell.first_failure = Some(first());
                             }
+                        } else if failed && patterns > 0 && cell.first_other_failure.is_none() {
+                            cell.first_other_failure = Some(first());
                         }
                     }
                     Outcome::Timeout | Outcome::Error => {

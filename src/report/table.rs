@@ -192,6 +192,25 @@ impl Markup for Table {
                 }
             }
         }
+        let others = super::shown_other_failures(report);
+        if !others.is_empty() {
+            let _ = writeln!(out);
+        }
+        for (c, f) in others {
+            let _ = writeln!(
+                out,
+                "first other failure in {} (run {}), matching no pattern:",
+                one_line(&c.name),
+                one_line(&f.run)
+            );
+            let _ = writeln!(out, "  {}", one_line(&f.repro));
+            if let Some(note) = &f.repro_note {
+                let _ = writeln!(out, "  note: {}", one_line(note));
+            }
+            if let Some(log) = &f.log {
+                let _ = writeln!(out, "  log (in the store): {}", one_line(log));
+            }
+        }
     }
 
     fn design_chosen(&mut self, why: &str) {

@@ -311,6 +311,14 @@ pub fn shown_failures(report: &Report) -> Vec<(&CellReport, &FirstFailure)> {
         .collect()
 }
 
+/// With `--signature`, the cells whose first other failure (a failed run
+/// that matched no pattern) a report shows: every cell that has one.
+pub fn shown_other_failures(report: &Report) -> Vec<(&CellReport, &FirstFailure)> {
+    (report.cells.iter())
+        .filter_map(|c| c.first_other_failure.as_ref().map(|f| (c, f)))
+        .collect()
+}
+
 /// The per-test rows a human report shows, in cell order: rows that differ
 /// from baseline, rows with failures, and rows whose status changed from the
 /// baseline's (a test that stopped running or is skipped only here).

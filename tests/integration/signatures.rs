@@ -112,9 +112,16 @@ fn two_patterns_plus_an_unmatched_failure_give_three_counts_and_exit_1() {
         table.contains(&format!("      {split}")),
         "the test row: {table}"
     );
+    // The first other failure is run 3 (an assertion), with its repro line.
+    assert!(
+        table.contains("first other failure in baseline (run ")
+            && table.contains(".00002), matching no pattern:"),
+        "{table}"
+    );
     let evidence = lab.run(&["evidence"]);
     let shown = text(&evidence);
     assert!(shown.contains(split), "{shown}");
+    assert!(shown.contains("`baseline (other failure)`, run"), "{shown}");
     assert!(
         shown.contains(
             "Signatures under investigation: pattern 1 `ECONNRESET`, pattern 2 `ETIMEDOUT`"
@@ -193,6 +200,7 @@ fn every_failure_matching_exits_1_as_before_with_no_other_failures() {
     // One pattern and nothing else: the k of N says it all.
     let table = text(&lab.run(&["report"]));
     assert!(!table.contains("other failures"), "{table}");
+    assert!(!table.contains("first other failure"), "{table}");
     assert!(!table.contains("pattern 1:"), "{table}");
 }
 
