@@ -41,6 +41,10 @@ pub struct Candidate {
     /// A seed under which it failed in the cell (for shuffle cells: the
     /// seed that flipped it, replayed first).
     pub flip_seed: Option<u64>,
+    /// The first screen run in which it failed in the cell (a later
+    /// round's included): where `flakelab bisect` starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flip_run: Option<String>,
 }
 
 /// The sequential rule's parameters.

@@ -120,6 +120,9 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
         spec = shard_spec(&args, spec, shard)?;
     }
     let stop = super::start_watching()?;
+    let Some(spec) = crate::design::orders::systematic(spec, &stop).await? else {
+        return Ok(Verdict::Interrupted.exit_code());
+    };
     let Some(done) = session::run_session(&spec, &stop).await? else {
         return Ok(Verdict::Interrupted.exit_code());
     };

@@ -243,11 +243,15 @@ pub(crate) async fn bisect(
         bisect::victim_of(&run, how.test.as_deref()).map_err(|e| Error::usage(e, VICTIM_HINT))?;
     let order = bisect::order_of(&run);
     let before = bisect::predecessors(&order, &victim).to_vec();
-    // The ordered runs: the failing run's cell without its shuffle.
+    // The ordered runs: the failing run's cell without its shuffle (or
+    // its systematic orders).
     let mut unshuffled = run.clone();
-    unshuffled
-        .perturbations
-        .retain(|p| !matches!(PerturbKind::parse(p), Ok(Some(PerturbKind::Shuffle))));
+    unshuffled.perturbations.retain(|p| {
+        !matches!(
+            PerturbKind::parse(p),
+            Ok(Some(PerturbKind::Shuffle | PerturbKind::Orders))
+        )
+    });
     let mut spec = session::resolve::recorded(&recorded, &unshuffled, root, executor)?;
     let ordered = ordered_of(&spec)?;
     if ordered.how == OrderHow::PytestPlugin {

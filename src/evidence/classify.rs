@@ -245,7 +245,7 @@ fn examines(kind: &Kind, start: Option<jiff::Timestamp>) -> Vec<FlakeClass> {
         Kind::Netns => vec![RealNetwork],
         Kind::CpuStress { .. } | Kind::CpuPin { .. } => vec![LoadSensitiveSynchronisation],
         Kind::Workers { .. } => vec![LoadSensitiveSynchronisation, HostResourceCollision],
-        Kind::Shuffle => vec![OrderDependence],
+        Kind::Shuffle | Kind::Orders => vec![OrderDependence],
         Kind::Rlimit { .. } => vec![HostResourceCollision],
         // A data race is a finding of its own (its report is the
         // signature), not one of the classes a sweep tells apart.
@@ -618,10 +618,10 @@ pub fn classify(
                         }
                     }
                 }
-                Kind::Shuffle => {
+                Kind::Shuffle | Kind::Orders => {
                     mapped = true;
                     claim(&mut out, OrderDependence, row(), format!(
-                        "only the test order changed (a recorded seed per run): the outcome follows which test ran before.{combined}"
+                        "only the test order changed (a recorded seed or order per run): the outcome follows which test ran before.{combined}"
                     ));
                 }
                 Kind::Race { .. } => {
@@ -657,7 +657,7 @@ pub fn classify(
             let row = rung_row(rung, ladder.confidence);
             match rung.rung {
                 2 => {
-                    let shuffle = of_kind(&|k| matches!(k, Kind::Shuffle));
+                    let shuffle = of_kind(&|k| matches!(k, Kind::Shuffle | Kind::Orders));
                     let tell = if shuffle.is_empty() {
                         " A shuffle cell would tell the two apart."
                     } else {

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod env;
 pub mod faketime;
 pub mod isolate;
+pub mod orders;
 pub mod probe;
 pub mod proof;
 pub mod sham;
@@ -128,6 +129,12 @@ pub struct Prepared {
     pub missing: Option<Missing>,
     /// The runner's own shuffle, with each run's seed (from the recipe).
     pub shuffle: bool,
+    /// Systematic orders through the recipe's `[ordered]` mode (`orders`):
+    /// each run takes its order from the session (`orders::cover`).
+    pub orders: bool,
+    /// Why an `orders` cell runs the seeded shuffle instead (the runner
+    /// runs no given order).
+    pub orders_fallback: Option<String>,
     /// The runner's workers (from the recipe).
     pub workers: Option<usize>,
     /// The runner's race detector (from the recipe), with the GOMAXPROCS
@@ -401,6 +408,7 @@ pub fn prepare(
                     })
                 }
             },
+            Kind::Orders => orders::prepare(recipe, &mut out),
             Kind::Workers { amount } => {
                 let amount = values::parse_workers(amount).map_err(|m| Error::usage(m, "see `flakelab run --help`"))?;
                 match recipe.and_then(|r| r.default_workers(host.cpus.len()).map(|d| (r, d))) {

@@ -44,6 +44,7 @@ pub fn of(kind: &Kind, host: &HostFacts) -> Option<Sham> {
         Kind::Locale { .. }
         | Kind::Env { .. }
         | Kind::Shuffle
+        | Kind::Orders
         | Kind::Workers { .. }
         | Kind::Race { .. } => return None,
     };

@@ -246,6 +246,7 @@ pub fn screen_candidates(report: &Report, runs: &[RunRecord]) -> Vec<crate::scre
                     .first_failure
                     .as_deref()
                     .and_then(|id| seed_of.get(id).copied()),
+                flip_run: t.first_failure.clone(),
             });
         }
     }
@@ -350,6 +351,11 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
         row.high = p.high;
         row.stage = Some("confirm");
         row.runs = Some(c.stage_runs);
+        // A candidate first flipped in a later screen round (the reversed
+        // order, a systematic order) starts its bisect from that run.
+        if row.first_failure.is_none() {
+            row.first_failure = c.candidate.flip_run.clone();
+        }
         row.boundary = Some(rule.boundary);
         row.verdict = Some(verdict);
         row.looks = c.looks.clone();

@@ -135,6 +135,9 @@ pub struct SessionSpec {
     /// The command a named cell runs instead of `command` (a screen
     /// confirmation's arms, each running its own ordered list).
     pub cell_commands: BTreeMap<String, Vec<String>>,
+    /// The commands a named cell's runs take in turn, replicate `r` the
+    /// `r mod len`-th (an `orders` cell's systematic orders).
+    pub cell_orders: BTreeMap<String, Vec<Vec<String>>>,
     /// The session this one is part of (a confirmation of it).
     pub part_of: Option<String>,
     /// What this session replays, if anything.
@@ -313,6 +316,12 @@ impl SessionSpec {
     /// The same session with cell `name` running `command` instead.
     pub fn with_cell_command(mut self, name: &str, command: Vec<String>) -> SessionSpec {
         self.cell_commands.insert(name.to_string(), command);
+        self
+    }
+
+    /// The same session with cell `name`'s runs taking `commands` in turn.
+    pub fn with_cell_orders(mut self, name: &str, commands: Vec<Vec<String>>) -> SessionSpec {
+        self.cell_orders.insert(name.to_string(), commands);
         self
     }
 

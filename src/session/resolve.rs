@@ -214,14 +214,22 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
     for c in wanted {
         let mut p = perturb::prepare(&c, &facts, recipe.as_ref(), &redaction)?;
         let by_hand = intent.cells.contains(&c.name);
+        // A matrix's orders cell on a runner that only shuffles by seed
+        // would repeat the shuffle cell: left out, and said so.
+        if let (Some(why), false) = (&p.orders_fallback, by_hand) {
+            left_out.push((c.name.clone(), why.clone()));
+            continue;
+        }
         let Some(missing) = p.missing.take() else {
             cells.push((c, p));
             continue;
         };
-        let needs_recipe = c
-            .perturbations
-            .iter()
-            .any(|k| matches!(k, Kind::Shuffle | Kind::Workers { .. } | Kind::Race { .. }));
+        let needs_recipe = c.perturbations.iter().any(|k| {
+            matches!(
+                k,
+                Kind::Shuffle | Kind::Orders | Kind::Workers { .. } | Kind::Race { .. }
+            )
+        });
         if by_hand {
             // Asked for by hand: an error before anything runs.
             return Err(Error::usage(
@@ -275,6 +283,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         rung: None,
         cell_dirs: Vec::new(),
         cell_commands: std::collections::BTreeMap::new(),
+        cell_orders: std::collections::BTreeMap::new(),
         part_of: None,
         replay: Replay::default(),
         sharding: None,

@@ -321,6 +321,7 @@ fn the_largest_raw_differences_are_confirmed_first() {
         screen_cell: (k, 4),
         screen_baseline: (bk, 4),
         flip_seed: None,
+        flip_run: None,
     };
     let mut cands = vec![
         c("a", "t1", 1, 0),
