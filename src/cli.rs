@@ -1091,6 +1091,9 @@ pub struct DemoSuiteArgs {
     /// Shuffle with a fresh seed (printed as `seed: N`).
     #[arg(long, conflicts_with = "seed")]
     pub shuffle: bool,
+    /// Run exactly the tests listed in FILE (one name a line), in that order.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["seed", "shuffle"])]
+    pub order: Option<PathBuf>,
     /// Run the tests on N worker threads (printed as `workers: N (threads)`).
     #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: Option<u32>,

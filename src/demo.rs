@@ -139,6 +139,8 @@ pub const TESTS: &[(&str, TestFn)] = &[
 /// How the suite runs: which tests, in which order, on how many workers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options<'a> {
+    /// Exactly these tests, in this order (`--order FILE`).
+    pub listed: Option<&'a [String]>,
     /// Only the tests whose name contains this text.
     pub only: Option<&'a str>,
     /// Shuffle with this seed (printed as `seed: N`).
@@ -181,7 +183,13 @@ pub fn run_suite(project: &Path, opts: &Options, out: &mut impl Write) -> i32 {
     if let Some(n) = opts.workers {
         let _ = writeln!(out, "workers: {n} (threads)");
     }
-    let chosen: Vec<usize> = order(opts.seed)
+    let order = match opts.listed {
+        Some(names) => (names.iter())
+            .filter_map(|n| TESTS.iter().position(|(name, _)| name == n))
+            .collect(),
+        None => order(opts.seed),
+    };
+    let chosen: Vec<usize> = order
         .into_iter()
         .filter(|&i| opts.only.is_none_or(|o| TESTS[i].0.contains(o)))
         .collect();
@@ -652,6 +660,7 @@ mod tests {
             let (code, text) = run(
                 dir.path(),
                 &Options {
+                    listed: None,
                     only,
                     seed: Some(seed),
                     workers: None,
@@ -673,6 +682,7 @@ mod tests {
         let (code, text) = run(
             dir.path(),
             &Options {
+                listed: None,
                 only,
                 ..Options::default()
             },
@@ -682,6 +692,7 @@ mod tests {
             let (code, text) = run(
                 dir.path(),
                 &Options {
+                    listed: None,
                     only,
                     seed: None,
                     workers: Some(n),
@@ -709,6 +720,7 @@ mod tests {
         let (code, _) = run(
             dir.path(),
             &Options {
+                listed: None,
                 only: Some("export::"),
                 workers: Some(2),
                 junit: Some(&path),
@@ -744,6 +756,7 @@ mod tests {
             let (_, text) = run(
                 dir.path(),
                 &Options {
+                    listed: None,
                     only: Some("state::"),
                     seed: None,
                     workers: Some(n),

@@ -38,7 +38,25 @@ pub(super) fn demo_suite_cmd(args: &cli::DemoSuiteArgs) -> Result<i32> {
             RandomState::new().hash_one(std::process::id()) % 1_000_000_000
         })
     });
+    let listed = match &args.order {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| {
+                    crate::error::Error::usage(
+                        format!("cannot read the order file {}: {e}", path.display()),
+                        "give --order a file of test names, one a line",
+                    )
+                })?
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(String::from)
+                .collect::<Vec<String>>(),
+        ),
+        None => None,
+    };
     let opts = crate::demo::Options {
+        listed: listed.as_deref(),
         only: args.only.as_deref(),
         seed,
         workers: args.workers.map(|n| n as usize),

@@ -98,7 +98,16 @@ fn run_and_report(spec: &crate::session::SessionSpec, format: Format) -> Result<
     use crate::verdict::{Findings, Verdict};
     runtime()?.block_on(async {
         let stop = start_watching()?;
-        let Some(done) = crate::session::run_session(spec, &stop).await? else {
+        // A replay runs its recorded command; a demo's orders cell its
+        // systematic orders.
+        let spec = match spec.replay.of {
+            Some(_) => spec.clone(),
+            None => match crate::design::orders::systematic(spec.clone(), &stop).await? {
+                Some(spec) => spec,
+                None => return Ok(Verdict::Interrupted.exit_code()),
+            },
+        };
+        let Some(done) = crate::session::run_session(&spec, &stop).await? else {
             return Ok(Verdict::Interrupted.exit_code());
         };
         let (report, _) = report_cmd::shown(&spec.store, &done.session)?;
