@@ -227,6 +227,9 @@ Perturbation specs (-p):
   cpu-pin[=K]          the child may use K CPUs only
   rlimit=RES:VALUE     a resource limit on the child, e.g. nofile:64, nproc:200, as:512M
   shuffle              the runner's own shuffle, a recorded seed per run (needs a recipe)
+  orders               systematic test orders: every ordered pair of a module's tests, and of
+                       modules as blocks, adjacent at least once (a recipe that runs a given
+                       order; else the seeded shuffle, said so)
   workers[=2x|=N]      the runner's workers: a factor of its default, or N (needs a recipe)
   race[=cpu:1,2,4]     the runner's race detector (go test -race; a ThreadSanitizer build for
                        cargo test), proven live in each run's test binary; cpu: each test at
@@ -476,7 +479,8 @@ pub struct RunArgs {
     /// `--design screen`: full runs per cell in the screen, at most (cells
     /// random by nature, and cells whose first run flagged nothing). A
     /// shuffle cell whose runner runs a given order makes its second run
-    /// its first run's order reversed.
+    /// its first run's order reversed; an `orders` cell runs every one of
+    /// its systematic orders (beyond N).
     #[arg(long = "screen", default_value_t = 2, value_name = "N")]
     pub screen: u32,
     /// `--design screen`: confirmation runs for all candidates together,

@@ -9,7 +9,8 @@ use crate::error::{Error, Result};
 use crate::perturb::orders;
 use crate::session::{self, SessionSpec};
 
-use super::screen::StopRx;
+/// The stop signal the collection run watches.
+type StopRx = tokio::sync::watch::Receiver<crate::exec::child::Stop>;
 
 /// The cells of `spec` that run systematic orders.
 pub(crate) fn cells(spec: &SessionSpec) -> Vec<String> {
