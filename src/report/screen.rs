@@ -65,9 +65,15 @@ pub fn design_text(d: &crate::screen::DesignSummary) -> String {
         let cells: Vec<String> = (d.rescreened.iter())
             .map(|(c, why)| format!("{c} ({why})"))
             .collect();
+        let orders = (d.rescreened.iter()).any(|(_, why)| why.starts_with("systematic orders"));
         text.push_str(&format!(
-            " Screened again, up to {} runs: {}.",
+            " Screened again, up to {} runs{}: {}.",
             d.screen_runs,
+            if orders {
+                " (an orders cell: one run of each of its orders)"
+            } else {
+                ""
+            },
             cells.join(", ")
         ));
     }
