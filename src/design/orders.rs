@@ -160,6 +160,40 @@ mod tests {
     }
 
     #[test]
+    fn a_seed_only_runner_runs_its_shuffle_by_hand_and_a_matrix_leaves_the_cell_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let executor = testing::fake(dir.path(), "version = \"go version go1.22.0\"\n");
+        let by_hand = testing::spec(
+            dir.path(),
+            &executor,
+            &["go", "test", "./..."],
+            &["orders"],
+            1,
+        );
+        let (_, prepared) = &by_hand.cells[by_hand.cell_index("orders").unwrap()];
+        assert!(prepared.shuffle && !prepared.orders);
+        assert!(cells(&by_hand).is_empty());
+        let mut intent = crate::session::resolve::Intent {
+            command: vec!["go".into(), "test".into(), "./...".into()],
+            dir: Some(dir.path().to_path_buf()),
+            seed: Some(1),
+            ..Default::default()
+        };
+        intent.flags.matrix = Some(vec!["standard".into()]);
+        let matrix = crate::session::resolve::resolve(
+            intent,
+            &crate::session::resolve::Layers::none(),
+            &executor,
+        )
+        .unwrap();
+        assert!(matrix.cell_index("systematic-orders").is_none());
+        let (_, why) = (matrix.left_out.iter())
+            .find(|(c, _)| c == "systematic-orders")
+            .expect("left out");
+        assert!(why.contains("can only shuffle by seed"), "{why}");
+    }
+
+    #[test]
     fn an_orders_cell_runs_each_systematic_order_from_the_collected_tests() {
         let dir = tempfile::tempdir().unwrap();
         let tests = ["t.a::x", "t.a::y", "t.a::z", "t.b::w"];

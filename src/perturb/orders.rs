@@ -220,6 +220,24 @@ mod tests {
     }
 
     #[test]
+    fn a_runner_that_only_shuffles_by_seed_falls_back_and_says_so() {
+        let recipes = crate::catalog::recipe::load(None).unwrap();
+        let named = |n: &str| recipes.iter().find(|r| r.name == n);
+        let mut pytest = Prepared::default();
+        prepare(named("pytest"), &mut pytest);
+        assert!(pytest.orders && !pytest.shuffle && pytest.orders_fallback.is_none());
+        let mut go = Prepared::default();
+        prepare(named("go"), &mut go);
+        assert!(!go.orders && go.shuffle, "{go:?}");
+        let why = go.orders_fallback.unwrap();
+        assert!(why.contains("can only shuffle by seed"), "{why}");
+        assert_eq!(go.notes, [why]);
+        let mut none = Prepared::default();
+        prepare(None, &mut none);
+        assert!(none.missing.unwrap().message.contains("no recipe"));
+    }
+
+    #[test]
     fn one_test_is_one_order_and_many_modules_need_block_orders() {
         assert_eq!(cover(&ids(&[("a", 1)])), vec![ids(&[("a", 1)])]);
         let singles: Vec<String> = (0..7).map(|i| format!("m{i}::t")).collect();
