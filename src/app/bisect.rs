@@ -5,7 +5,7 @@
 
 use crate::cli::{BisectArgs, LadderFormat};
 use crate::config::RunFlags;
-use crate::design::bisect::{self, Bisect, Failing, Progress, Seen};
+use crate::design::bisect::{self, Bisect, Failing, Progress};
 use crate::error::{Error, Result};
 use crate::record::RunRecord;
 use crate::session::resolve::{store_root, Intent, Layers};
@@ -83,16 +83,17 @@ fn progress(p: Progress<'_>) {
         ),
         Progress::Ran { runs, before, seen } => eprintln!(
             "flakelab bisect: run {runs}: the victim after {before} test(s): {}",
-            seen.iter()
-                .map(|s| match s {
-                    Seen::Fail => "fails",
-                    Seen::Pass => "passes",
-                    Seen::Unmeasured => "not measured",
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
+            bisect::victim_outcome(seen)
         ),
-        Progress::Named { record } => eprintln!("flakelab bisect: {}", record.lines()[2]),
+        Progress::Named { record } => {
+            for line in record
+                .lines()
+                .iter()
+                .filter(|l| l.starts_with("polluter: ") || l.starts_with("state-setter: "))
+            {
+                eprintln!("flakelab bisect: {line}");
+            }
+        }
     }
 }
 

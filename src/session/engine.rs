@@ -186,7 +186,12 @@ pub async fn run_session_looking(
 
         // One display for the whole session, however many blocks it runs in.
         // The recorded (redacted) cell names: a cell's name can hold a value.
-        let mut progress = Progress::new(planned(settings, &plan, &session.cells), settings.jobs);
+        let shown = if settings.quiet {
+            Vec::new()
+        } else {
+            planned(settings, &plan, &session.cells)
+        };
+        let mut progress = Progress::new(shown, settings.jobs);
         let progress = &mut progress;
         let interrupted = match on_block.as_mut() {
             None => {

@@ -158,6 +158,9 @@ pub struct SessionSpec {
     pub design_chosen: Option<String>,
     /// A `scan --prove` session: what it proves, in words.
     pub scan_prove: Option<String>,
+    /// No progress display: the design that runs the session reports its
+    /// own progress (`flakelab bisect`'s questions).
+    pub quiet: bool,
     /// Every recipe known here (for a derived command's runner).
     recipes: Vec<Recipe>,
 }
@@ -274,6 +277,12 @@ impl SessionSpec {
     /// The same session, `jobs` runs at once.
     pub fn with_jobs(mut self, jobs: usize) -> SessionSpec {
         self.jobs = jobs.max(1);
+        self
+    }
+
+    /// The same session without its progress display.
+    pub fn quiet(mut self) -> SessionSpec {
+        self.quiet = true;
         self
     }
 

@@ -284,6 +284,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         scan_prove: None,
         executor: executor.clone(),
         shams,
+        quiet: false,
         recipes,
     })
 }
