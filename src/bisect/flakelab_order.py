@@ -264,7 +264,7 @@ def _signals():
     return out
 
 
-def _snapshot(root, tmp, skip):
+def _snapshot(root, tmp, skip, tmp_skip):
     mask = os.umask(0o022)
     os.umask(mask)
     try:
@@ -287,7 +287,7 @@ def _snapshot(root, tmp, skip):
         "signals": _signals(),
         "random": _digest(random.getstate()),
         "files": _files(root, _MAX_FILES, 64, skip),
-        "tmp": _files(tmp, 5000, 2, skip) if not _under(tmp, root) else {},
+        "tmp": _files(tmp, 5000, 2, tmp_skip) if not _under(tmp, root) else {},
         "threads": {t.ident: t.name for t in threading.enumerate() if t.is_alive()},
         "sockets": _listening(),
     }
@@ -427,6 +427,9 @@ class _Snapshots:
         self.root = os.path.abspath(root)
         self.tmp = os.path.abspath(tempfile.gettempdir())
         self.skip = {self.path, os.path.dirname(self.path)}
+        # The project may sit in the temporary directory: its files are
+        # seen once, under the project.
+        self.tmp_skip = self.skip | {self.root}
         self.failures = {}
 
     def pytest_runtest_logreport(self, report):
@@ -436,9 +439,9 @@ class _Snapshots:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        before = _snapshot(self.root, self.tmp, self.skip)
+        before = _snapshot(self.root, self.tmp, self.skip, self.tmp_skip)
         yield
-        after = _snapshot(self.root, self.tmp, self.skip)
+        after = _snapshot(self.root, self.tmp, self.skip, self.tmp_skip)
         line = {
             "test": item.nodeid,
             "junit": _junit_id(item.nodeid),
