@@ -870,15 +870,29 @@ its predecessors, in their original relative order, through the recipe's
 polluter takes about 2*log2(n) runs; several that only fail the victim
 together are found too. Then: polluted (passes alone, fails after the
 polluter) or brittle (fails alone, passes only after a state-setter, found
-the same way); cleaners (tests that, run between polluter and victim, make it
-pass); a k of K confirmation; a repro line with just those tests.
+from an order where it passes: a stored passing run's, the file order, or
+every other test; then the tests that break it again, a pair named as a
+pair); cleaners (tests that, run between polluter and victim, make it
+pass); a k of K confirmation; a repro line with just those tests (brittle:
+its setters, then the victim).
+
+When the victim's outcome in its order shows in only some of the --confirm
+runs, each question is repeated until its answer is decided at the session's
+confidence, and the result says so (`repeated:`).
+
+pytest: the ordering plugin then snapshots process-global state around the
+culprits (environment, working directory, module and class attributes,
+files, logging, signals, threads, sockets, ...) and names what they changed:
+`state: polluter t::a sets os.environ['X'] (None -> 'EUR'); victim t::v
+reads it` (credential-named values redacted).
 
 Output: one line `polluter: <test id>` per polluter (`state-setter:`,
-`cleaner:` likewise). The result is stored (bisects.jsonl) and shown in the
-evidence block of the failing run's session.
+`cleaner:`, `state:` likewise). The result is stored (bisects.jsonl) and
+shown in the evidence of the failing run's session (Markdown and HTML).
 
 Ctrl-C (or --budget) stops between runs: what was learned is kept and
-printed, with how many candidates were left.
+printed, with how many candidates were left. The same command again resumes
+it: the stored runs answer their questions without running again.
 
 Exit codes: 1 a polluter or state-setter was named, 0 the failure did not
 come back in its order (or is not order-dependent), 2 usage error, or the

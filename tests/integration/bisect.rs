@@ -767,7 +767,7 @@ fn each_polluter_and_the_state_it_planted_are_named() {
             (
                 "tests/test_state.py",
                 "import os\nfrom tests import app\nROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n\n\
-def test_env_polluter():\n    os.environ['APP_CURRENCY'] = 'EUR'\n\n\
+def test_env_polluter():\n    os.environ['APP_CURRENCY'] = 'EUR'\n    os.environ['APP_TOKEN'] = 'hunter2'\n    os.environ['APP_NOTE'] = 'a\\n::error::forged'\n\n\
 def test_dict_polluter():\n    app.CACHE['user'] = 'mallory'\n\n\
 def test_file_polluter():\n    with open(os.path.join(ROOT, 'leftover.lock'), 'w') as f:\n        f.write('x')\n\n\
 def test_cwd_polluter():\n    os.chdir(os.path.join(ROOT, 'tests'))\n\n\
@@ -826,8 +826,32 @@ def test_cwd_victim():\n    assert os.path.isdir('tests')\n",
                 .any(|l| l.starts_with(&want) && (reads.is_empty() || l.ends_with(reads))),
             "{name}: want {want:?}{reads} in {state:?}"
         );
-        assert_eq!(state.len(), 1, "{name}: only the planted change: {state:?}");
+        if name != "env" {
+            assert_eq!(state.len(), 1, "{name}: only the planted change: {state:?}");
+        }
         if name == "env" {
+            // Values are user data: a credential-named variable's value is
+            // never shown, a line break in one never starts a line.
+            assert_eq!(state.len(), 3, "{state:?}");
+            assert!(
+                state.contains(&format!(
+                    "polluter {} sets os.environ['APP_TOKEN'] (None -> <redacted>)",
+                    t("env_polluter")
+                )),
+                "{state:?}"
+            );
+            assert!(!r.to_string().contains("hunter2"), "{r}");
+            let session = r["session"].as_str().unwrap();
+            for format in ["markdown", "html"] {
+                let out = lab.run(&["evidence", session, "--format", format]);
+                let text = String::from_utf8_lossy(&out.stdout);
+                assert!(text.contains("APP_NOTE"), "{text}");
+                assert!(!text.contains("hunter2"), "{text}");
+                assert!(
+                    !text.lines().any(|l| l.trim_start().starts_with("::error")),
+                    "{text}"
+                );
+            }
             // The result's lines (the table, the evidence) say it in the
             // issue's words.
             let stored = flakelab::store::Store::at(&lab.store())
