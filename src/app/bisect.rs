@@ -91,7 +91,7 @@ fn progress(p: Progress<'_>) {
                 .iter()
                 .filter(|l| l.starts_with("polluter: ") || l.starts_with("state-setter: "))
             {
-                eprintln!("flakelab bisect: {line}");
+                eprintln!("flakelab bisect: {}", crate::report::text::one_line(line));
             }
         }
     }
