@@ -85,6 +85,7 @@ fn progress(p: Progress<'_>) {
             "flakelab bisect: run {runs}: the victim after {before} test(s): {}",
             bisect::victim_outcome(seen)
         ),
+        Progress::Repeating { how } => eprintln!("flakelab bisect: {how}"),
         Progress::Named { record } => {
             for line in record
                 .lines()

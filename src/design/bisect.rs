@@ -75,7 +75,14 @@ pub(crate) enum Progress<'a> {
         /// What each run showed.
         seen: &'a [Seen],
     },
-    /// The culprit is named (the record's third line says who).
+    /// The victim's outcome in its reference order is intermittent: each
+    /// question is repeated (the words say how).
+    Repeating {
+        /// In words.
+        how: String,
+    },
+    /// The culprit is named (the record's `polluter:` or `state-setter:`
+    /// lines say who).
     Named {
         /// The record so far.
         record: &'a BisectRecord,
@@ -341,7 +348,6 @@ pub(crate) async fn bisect(
         Some(old) => memo_of(&spec, old)?,
         None => HashMap::new(),
     };
-    let passing = passing_orders(&spec, &run, &victim)?;
     let id = format!("bisect-{}", new_session_id());
     progress(Progress::Start {
         victim: &victim,
@@ -399,7 +405,7 @@ pub(crate) async fn bisect(
         order: &order,
         before: &before,
         how,
-        passing,
+        run: &run,
     };
     bisect_steps(&mut steps, &mut record, &search).await?;
     if matches!(record.kind, Kind::Polluted | Kind::Brittle) && steps.stopped.is_none() {
@@ -506,8 +512,8 @@ struct Search<'a> {
     /// The victim's predecessors in it.
     before: &'a [String],
     how: &'a Bisect,
-    /// Stored orders where the victim passed.
-    passing: Vec<(String, Vec<String>)>,
+    /// The failing run.
+    run: &'a RunRecord,
 }
 
 /// The search, classification, confirmation and cleaners, filling `record`.
@@ -553,6 +559,9 @@ async fn polluted(
         return Ok(());
     }
     if let Some(r) = Repeat::of(fails, k, steps.spec.confidence) {
+        (steps.progress)(Progress::Repeating {
+            how: r.describe("failed"),
+        });
         steps.per_question = r.per_question;
         record.repeat = Some(r);
         // "Passes alone" is an answer like any other: decided the same way.
@@ -617,11 +626,11 @@ async fn brittle(
 ) -> Result<()> {
     let k = search.how.confirm;
     let victim = steps.victim.clone();
-    let mut candidates: Vec<(String, Option<Vec<String>>)> = search
-        .passing
-        .iter()
-        .map(|(d, o)| (d.clone(), Some(o.clone())))
-        .collect();
+    let mut candidates: Vec<(String, Option<Vec<String>>)> =
+        passing_orders(&steps.spec, search.run, &victim)?
+            .into_iter()
+            .map(|(d, o)| (d, Some(o)))
+            .collect();
     if steps.ordered.how == OrderHow::PytestPlugin {
         candidates.push(("the file order".into(), None));
     }
@@ -676,6 +685,9 @@ async fn brittle(
     };
     record.start = Some(what);
     if let Some(r) = Repeat::of(passes, k, steps.spec.confidence) {
+        (steps.progress)(Progress::Repeating {
+            how: r.describe("passed"),
+        });
         steps.per_question = r.per_question;
         record.repeat = Some(r);
     }
@@ -959,6 +971,7 @@ mod tests {
                         Progress::Start { before, of, .. } => format!("{before} of {of}"),
                         Progress::Ran { runs, seen, .. } => format!("run {runs}: {seen:?}"),
                         Progress::Named { record } => record.lines()[2].clone(),
+                        Progress::Repeating { how } => how,
                     })
                 };
                 let failing = Failing::Seeded(Box::new(spec), 7);

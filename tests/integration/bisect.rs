@@ -909,6 +909,10 @@ def test_flaky_victim():\n    if app.FLAG.get('on'):\n        n = int(open({c:?}
     assert_eq!(r["repeat"]["shown"], 1, "{r}");
     assert_eq!(r["repeat"]["runs"], 2, "{r}");
     assert_eq!(r["repeat"]["per_question"], 5, "{r}");
+    assert!(
+        stderr.contains("flakelab bisect: intermittent: the victim failed 1 of 2 runs of its reference order; each question took up to 5 run(s)"),
+        "{stderr}"
+    );
     assert_eq!(r["confirmation"]["intermittent"], true, "{r}");
     assert_eq!(r["confirmation"]["alone"], 2, "{r}");
     let state = state_lines(&r);
