@@ -1082,6 +1082,17 @@ mod tests {
     }
 
     #[test]
+    fn the_progress_line_names_the_victims_outcome() {
+        use Seen::*;
+        assert_eq!(victim_outcome(&[Fail]), "victim failed 1/1");
+        assert_eq!(victim_outcome(&[Pass, Pass]), "victim passed 2/2");
+        assert_eq!(
+            victim_outcome(&[Fail, Pass, Unmeasured]),
+            "victim failed 1/2 (1 run(s) did not measure it)"
+        );
+    }
+
+    #[test]
     fn an_intermittent_victim_repeats_each_no_until_decided_and_says_so() {
         let dir = tempfile::tempdir().unwrap();
         let abv: &[&str] = &["a", "b", "v"];
