@@ -36,6 +36,8 @@ command -v phpunit >/dev/null || need_pkgs+=(phpunit)
 command -v ctest >/dev/null && command -v cmake >/dev/null || need_pkgs+=(cmake)
 # The shellcheck tool, which actionlint runs on the generated workflow's `run:` scripts.
 command -v shellcheck >/dev/null || need_pkgs+=(shellcheck)
+# sqlite3 for `flakelab runs --format csv` loaded into SQLite (tests/integration/runs.rs).
+command -v sqlite3 >/dev/null || need_pkgs+=(sqlite3)
 # headless Chromium for the HTML report's test (tests/integration/html_report.rs)
 # and for the playwright recipe's (runner_playwright.rs: Playwright drives it
 # through executablePath and never downloads a browser).

@@ -8,6 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod history_args;
 pub use history_args::*;
+mod runs_args;
+pub use runs_args::*;
 
 /// A perturbation lab for test suites: runs your test command many times
 /// under declared perturbations and reports k of N with a confidence bound.
@@ -107,6 +109,10 @@ pub enum Command {
     /// Re-render a stored session (the latest by default); with CI history
     /// in the store (`flakelab ingest`), CI and lab side by side per test.
     Report(ReportArgs),
+    /// Print a stored session's runs (the latest by default) for other
+    /// tools: whole records as JSON Lines, or one CSV row per (run, test).
+    #[command(after_long_help = runs_args::RUNS_AFTER_HELP)]
+    Runs(RunsArgs),
     /// Write the evidence block of a stored session (or ladder) for a bug
     /// report: context, cells, reproduction lines, classification, coverage.
     #[command(after_long_help = EVIDENCE_AFTER_HELP)]

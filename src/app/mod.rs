@@ -23,6 +23,7 @@ mod quarantine;
 mod replay;
 mod report_cmd;
 mod run;
+mod runs;
 mod scan;
 mod screen;
 mod shared;
@@ -73,6 +74,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
         Command::Completions(args) => completions::completions_cmd(&args),
         Command::Man => completions::man_cmd(),
         Command::Report(args) => report_cmd::report_cmd(&args),
+        Command::Runs(args) => runs::runs_cmd(&args),
         Command::Merge(args) => merge::merge_cmd(&args),
         Command::Evidence(args) => report_cmd::evidence_cmd(ctx, &args),
         Command::Init(args) => info::init_cmd(&args),

@@ -44,7 +44,7 @@ pub(super) fn shown(
 }
 
 /// The store of a command that reads one: it must exist.
-fn existing_store(store: &cli::StoreArgs) -> Result<(Store, std::path::PathBuf)> {
+pub(super) fn existing_store(store: &cli::StoreArgs) -> Result<(Store, std::path::PathBuf)> {
     let dir = subject_dir(store.dir.as_deref())?;
     let root = store_root(store.store.as_deref(), &dir);
     if !root.is_dir() {
@@ -56,7 +56,7 @@ fn existing_store(store: &cli::StoreArgs) -> Result<(Store, std::path::PathBuf)>
     Ok((Store::open(&root)?, dir))
 }
 
-fn no_session(what: &str, wanted: Option<&str>, root: &Path) -> Error {
+pub(super) fn no_session(what: &str, wanted: Option<&str>, root: &Path) -> Error {
     Error::usage(
         match wanted {
             Some(s) => format!("no {what} `{s}` in {}", root.display()),

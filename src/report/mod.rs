@@ -32,6 +32,7 @@ pub mod progress;
 #[doc(hidden)]
 pub mod reference;
 mod render;
+pub mod runs;
 pub mod scan;
 pub mod screen;
 pub use screen::{confirmed_rows, design_text, screen_candidates};

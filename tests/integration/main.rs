@@ -42,6 +42,7 @@ mod runner_node;
 mod runner_php;
 mod runner_playwright;
 mod runner_ruby;
+mod runs;
 mod sandbox;
 mod scan;
 mod scan_prove;
