@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds flakelab's PyPI wheel for this platform into DIR (default dist/).
 #
-#   scripts/build-wheel.sh [--out DIR]
-#       maturin's binary bindings (packaging/pypi/pyproject.toml): a release
-#       build of the crate, stripped, in a wheel tagged for the lowest
-#       manylinux this binary allows. What a release publishes (one run per
-#       platform; `pip install maturin` first).
+#   scripts/build-wheel.sh [--profile PROFILE] [--out DIR]
+#       maturin's binary bindings (packaging/pypi/pyproject.toml): a build
+#       of the crate (release by default; `--profile dev` relinks the debug
+#       build a warm target/ has), stripped, in a wheel tagged for the
+#       lowest manylinux this binary allows (py3-none-manylinux_2_34_x86_64
+#       on Debian 12). What a release publishes, one run per platform
+#       (`pip install maturin` first).
 #   scripts/build-wheel.sh --binary PATH [--out DIR]
 #       the same wheel layout around a binary already built (the test
 #       binary, so that the test suite builds nothing twice): PATH as
@@ -17,11 +19,13 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/dist"
 binary=""
+profile="release"
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
-    *) echo "usage: $0 [--binary PATH] [--out DIR]" >&2; exit 2 ;;
+    --profile) profile="$2"; shift 2 ;;
+    *) echo "usage: $0 [--profile PROFILE | --binary PATH] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
@@ -30,7 +34,7 @@ out="$(cd "$out" && pwd)"
 if [ -z "$binary" ]; then
   command -v maturin >/dev/null || { echo "maturin not found: pip install maturin" >&2; exit 2; }
   cd "$root/packaging/pypi"
-  maturin build --release --out "$out" >&2
+  maturin build --profile "$profile" --out "$out" >&2
   ls -t "$out"/flakelab-*.whl | head -n 1
   exit 0
 fi

@@ -25,6 +25,7 @@ mod junit_e2e;
 mod kernel;
 mod ladder;
 mod measured;
+mod packaging;
 mod per_test;
 mod progress;
 mod proof;
