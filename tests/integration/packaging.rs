@@ -110,3 +110,85 @@ fn the_wheel_installs_into_a_fresh_venv_offline_and_runs_the_demo() {
     assert!(installed.is_file(), "no {}", installed.display());
     runs_from(tmp.path(), &venv.join("bin"), "flakelab");
 }
+
+/// A fresh npm project in `dir` with `tarballs` installed from disk.
+fn npm_project(dir: &Path, cache: &Path, tarballs: &[&str]) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("package.json"),
+        r#"{"name": "a-project", "version": "1.0.0", "private": true}"#,
+    )
+    .unwrap();
+    let out = offline(
+        dir,
+        dir,
+        &format!(
+            "npm install --offline --no-audit --no-fund --cache {} {}",
+            cache.display(),
+            tarballs.join(" ")
+        ),
+    );
+    ok(&out, "npm install");
+}
+
+#[test]
+fn the_npm_packages_install_into_a_fresh_project_offline_and_npx_runs_the_demo() {
+    if !capable("node and npm", sh_ok("npm --version && node --version")) || !can_go_offline() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(root().join("scripts/build-npm.sh"))
+        .arg("--binary")
+        .arg(bin())
+        .arg("--out")
+        .arg(tmp.path().join("npm"))
+        .output()
+        .unwrap();
+    let packed = ok(&out, "build-npm.sh");
+    let tarballs: Vec<&str> = packed.lines().collect();
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        tarballs[0].ends_with(&format!("/flakelab-{version}.tgz")),
+        "{packed}"
+    );
+    assert!(
+        tarballs[1].ends_with(&format!("/flakelab-linux-x64-{version}.tgz")),
+        "{packed}"
+    );
+    let cache = tmp.path().join("cache");
+
+    let project = tmp.path().join("project");
+    npm_project(&project, &cache, &tarballs);
+    let npx = format!("npx --offline --cache {} flakelab", cache.display());
+    runs_from(&project, &project, &npx);
+
+    // The launcher says why when the platform has no package…
+    std::fs::write(
+        project.join("darwin.js"),
+        "Object.defineProperty(process, 'platform', { value: 'darwin' });",
+    )
+    .unwrap();
+    let out = offline(
+        &project,
+        &project,
+        "node -r ./darwin.js node_modules/flakelab/bin/flakelab.js --version",
+    );
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("no flakelab binary for darwin-"), "{text}");
+    assert!(
+        text.contains("runs on Linux (linux-x64, linux-arm64)"),
+        "{text}"
+    );
+
+    // …and when the platform's package was left out of the install.
+    let bare = tmp.path().join("bare");
+    npm_project(&bare, &cache, &tarballs[..1]);
+    let out = offline(&bare, &bare, &format!("{npx} --version"));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("the package flakelab-linux-x64, which carries flakelab's binary for linux-x64, is not installed"),
+        "{text}"
+    );
+}
