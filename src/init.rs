@@ -576,26 +576,26 @@ pub fn init(dir: &Path, command: &[String], force: bool) -> Result<String> {
     Ok(summary(&plan, &path))
 }
 
-/// The GitHub Actions workflow `init --ci github` writes (the book's CI
-/// chapter shows this text).
-pub const GITHUB_WORKFLOW: &str = include_str!("../templates/ci/github.yml");
+mod ci;
+pub use ci::{github_workflow, setup_for, setup_of, CiSetup, ACTION};
+
 /// The GitLab CI file `init --ci gitlab` writes (the book's CI chapter shows
 /// this text).
 pub const GITLAB_PIPELINE: &str = include_str!("../templates/ci/gitlab.yml");
 
-/// Where `init --ci SYSTEM` writes, relative to the project, and what.
-pub fn ci_file(system: crate::cli::CiSystem) -> (&'static str, &'static str) {
-    match system {
-        crate::cli::CiSystem::Github => (".github/workflows/flakelab.yml", GITHUB_WORKFLOW),
-        crate::cli::CiSystem::Gitlab => ("flakelab.gitlab-ci.yml", GITLAB_PIPELINE),
-    }
-}
-
 /// `flakelab init --ci SYSTEM` in `dir`: writes the CI file; returns the
-/// summary to print.
+/// summary to print, with the advice for that file.
 pub fn init_ci(dir: &Path, system: crate::cli::CiSystem, force: bool) -> Result<String> {
-    let (rel, text) = ci_file(system);
-    let path = write_at(dir.join(rel), text, force)?;
+    let github = system == crate::cli::CiSystem::Github;
+    let setup = if github { Some(setup_of(dir)?) } else { None };
+    let (rel, text) = match &setup {
+        Some(setup) => (
+            ".github/workflows/flakelab.yml",
+            github_workflow(ACTION, setup),
+        ),
+        None => ("flakelab.gitlab-ci.yml", GITLAB_PIPELINE.to_string()),
+    };
+    let path = write_at(dir.join(rel), &text, force)?;
     let mut out = format!(
         "wrote {}: one flakelab session as 4 shards, each shard's store kept as an artifact, and a merge job that reports\n",
         path.display()
@@ -603,10 +603,20 @@ pub fn init_ci(dir: &Path, system: crate::cli::CiSystem, force: bool) -> Result<
     if !dir.join(FILE_NAME).exists() {
         out.push_str("next: `flakelab init` writes the flakelab.toml whose `[lane] command`, `[run] matrix` and `[run] runs` every shard runs\n");
     }
-    if system == crate::cli::CiSystem::Gitlab {
-        out.push_str("next: add `include: flakelab.gitlab-ci.yml` to .gitlab-ci.yml\n");
+    match &setup {
+        Some(setup) => {
+            out.push_str(&format!("flakelab comes from the action {ACTION}, which builds it from its own source until flakelab is published (then its `install: pip`)\n"));
+            match setup.runner {
+                Some(runner) => out.push_str(&format!("set up for {runner}: check the steps before `Run the shard` install what your tests import\n")),
+                None => out.push_str("next: no test runner detected: add your toolchain's setup where the workflow's comment says, or run `flakelab init` and then `flakelab init --ci github --force`\n"),
+            }
+            out.push_str("the shard count is 4: change `matrix.shard` and SHARDS together\n");
+        }
+        None => {
+            out.push_str("next: add `include: flakelab.gitlab-ci.yml` to .gitlab-ci.yml\n");
+            out.push_str("the shard count is 4: change `parallel:` (and nothing else)\n");
+        }
     }
-    out.push_str("the shard count is 4: change `parallel:` (GitLab) or `matrix.shard` and SHARDS (GitHub) together\n");
     Ok(out)
 }
 

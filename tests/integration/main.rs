@@ -1,6 +1,7 @@
 //! Integration tests: the real flakelab binary against small shell subjects.
 //! One test binary; this file declares the modules and the [`Lab`] helper.
 
+mod action;
 mod bisect;
 mod book;
 mod calendar;
