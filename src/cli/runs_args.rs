@@ -43,7 +43,8 @@ message.
 
 The report's per-test k of N in a cell counts rows whose run_outcome is
 pass or fail: N those whose test_outcome is pass, fail or error, k those
-whose test_outcome is fail or error. For example, with SQLite:
+whose test_outcome is fail or error (with --signature, only those whose
+signature_match is true). For example, with SQLite:
 
   flakelab runs --format csv > runs.csv
   sqlite3 -csv :memory: '.import runs.csv runs' \\

@@ -169,3 +169,55 @@ fn jsonl_gives_each_run_whole_as_a_run_1_record() {
         assert_eq!(&line, stored);
     }
 }
+
+#[test]
+fn a_named_session_gives_its_runs_only_and_an_unknown_one_is_a_usage_error() {
+    let lab = Lab::new();
+    let s = script(&lab, "[[run]]\nexit = 0\n");
+    let mut ids = Vec::new();
+    for n in ["2", "3"] {
+        let out = fake(
+            &lab,
+            &s,
+            &[
+                "run",
+                "--format",
+                "json",
+                "--no-sham",
+                "-n",
+                n,
+                "--",
+                "subject",
+            ],
+        );
+        assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+        ids.push(json(&out)["session"].as_str().unwrap().to_string());
+    }
+    let rows = |args: &[&str]| {
+        let out = lab.run(args);
+        assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // The latest by default; a run without per-test data is one row.
+    let latest = rows(&["runs", "--format", "csv"]);
+    assert_eq!(latest.lines().count(), 1 + 3, "{latest}");
+    assert!(
+        latest.lines().skip(1).all(|l| l.starts_with(&ids[1])),
+        "{latest}"
+    );
+    let first = rows(&["runs", &ids[0]]);
+    assert_eq!(first.lines().count(), 2, "{first}");
+    assert!(
+        first
+            .lines()
+            .all(|l| l.contains(&format!("\"session\":\"{}\"", ids[0]))),
+        "{first}"
+    );
+    let out = lab.run(&["runs", "no-such-session"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no session `no-such-session`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
