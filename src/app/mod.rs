@@ -17,6 +17,7 @@ mod info;
 mod ingest;
 mod internal;
 mod ladder;
+mod ledger;
 mod merge;
 mod prove;
 mod quarantine;

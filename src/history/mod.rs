@@ -13,6 +13,7 @@ pub mod check;
 pub mod context;
 pub mod identity;
 pub mod ingest;
+pub mod ledger;
 pub mod quarantine;
 
 use std::collections::BTreeMap;

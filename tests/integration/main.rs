@@ -30,6 +30,7 @@ mod packaging;
 mod per_test;
 mod progress;
 mod proof;
+mod quarantine_ledger;
 mod recipes;
 mod redaction;
 mod retries;
