@@ -193,6 +193,11 @@ fn release_cmd(args: &QuarantineArgs, book: &Ledger, store: &Store) -> Result<i3
     Ok(EXIT_OK)
 }
 
+/// The ledger's entries at `path` (none without one).
+pub(super) fn entries(path: &Path) -> Result<Vec<LedgerEntry>> {
+    Ok(read(path)?.tests)
+}
+
 /// The lines `check` prints for the expired entries of the ledger in the
 /// working directory (none without one).
 pub(super) fn expired_lines() -> Result<String> {

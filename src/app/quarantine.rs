@@ -32,6 +32,21 @@ pub(super) fn quarantine_cmd(args: &QuarantineArgs) -> Result<i32> {
             file: t.file.clone(),
         })
         .collect();
+    // And the quarantine ledger's entries, expired or not (`check` fails
+    // on those), until they are released.
+    let mut entries = entries;
+    for e in super::ledger::entries(&args.ledger)? {
+        if !entries.iter().any(|x| x.test == e.id) {
+            entries.push(Entry {
+                evidence: format!(
+                    "{} (ledger: owner {}, ticket {}, until {})",
+                    e.evidence, e.owner, e.ticket, e.expires
+                ),
+                test: e.id,
+                file: None,
+            });
+        }
+    }
     let syntax = match format {
         QuarantineFormat::Pytest => Syntax::Pytest,
         QuarantineFormat::Go => Syntax::Go,

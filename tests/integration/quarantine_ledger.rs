@@ -150,3 +150,49 @@ fn release_takes_299_clean_runs_since_the_fix_for_1_percent_at_95() {
     );
     assert!(said.contains("0 of 299 lab runs since"), "{said}");
 }
+
+#[test]
+fn the_ledgers_entries_are_in_the_runners_quarantine_lists() {
+    let lab = Lab::new();
+    std::fs::write(
+        lab.path().join("junit.xml"),
+        "<testsuite><testcase classname='tests.test_a' name='test_ok'/></testsuite>",
+    )
+    .unwrap();
+    let ingest = lab.run(&["ingest", "junit.xml", "--no-detect", "--commit", "abc"]);
+    assert_eq!(code(&ingest), 0, "{}", text(&ingest));
+    let list = lab.run(&["quarantine", "--format", "pytest"]);
+    assert_eq!(code(&list), 0, "{}", text(&list));
+    assert_eq!(
+        String::from_utf8_lossy(&list.stdout),
+        "",
+        "nothing proven yet"
+    );
+    let add = lab.run(&[
+        "quarantine",
+        "--add",
+        "tests.test_a::test_slow",
+        "--owner",
+        "bob",
+        "--ticket",
+        "T-9",
+        "--expires",
+        "7d",
+        "--evidence",
+        "times out on the ARM runners",
+    ]);
+    assert_eq!(code(&add), 0, "{}", text(&add));
+    let list = lab.run(&["quarantine", "--format", "pytest"]);
+    assert_eq!(code(&list), 0, "{}", text(&list));
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains("tests/test_a.py::test_slow"),
+        "{}",
+        text(&list)
+    );
+    let yaml = lab.run(&["quarantine", "--format", "yaml"]);
+    assert!(
+        String::from_utf8_lossy(&yaml.stdout).contains("(ledger: owner bob, ticket T-9"),
+        "{}",
+        text(&yaml)
+    );
+}
