@@ -11,6 +11,7 @@ mod bisect;
 mod check;
 mod compact;
 mod completions;
+mod dashboard;
 mod demo;
 mod history;
 mod info;
@@ -80,6 +81,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
         Command::Evidence(args) => report_cmd::evidence_cmd(ctx, &args),
         Command::Init(args) => info::init_cmd(&args),
         Command::Ingest(args) => ingest::ingest_cmd(&args),
+        Command::History(args) if args.dashboard => dashboard::dashboard_cmd(&args),
         Command::History(args) => history::history_cmd(&args),
         Command::Check(args) => check::check_cmd(&args),
         Command::Quarantine(args) => quarantine::quarantine_cmd(&args),

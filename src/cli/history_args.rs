@@ -102,6 +102,13 @@ pub struct HistoryArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// One evergreen document for a pinned issue or a wiki page (Markdown,
+    /// or `--format json`): per test that failed or is quarantined, its
+    /// k of N over the last 10 and 50 commits and all, the trend, its last
+    /// failure and run, the contexts it fails in, and its quarantine
+    /// ledger entry (owner, ticket, expiry).
+    #[arg(long)]
+    pub dashboard: bool,
     /// How history is read.
     #[command(flatten)]
     pub analysis: AnalysisFlags,

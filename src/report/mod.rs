@@ -12,6 +12,7 @@ pub mod beside;
 pub mod bisect;
 pub mod catalog;
 pub mod color;
+pub mod dashboard;
 pub mod fold;
 #[cfg(test)]
 mod fold_tests;

@@ -10,6 +10,7 @@ mod clock;
 mod clock_runtimes;
 mod concurrent;
 mod config_init;
+mod dashboard;
 mod demo;
 mod durable;
 mod evidence;
