@@ -1035,28 +1035,14 @@ pub enum Shell {
 /// `flakelab __probe`.
 #[derive(Debug, Clone, Args)]
 pub struct ProbeArgs {
-    /// What to report.
-    #[command(subcommand)]
-    pub what: ProbeWhat,
-}
-
-/// What a probe reports.
-#[derive(Debug, Clone, Subcommand)]
-pub enum ProbeWhat {
-    /// Print `set NAME=VALUE` or `unset NAME` for each variable.
-    Env {
-        /// Variable names.
-        names: Vec<String>,
-    },
-    /// Print `route: …` (a UDP connect to 192.0.2.1) and `loopback: …`.
-    Net,
-    /// Print `cpus: N (list)` from the affinity mask.
-    Affinity,
-    /// Print `RES soft hard` for one resource limit.
-    Rlimit {
-        /// Resource name (nofile, nproc, as, …).
-        resource: String,
-    },
+    /// What to report, as the perturbation kind's probe names it: `env
+    /// NAME…` (`set NAME=VALUE` or `unset NAME`), `net` (`route: …`,
+    /// `loopback: …`), `affinity` (`cpus: N (list)`), `rlimit RES` (`RES
+    /// soft hard`).
+    pub what: String,
+    /// Its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 /// `flakelab __exec`.

@@ -6,6 +6,7 @@
 //! otherwise pure; resolving a cell spec turns user text into typed
 //! [`Cell`]s. Host checks (does this zone exist here?) live in `perturb`.
 
+pub mod class;
 pub mod perturbation;
 pub mod recipe;
 pub mod topology;

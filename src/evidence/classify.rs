@@ -7,103 +7,13 @@
 
 use serde::Serialize;
 
-use crate::catalog::values::{parse_clock_shift, ClockShift};
 use crate::catalog::Kind;
+use crate::perturb::kind::{self, Beside, Reading, Role, Seen};
+
+pub use crate::catalog::class::FlakeClass;
 use crate::record::{LadderRecord, RungResult, RungStatus};
 use crate::report::{short_p, CellReport, Report};
 use crate::stats;
-
-/// The flake classes the evidence can speak to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FlakeClass {
-    /// The outcome follows the wall clock or the local zone.
-    ClockAndZone,
-    /// A fixed date in the test or its data that the clock has (or will) pass.
-    ExpiringDate,
-    /// The outcome follows test order, or state a test never set itself.
-    OrderDependence,
-    /// A real network or an external provider owns the failure.
-    RealNetwork,
-    /// A sleep or poll stands in for readiness, and load stretches it.
-    LoadSensitiveSynchronisation,
-    /// Separate processes contest one port, path, lock or other host resource.
-    HostResourceCollision,
-    /// A random choice with no recorded seed decides the outcome.
-    UnseededRandomness,
-    /// The outcome follows the locale (formatting, collation, parsing).
-    Locale,
-    /// Teardown returns before children, servers or callbacks are quiet.
-    IncompleteLifecycle,
-    /// The outcome follows the platform or the way in (OS, arch, runtime,
-    /// entry path): one context fails where the others pass, on one commit.
-    /// Only CI history (`flakelab ingest`) speaks to it.
-    PlatformOrEntryPath,
-    /// The runner, not a test: a report unreadable, errors outside any
-    /// test case. Only direct evidence in ingested reports speaks to it.
-    RunnerInfrastructure,
-}
-
-impl FlakeClass {
-    /// Every class, in the order the evidence lists them.
-    pub const ALL: [FlakeClass; 11] = [
-        FlakeClass::ClockAndZone,
-        FlakeClass::ExpiringDate,
-        FlakeClass::OrderDependence,
-        FlakeClass::RealNetwork,
-        FlakeClass::LoadSensitiveSynchronisation,
-        FlakeClass::HostResourceCollision,
-        FlakeClass::UnseededRandomness,
-        FlakeClass::Locale,
-        FlakeClass::IncompleteLifecycle,
-        FlakeClass::PlatformOrEntryPath,
-        FlakeClass::RunnerInfrastructure,
-    ];
-
-    /// Whether only CI history (not a lab cell) examines the class.
-    pub fn from_history(self) -> bool {
-        matches!(
-            self,
-            FlakeClass::PlatformOrEntryPath | FlakeClass::RunnerInfrastructure
-        )
-    }
-
-    /// The class in words.
-    pub fn label(self) -> &'static str {
-        match self {
-            FlakeClass::ClockAndZone => "clock and zone",
-            FlakeClass::ExpiringDate => "expiring date",
-            FlakeClass::OrderDependence => "order dependence / process-global contamination",
-            FlakeClass::RealNetwork => "real network / external provider",
-            FlakeClass::LoadSensitiveSynchronisation => "load-sensitive synchronisation",
-            FlakeClass::HostResourceCollision => "host-resource collision",
-            FlakeClass::UnseededRandomness => "unseeded randomness",
-            FlakeClass::Locale => "locale",
-            FlakeClass::IncompleteLifecycle => "incomplete lifecycle",
-            FlakeClass::PlatformOrEntryPath => "platform or entry-path mismatch",
-            FlakeClass::RunnerInfrastructure => "runner infrastructure",
-        }
-    }
-
-    /// A cell (or a ladder) that would examine the class, for a coverage
-    /// line that says how to test it.
-    pub fn how_to_test(self) -> &'static str {
-        match self {
-            FlakeClass::ClockAndZone => "-p tz=Pacific/Kiritimati",
-            FlakeClass::ExpiringDate => "-p faketime=+365d beside -p tz=Pacific/Kiritimati",
-            FlakeClass::OrderDependence => "-p shuffle, or a ladder (rung 2)",
-            FlakeClass::RealNetwork => "-p netns",
-            FlakeClass::LoadSensitiveSynchronisation => "-p cpu-stress=2x",
-            FlakeClass::HostResourceCollision => "a ladder (rungs 3 and 5), or -p workers=2x",
-            FlakeClass::UnseededRandomness => "a baseline cell",
-            FlakeClass::Locale => "-p locale=C.UTF-8 or another installed locale",
-            FlakeClass::IncompleteLifecycle => "a ladder (rung 2)",
-            FlakeClass::PlatformOrEntryPath | FlakeClass::RunnerInfrastructure => {
-                "`flakelab ingest` of CI's JUnit reports into this store"
-            }
-        }
-    }
-}
 
 /// A count against the baseline's count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -216,41 +126,19 @@ fn kinds(cell: &CellReport) -> Vec<Kind> {
         .collect()
 }
 
-/// Whether a faketime value moves the clock later than the session start.
-fn forward(clock: &str, start: Option<jiff::Timestamp>) -> bool {
-    match parse_clock_shift(clock) {
-        Ok(ClockShift::Relative { seconds }) => seconds > 0,
-        Ok(ClockShift::Absolute { at }) => start.is_some_and(|s| {
-            at > s
-                .to_zoned(jiff::tz::TimeZone::UTC)
-                .datetime()
-                .saturating_add(jiff::SignedDuration::from_hours(14))
-        }),
-        Ok(ClockShift::Instant { at }) => start.is_some_and(|s| at > s),
-        // Resolved to an instant when planned; never recorded unresolved.
-        Ok(ClockShift::BeforeDst { .. }) | Err(_) => false,
-    }
+/// The classes a perturbation examines (for coverage and for "against"),
+/// as its kind's file says (`perturb::kind`).
+fn examines(kind: &Kind, start: Option<jiff::Timestamp>) -> Vec<FlakeClass> {
+    kind::examines(kind, start)
 }
 
-/// The classes a perturbation examines (for coverage and for "against").
-fn examines(kind: &Kind, start: Option<jiff::Timestamp>) -> Vec<FlakeClass> {
-    use FlakeClass::*;
-    match kind {
-        Kind::Tz { .. } => vec![ClockAndZone],
-        Kind::Faketime { clock } if forward(clock, start) => vec![ClockAndZone, ExpiringDate],
-        Kind::Faketime { .. } => vec![ClockAndZone],
-        Kind::Locale { .. } => vec![Locale],
-        Kind::Env { set, .. } if set.contains_key("PYTHONHASHSEED") => vec![UnseededRandomness],
-        Kind::Env { .. } => vec![],
-        Kind::Netns => vec![RealNetwork],
-        Kind::CpuStress { .. } | Kind::CpuPin { .. } => vec![LoadSensitiveSynchronisation],
-        Kind::Workers { .. } => vec![LoadSensitiveSynchronisation, HostResourceCollision],
-        Kind::Shuffle => vec![OrderDependence],
-        Kind::Rlimit { .. } => vec![HostResourceCollision],
-        // A data race is a finding of its own (its report is the
-        // signature), not one of the classes a sweep tells apart.
-        Kind::Race { .. } => vec![],
-    }
+/// The cells of `others` with a perturbation of `role`.
+fn of_role<'a>(others: &[&'a CellReport], role: Role) -> Vec<&'a CellReport> {
+    others
+        .iter()
+        .copied()
+        .filter(|c| kinds(c).iter().any(|k| kind::role(k) == role))
+        .collect()
 }
 
 /// The classes a ladder rung examines.
@@ -491,19 +379,20 @@ pub fn classify(
         .iter()
         .filter(|c| c.name != "baseline" && c.sham_of.is_none())
         .collect();
-    let of_kind = |pred: &dyn Fn(&Kind) -> bool| -> Vec<&CellReport> {
-        others
-            .iter()
-            .copied()
-            .filter(|c| kinds(c).iter().any(pred))
-            .collect()
+    let zone_cells = of_role(&others, Role::Zone);
+    let load_cells = of_role(&others, Role::Load);
+    let beside = |cells: &[&'_ CellReport]| -> (bool, Option<String>, bool) {
+        (
+            !cells.is_empty(),
+            cells
+                .iter()
+                .find(|c| clean(c, base))
+                .map(|c| c.name.clone()),
+            cells.iter().any(|c| differs(c)),
+        )
     };
-    let zone_cells = of_kind(&|k| matches!(k, Kind::Tz { .. }));
-    let load_cells = of_kind(&|k| matches!(k, Kind::CpuStress { .. } | Kind::CpuPin { .. }));
-    let zone_clean = zone_cells.iter().find(|c| clean(c, base)).copied();
-    let zone_differs = zone_cells.iter().any(|c| differs(c));
-    let load_clean = load_cells.iter().find(|c| clean(c, base)).copied();
-    let load_differs = load_cells.iter().any(|c| differs(c));
+    let zone = beside(&zone_cells);
+    let load = beside(&load_cells);
     let baseline_clean = base.is_some_and(|b| b.n > 0 && b.k == 0);
 
     let claim = |out: &mut Classification, class, row: EvidenceRow, because: String| {
@@ -533,110 +422,32 @@ pub fn classify(
             ""
         };
         let row = || cell_row(report, cell, session_rung);
+        let text = row().text;
+        let seen = Seen {
+            cell: &cell.name,
+            start,
+            combined,
+            baseline_clean,
+            zone: Beside {
+                ran: zone.0,
+                clean: zone.1.as_deref(),
+                differs: zone.2,
+            },
+            load: Beside {
+                ran: load.0,
+                clean: load.1.as_deref(),
+                differs: load.2,
+            },
+            row: &text,
+        };
         let mut mapped = false;
-        for kind in &ks {
-            match kind {
-                Kind::Tz { zone } => {
-                    mapped = true;
-                    claim(&mut out, ClockAndZone, row(), format!(
-                        "only the zone ({zone}) changed in this cell, and its runs fail more than the baseline's.{combined}"
-                    ));
-                }
-                Kind::Faketime { clock } => {
-                    mapped = true;
-                    let fwd = forward(clock, start);
-                    let plain = format!(
-                        "only the wall clock ({clock}) moved in this cell, and its runs fail more than the baseline's.{combined}"
-                    );
-                    match zone_clean {
-                        Some(z) if fwd && baseline_clean && !zone_differs => {
-                            claim(&mut out, ExpiringDate, row(), format!(
-                                "the clock moved forward ({clock}) fails while the baseline is clean and the zone cell `{}` ran clean: the failure follows the date itself, not the local-time reading.{combined}",
-                                z.name
-                            ));
-                        }
-                        None if fwd && baseline_clean && !zone_differs => {
-                            claim(&mut out, ClockAndZone, row(), plain);
-                            open(&mut out, ExpiringDate, format!(
-                                "`{}` moves the clock forward and differs, but {}: a clean zone cell beside it (e.g. -p tz=Pacific/Kiritimati) would single out an expiring date",
-                                cell.name,
-                                if zone_cells.is_empty() { "no zone cell ran" } else { "no zone cell ran clean" }
-                            ));
-                        }
-                        _ => claim(&mut out, ClockAndZone, row(), plain),
-                    }
-                }
-                Kind::Locale { locale } => {
-                    mapped = true;
-                    claim(
-                        &mut out,
-                        Locale,
-                        row(),
-                        format!("only the locale ({locale}) changed in this cell.{combined}"),
-                    );
-                }
-                Kind::Env { set, .. } if set.contains_key("PYTHONHASHSEED") => {
-                    mapped = true;
-                    claim(&mut out, UnseededRandomness, row(), format!(
-                        "only the hash seed (PYTHONHASHSEED) changed: the outcome follows a value chosen at random per process.{combined}"
-                    ));
-                }
-                Kind::Env { .. } => {}
-                Kind::Netns => {
-                    mapped = true;
-                    claim(&mut out, RealNetwork, row(), format!(
-                        "without a route off the host (loopback kept), runs fail more than the baseline's: something reaches past the machine.{combined}"
-                    ));
-                }
-                Kind::CpuStress { .. } | Kind::CpuPin { .. } => {
-                    mapped = true;
-                    claim(&mut out, LoadSensitiveSynchronisation, row(), format!(
-                        "only the CPU available to the run changed: a wait that assumes a speed gets stretched past its limit.{combined}"
-                    ));
-                }
-                Kind::Workers { .. } => {
-                    mapped = true;
-                    match load_clean {
-                        Some(l) if !load_differs => {
-                            claim(&mut out, HostResourceCollision, row(), format!(
-                                "more workers (separate processes) differ while added CPU load in `{}` ran clean: the workers contest something other than CPU time.{combined}",
-                                l.name
-                            ));
-                        }
-                        _ => {
-                            claim(
-                                &mut out,
-                                LoadSensitiveSynchronisation,
-                                row(),
-                                format!("more workers add load and concurrency at once.{combined}"),
-                            );
-                            open(&mut out, HostResourceCollision, format!(
-                                "`{}` differs, but {}: a clean -p cpu-stress=2x cell beside it would point to a contested host resource rather than load",
-                                cell.name,
-                                if load_differs { "the CPU-load cell differs too" } else { "no CPU-load cell ran" }
-                            ));
-                        }
-                    }
-                }
-                Kind::Shuffle => {
-                    mapped = true;
-                    claim(&mut out, OrderDependence, row(), format!(
-                        "only the test order changed (a recorded seed per run): the outcome follows which test ran before.{combined}"
-                    ));
-                }
-                Kind::Race { .. } => {
-                    mapped = true;
-                    out.unmapped.push(format!(
-                        "`{}`: the runner's race detector (proven live in each run's test binary) fails runs the baseline passes: a data race, its report the failure's signature; it names no flake class of its own: {}",
-                        cell.name,
-                        cell_row(report, cell, session_rung).text
-                    ));
-                }
-                Kind::Rlimit { resource, value } => {
-                    mapped = true;
-                    claim(&mut out, HostResourceCollision, row(), format!(
-                        "a limit on a host resource ({resource} at {value}) makes runs fail: the suite depends on how much of it the host has left.{combined}"
-                    ));
+        for k in &ks {
+            for reading in kind::read(k, &seen) {
+                mapped = true;
+                match reading {
+                    Reading::Claim(class, because) => claim(&mut out, class, row(), because),
+                    Reading::Open(class, why) => open(&mut out, class, why),
+                    Reading::Unmapped(words) => out.unmapped.push(words),
                 }
             }
         }
@@ -657,7 +468,7 @@ pub fn classify(
             let row = rung_row(rung, ladder.confidence);
             match rung.rung {
                 2 => {
-                    let shuffle = of_kind(&|k| matches!(k, Kind::Shuffle));
+                    let shuffle = of_role(&others, Role::Order);
                     let tell = if shuffle.is_empty() {
                         " A shuffle cell would tell the two apart."
                     } else {
