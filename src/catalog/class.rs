@@ -21,6 +21,9 @@ pub enum FlakeClass {
     LoadSensitiveSynchronisation,
     /// Separate processes contest one port, path, lock or other host resource.
     HostResourceCollision,
+    /// Two threads touch one memory location without ordering, at least one
+    /// writing: the runner's race detector reports it.
+    DataRace,
     /// A random choice with no recorded seed decides the outcome.
     UnseededRandomness,
     /// The outcome follows the locale (formatting, collation, parsing).
@@ -38,13 +41,14 @@ pub enum FlakeClass {
 
 impl FlakeClass {
     /// Every class, in the order the evidence lists them.
-    pub const ALL: [FlakeClass; 11] = [
+    pub const ALL: [FlakeClass; 12] = [
         FlakeClass::ClockAndZone,
         FlakeClass::ExpiringDate,
         FlakeClass::OrderDependence,
         FlakeClass::RealNetwork,
         FlakeClass::LoadSensitiveSynchronisation,
         FlakeClass::HostResourceCollision,
+        FlakeClass::DataRace,
         FlakeClass::UnseededRandomness,
         FlakeClass::Locale,
         FlakeClass::IncompleteLifecycle,
@@ -69,6 +73,7 @@ impl FlakeClass {
             FlakeClass::RealNetwork => "real network / external provider",
             FlakeClass::LoadSensitiveSynchronisation => "load-sensitive synchronisation",
             FlakeClass::HostResourceCollision => "host-resource collision",
+            FlakeClass::DataRace => "data race",
             FlakeClass::UnseededRandomness => "unseeded randomness",
             FlakeClass::Locale => "locale",
             FlakeClass::IncompleteLifecycle => "incomplete lifecycle",
@@ -82,11 +87,16 @@ impl FlakeClass {
     pub fn how_to_test(self) -> &'static str {
         match self {
             FlakeClass::ClockAndZone => "-p tz=Pacific/Kiritimati",
-            FlakeClass::ExpiringDate => "-p faketime=+365d beside -p tz=Pacific/Kiritimati",
+            FlakeClass::ExpiringDate => {
+                "-p faketime=+365d (a clock past the date, beside the baseline before it)"
+            }
             FlakeClass::OrderDependence => "-p shuffle, or a ladder (rung 2)",
             FlakeClass::RealNetwork => "-p netns",
             FlakeClass::LoadSensitiveSynchronisation => "-p cpu-stress=2x",
             FlakeClass::HostResourceCollision => "a ladder (rungs 3 and 5), or -p workers=2x",
+            FlakeClass::DataRace => {
+                "-p race (the runner's race detector: go test -race, a ThreadSanitizer build)"
+            }
             FlakeClass::UnseededRandomness => "a baseline cell",
             FlakeClass::Locale => "-p locale=C.UTF-8 or another installed locale",
             FlakeClass::IncompleteLifecycle => "a ladder (rung 2)",

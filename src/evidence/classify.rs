@@ -1,9 +1,17 @@
 //! Classification: maps the measured cells (and a ladder, when there is one)
-//! onto the flake classes. Every class claimed carries the row that
-//! discriminates it (which cell or rung differed, k of N against the
-//! baseline's k of N, and the Holm-adjusted p); clean cells of a class argue
-//! against it with their bound; and the coverage lists, per class, what was
-//! looked at. Pure: it reads a [`Report`] and a [`LadderRecord`], nothing else.
+//! onto the flake classes. Each class is taken from the evidence that
+//! discriminates it, as each perturbation kind's file says
+//! (`perturb::kind`): a collision from a concurrency cell whose failures
+//! name a contested resource, or that reproduces only beside another
+//! process; load-sensitivity from CPU stress, never from workers; an
+//! expiring date from a clock past an instant that fails while a clock
+//! before it passes; a data race from the race detector's own report.
+//! Every class claimed carries the row that discriminates it (which cell or
+//! rung differed, k of N against the baseline's k of N, and the
+//! Holm-adjusted p); a clean cell argues against its classes only when it
+//! had the power to differ at the N it ran, and says its bound; and the
+//! coverage lists, per class, what was looked at. Pure: it reads a
+//! [`Report`] and a [`LadderRecord`], nothing else.
 
 use serde::Serialize;
 
@@ -173,11 +181,27 @@ fn differing_test(c: &CellReport) -> Option<&crate::report::per_test::TestRow> {
         })
 }
 
-/// Whether the cell could have shown a difference at the N it had: per
-/// test when it has per-test rows; by whole runs only when the baseline's
-/// runs did not already all fail (tests that always fail saturate them).
-fn could_show(c: &CellReport, base: Option<&CellReport>) -> bool {
-    !c.tests.is_empty() || base.is_some_and(|b| b.k < b.n)
+/// Whether the cell had the power to show a difference at the N it ran:
+/// had every one of its runs failed (or every run of one of its tests),
+/// Fisher's exact test against the baseline's count would reach the
+/// confidence level. A baseline whose runs all failed leaves no room
+/// (tests that always fail saturate the whole runs, so per-test rows are
+/// asked too); 1 of 1 against 1 of 1, or 0 of 3 against 0 of 3, has none.
+fn could_show(c: &CellReport, base: Option<&CellReport>, confidence: f64) -> bool {
+    let Some(b) = base else {
+        return false;
+    };
+    let alpha = 1.0 - confidence;
+    let reach = |n: u64, bk: u64, bn: u64| {
+        n > 0 && bk < bn && stats::fisher_exact(n, 0, bk, bn - bk) < alpha
+    };
+    reach(c.n, b.k, b.n)
+        || c.tests.iter().any(|t| {
+            b.tests
+                .iter()
+                .find(|r| r.id == t.id)
+                .is_some_and(|bt| reach(t.n, bt.k, bt.n))
+        })
 }
 
 fn measured(c: &CellReport) -> bool {
@@ -189,14 +213,16 @@ fn above_baseline(c: &CellReport, base: Option<&CellReport>) -> bool {
     base.is_some_and(|b| b.n > 0 && c.n > 0 && c.k * b.n > b.k * c.n)
 }
 
-/// A measured cell that was compared with the baseline, did not differ, and
-/// failed no more often than it: a row that argues against its classes.
-fn clean(c: &CellReport, base: Option<&CellReport>) -> bool {
-    measured(c)
-        && c.vs_baseline.is_some()
-        && !differs(c)
-        && !above_baseline(c, base)
-        && could_show(c, base)
+/// A measured cell that was compared with the baseline, did not differ,
+/// and failed no more often than it.
+fn quiet(c: &CellReport, base: Option<&CellReport>) -> bool {
+    measured(c) && c.vs_baseline.is_some() && !differs(c) && !above_baseline(c, base)
+}
+
+/// A quiet cell with the power to differ at its N: a row that argues
+/// against its classes.
+fn clean(c: &CellReport, base: Option<&CellReport>, confidence: f64) -> bool {
+    quiet(c, base) && could_show(c, base, confidence)
 }
 
 /// A compared cell that fails more often than the baseline without the
@@ -386,13 +412,28 @@ pub fn classify(
             !cells.is_empty(),
             cells
                 .iter()
-                .find(|c| clean(c, base))
+                .find(|c| clean(c, base, report.confidence))
                 .map(|c| c.name.clone()),
             cells.iter().any(|c| differs(c)),
         )
     };
     let zone = beside(&zone_cells);
     let load = beside(&load_cells);
+    // The clock cells that ran clean with power: what a clock past an
+    // instant is told against.
+    let clean_clocks: Vec<(String, String)> = of_role(&others, Role::Clock)
+        .into_iter()
+        .filter(|c| clean(c, base, report.confidence))
+        .flat_map(|c| {
+            kinds(c).into_iter().filter_map(|k| {
+                if let Kind::Faketime { clock } = k {
+                    Some((c.name.clone(), clock))
+                } else {
+                    None
+                }
+            })
+        })
+        .collect();
     let baseline_clean = base.is_some_and(|b| b.n > 0 && b.k == 0);
 
     let claim = |out: &mut Classification, class, row: EvidenceRow, because: String| {
@@ -423,6 +464,14 @@ pub fn classify(
         };
         let row = || cell_row(report, cell, session_rung);
         let text = row().text;
+        // What the failures say: the cell's signatures, then its
+        // differing test's.
+        let failures: Vec<String> = cell
+            .signatures
+            .iter()
+            .chain(differing_test(cell).into_iter().flat_map(|t| &t.signatures))
+            .map(|s| s.signature.clone())
+            .collect();
         let seen = Seen {
             cell: &cell.name,
             start,
@@ -438,6 +487,8 @@ pub fn classify(
                 clean: load.1.as_deref(),
                 differs: load.2,
             },
+            clean_clocks: &clean_clocks,
+            failures: &failures,
             row: &text,
         };
         let mut mapped = false;
@@ -606,7 +657,22 @@ pub fn classify(
             out.not_determinable.push(Open { class, why });
         }
     }
-    for cell in others.iter().filter(|c| clean(c, base)) {
+    for cell in others
+        .iter()
+        .filter(|c| quiet(c, base) && !could_show(c, base, report.confidence))
+    {
+        for class in kinds(cell).iter().flat_map(|k| examines(k, start)) {
+            if claimed.contains(&class) || class == UnseededRandomness {
+                continue;
+            }
+            open(&mut out, class, format!(
+                "{}: at this N no outcome of the cell could differ from the baseline at {} confidence, so it argues against nothing; more runs would",
+                cell_row(report, cell, session_rung).text,
+                pct(report.confidence)
+            ));
+        }
+    }
+    for cell in others.iter().filter(|c| clean(c, base, report.confidence)) {
         let mut classes: Vec<FlakeClass> = kinds(cell)
             .iter()
             .flat_map(|k| examines(k, start))
@@ -620,8 +686,9 @@ pub fn classify(
                 class,
                 row: cell_row(report, cell, session_rung),
                 because: format!(
-                    "this cell applies what {} would react to, and it shows no difference from the baseline",
-                    class.label()
+                    "this cell applies what {} would react to, and it shows no difference from the baseline at an N that could have shown one ({})",
+                    class.label(),
+                    count_words(cell.k, cell.n, cell.low, cell.high, report.confidence)
                 ),
             });
         }

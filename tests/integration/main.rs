@@ -12,6 +12,7 @@ mod config_init;
 mod demo;
 mod durable;
 mod evidence;
+mod evidence_classes;
 mod fake;
 mod fuzz_replay;
 mod history;

@@ -236,30 +236,64 @@ pub(super) fn examines(clock: &str, start: Option<jiff::Timestamp>) -> Vec<Flake
     }
 }
 
+/// The instant a clock value puts the child at (a shift from the session
+/// start), when it can be told.
+fn instant(clock: &str, start: Option<jiff::Timestamp>) -> Option<jiff::Timestamp> {
+    match parse_clock_shift(clock).ok()? {
+        ClockShift::Relative { seconds } => start?
+            .checked_add(jiff::SignedDuration::from_secs(seconds))
+            .ok(),
+        ClockShift::Instant { at } => Some(at),
+        ClockShift::Absolute { at } => at
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .ok()
+            .map(|z| z.timestamp()),
+        ClockShift::BeforeDst { .. } => None,
+    }
+}
+
+/// A differing clock cell: an expiring date when the clock moved forward
+/// fails past an instant while a clock before it passes (the baseline at
+/// the present, or a clean clock cell short of it), and no zone cell
+/// differs; otherwise the clock (and zone) reading.
 pub(super) fn read(clock: &str, seen: &Seen) -> Vec<Reading> {
     let combined = seen.combined;
-    let fwd = forward(clock, seen.start);
-    let plain = format!(
-        "only the wall clock ({clock}) moved in this cell, and its runs fail more than the baseline's.{combined}"
-    );
-    match seen.zone.clean {
-        Some(z) if fwd && seen.baseline_clean && !seen.zone.differs => vec![Reading::Claim(
-            FlakeClass::ExpiringDate,
+    if !(forward(clock, seen.start) && seen.baseline_clean && !seen.zone.differs) {
+        return vec![Reading::Claim(
+            FlakeClass::ClockAndZone,
             format!(
-                "the clock moved forward ({clock}) fails while the baseline is clean and the zone cell `{z}` ran clean: the failure follows the date itself, not the local-time reading.{combined}"
+                "only the wall clock ({clock}) moved in this cell, and its runs fail more than the baseline's.{combined}"
             ),
-        )],
-        None if fwd && seen.baseline_clean && !seen.zone.differs => vec![
-            Reading::Claim(FlakeClass::ClockAndZone, plain),
-            Reading::Open(
-                FlakeClass::ExpiringDate,
-                format!(
-                    "`{}` moves the clock forward and differs, but {}: a clean zone cell beside it (e.g. -p tz=Pacific/Kiritimati) would single out an expiring date",
-                    seen.cell,
-                    if seen.zone.ran { "no zone cell ran clean" } else { "no zone cell ran" }
-                ),
-            ),
-        ],
-        _ => vec![Reading::Claim(FlakeClass::ClockAndZone, plain)],
+        )];
     }
+    let at = instant(clock, seen.start);
+    let past = at.map_or_else(
+        || format!("with the clock at {clock}"),
+        |at| format!("with the clock at {} ({clock})", values::instant_text(at)),
+    );
+    // The latest clean clock short of this one brackets the instant.
+    let before = seen
+        .clean_clocks
+        .iter()
+        .filter_map(|(name, c)| Some((name, instant(c, seen.start)?)))
+        .filter(|(_, t)| at.is_some_and(|at| *t < at) && seen.start.is_none_or(|s| *t > s))
+        .max_by_key(|(_, t)| *t);
+    let passes = match before {
+        Some((name, t)) => format!(
+            "passes before it (`{name}`, the clock at {}, and the baseline at the present ran clean)",
+            values::instant_text(t)
+        ),
+        None => "passes before it (the baseline, at the present, ran clean)".to_string(),
+    };
+    let zone = seen
+        .zone
+        .clean
+        .map(|z| format!(" The zone cell `{z}` ran clean: the failure follows the date itself, not the local-time reading."))
+        .unwrap_or_default();
+    vec![Reading::Claim(
+        FlakeClass::ExpiringDate,
+        format!(
+            "it fails {past} and {passes}: a date the test or its data holds has passed.{zone}{combined}"
+        ),
+    )]
 }

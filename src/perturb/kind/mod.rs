@@ -321,7 +321,7 @@ pub fn role(kind: &Kind) -> Role {
 /// by.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Beside<'a> {
-    /// A cell of the role ran (was measured).
+    /// A cell of the role is in the session.
     pub ran: bool,
     /// A cell of the role that ran clean with the power to differ.
     pub clean: Option<&'a str>,
@@ -344,6 +344,12 @@ pub struct Seen<'a> {
     pub zone: Beside<'a>,
     /// The CPU-load cells beside it.
     pub load: Beside<'a>,
+    /// The clock cells that ran clean with the power to differ: each
+    /// one's name and its `faketime` value.
+    pub clean_clocks: &'a [(String, String)],
+    /// The signatures of the cell's failures (its runs' and its differing
+    /// test's), most frequent first.
+    pub failures: &'a [String],
     /// The cell's row in words.
     pub row: &'a str,
 }

@@ -46,15 +46,39 @@ pub(super) fn sham() -> Option<Sham> {
     None
 }
 
-/// A data race is a finding of its own (its report is the signature), not
-/// one of the classes a sweep tells apart.
 pub(super) fn examines() -> Vec<FlakeClass> {
-    vec![]
+    vec![FlakeClass::DataRace]
+}
+
+/// The first failure that is the detector's own report (`signature::race`
+/// signs one `data race: …`; go's test output says `race detected`).
+fn race_report(failures: &[String]) -> Option<&str> {
+    failures
+        .iter()
+        .find(|f| {
+            let lower = f.to_ascii_lowercase();
+            lower.starts_with("data race")
+                || lower.contains("race detected")
+                || lower.contains("threadsanitizer")
+        })
+        .map(String::as_str)
 }
 
 pub(super) fn read(seen: &Seen) -> Vec<Reading> {
-    vec![Reading::Unmapped(format!(
-        "`{}`: the runner's race detector (proven live in each run's test binary) fails runs the baseline passes: a data race, its report the failure's signature; it names no flake class of its own: {}",
-        seen.cell, seen.row
-    ))]
+    match race_report(seen.failures) {
+        Some(report) => vec![Reading::Claim(
+            FlakeClass::DataRace,
+            format!(
+                "the runner's race detector (proven live in each run's test binary) fails runs the baseline passes, and its report is the failure: \"{report}\".{}",
+                seen.combined
+            ),
+        )],
+        None => vec![Reading::Open(
+            FlakeClass::DataRace,
+            format!(
+                "`{}` differs, but no failure is a race report: the detector's instrumentation also slows the subject, which may own the difference: {}",
+                seen.cell, seen.row
+            ),
+        )],
+    }
 }

@@ -62,37 +62,81 @@ pub(super) fn sham() -> Option<Sham> {
     None
 }
 
+/// More workers are more processes at once: a cell of them speaks to a
+/// collision. It adds load too, so it shows no load-sensitivity (CPU
+/// stress does) and argues against none.
 pub(super) fn examines() -> Vec<FlakeClass> {
-    vec![
-        FlakeClass::LoadSensitiveSynchronisation,
-        FlakeClass::HostResourceCollision,
-    ]
+    vec![FlakeClass::HostResourceCollision]
+}
+
+/// Words in a failure that name a resource separate processes contest, by
+/// what it is: a port, a path, a lock.
+const CONTESTED: &[(&str, &str)] = &[
+    ("address already in use", "a port"),
+    ("eaddrinuse", "a port"),
+    ("port is already allocated", "a port"),
+    ("address in use", "a port"),
+    ("file exists", "a path"),
+    ("eexist", "a path"),
+    ("already exists", "a path"),
+    ("directory not empty", "a path"),
+    ("text file busy", "a path"),
+    ("database is locked", "a lock"),
+    ("is locked", "a lock"),
+    ("lock held", "a lock"),
+    ("acquire lock", "a lock"),
+    ("acquire the lock", "a lock"),
+    ("resource busy", "a lock"),
+    ("ebusy", "a lock"),
+    ("ewouldblock", "a lock"),
+];
+
+/// The first failure that names a contested resource, with what it is.
+pub(super) fn contested(failures: &[String]) -> Option<(&'static str, &str)> {
+    failures.iter().find_map(|f| {
+        let lower = f.to_ascii_lowercase();
+        CONTESTED
+            .iter()
+            .find(|(words, _)| lower.contains(words))
+            .map(|(_, what)| (*what, f.as_str()))
+    })
 }
 
 pub(super) fn read(seen: &Seen) -> Vec<Reading> {
+    let combined = seen.combined;
+    if let Some((what, failure)) = contested(seen.failures) {
+        return vec![Reading::Claim(
+            FlakeClass::HostResourceCollision,
+            format!(
+                "more workers (separate processes at once) differ, and the failures name {what} they contest: \"{failure}\".{combined}"
+            ),
+        )];
+    }
     match seen.load.clean {
         Some(l) if !seen.load.differs => vec![Reading::Claim(
             FlakeClass::HostResourceCollision,
             format!(
-                "more workers (separate processes) differ while added CPU load in `{l}` ran clean: the workers contest something other than CPU time.{}",
-                seen.combined
+                "more workers (separate processes) differ while added CPU load in `{l}` ran clean: it reproduces only beside another process, so the workers contest something other than CPU time.{combined}"
             ),
         )],
         _ => vec![
-            Reading::Claim(
-                FlakeClass::LoadSensitiveSynchronisation,
-                format!("more workers add load and concurrency at once.{}", seen.combined),
-            ),
             Reading::Open(
                 FlakeClass::HostResourceCollision,
                 format!(
-                    "`{}` differs, but {}: a clean -p cpu-stress=2x cell beside it would point to a contested host resource rather than load",
+                    "`{}` differs, but no failure names a contested resource (an address in use, a path, a lock) and {}: a clean -p cpu-stress=2x cell beside it would show that it needs another process, not load",
                     seen.cell,
                     if seen.load.differs {
                         "the CPU-load cell differs too"
                     } else {
                         "no CPU-load cell ran"
                     }
+                ),
+            ),
+            Reading::Open(
+                FlakeClass::LoadSensitiveSynchronisation,
+                format!(
+                    "`{}` differs, but more workers add load and concurrency at once: load-sensitivity is shown by a -p cpu-stress=2x cell, not by workers",
+                    seen.cell
                 ),
             ),
         ],
