@@ -699,16 +699,32 @@ pub fn classify(
             .iter()
             .filter(|r| r.status == RungStatus::Clean)
         {
+            // Beside the rung's own baseline, only with the power to
+            // differ at its N (without one, as the ladder judged it).
+            let alpha = 1.0 - ladder.confidence;
+            let power = rung.baseline.is_none_or(|b| {
+                rung.n > 0 && b.k < b.n && stats::fisher_exact(rung.n, 0, b.k, b.n - b.k) < alpha
+            });
             for class in rung_examines(rung.rung) {
                 if claimed.contains(&class) {
                     continue;
                 }
+                let row = rung_row(rung, ladder.confidence);
+                if !power {
+                    open(&mut out, class, format!(
+                        "{}: at this N no count of the rung could differ from its baseline at {} confidence, so it argues against nothing; more runs would",
+                        row.text,
+                        pct(ladder.confidence)
+                    ));
+                    continue;
+                }
                 out.against.push(Finding {
                     class,
-                    row: rung_row(rung, ladder.confidence),
+                    row,
                     because: format!(
-                        "this topology is where {} would reproduce, and it ran clean",
-                        class.label()
+                        "this topology is where {} would reproduce, and it ran clean ({})",
+                        class.label(),
+                        count_words(rung.k, rung.n, rung.low, rung.high, ladder.confidence)
                     ),
                 });
             }

@@ -612,6 +612,29 @@ fn a_ladder_reproduced_at_rung_3_is_a_collision_and_its_clean_rung_2_argues_agai
 }
 
 #[test]
+fn a_clean_rung_too_short_to_differ_from_its_baseline_argues_against_nothing() {
+    let r = report_of(&[C("baseline", 0, 10, true)]);
+    // 2 of 2 against the rung's 0 of 2 would give p = 0.33.
+    let l = ladder(vec![
+        rung(1, RungStatus::Clean, 0, 10),
+        rung(2, RungStatus::Clean, 0, 2),
+        rung(3, RungStatus::Reproduced, 6, 10),
+    ]);
+    let c = classify(&r, Some(3), Some(&l), start());
+    assert!(
+        c.against.iter().all(|a| a.row.rung != Some(2)),
+        "{:?}",
+        c.against
+    );
+    let o = c
+        .not_determinable
+        .iter()
+        .find(|o| o.class == OrderDependence)
+        .unwrap();
+    assert!(o.why.contains("argues against nothing"), "{}", o.why);
+}
+
+#[test]
 fn a_ladder_reproduced_at_rung_2_claims_order_and_lifecycle_and_rung_1_names_none() {
     let r = report_of(&[C("baseline", 4, 10, true)]);
     let l = ladder(vec![
