@@ -49,7 +49,7 @@ pub struct RepoInfo {
 
 #[cfg(test)]
 pub(crate) mod fixture;
-pub mod schema;
+pub(crate) mod schema;
 
 pub use schema::{LADDER_SCHEMA, RUN_SCHEMA, RUN_SCHEMA_V1, SESSION_END_SCHEMA, SESSION_SCHEMA};
 

@@ -2,7 +2,7 @@
 //! `__exec` (apply netns, limits and pinning, then exec the subject) and
 //! `__demo-suite` (the bundled example suite). Their bodies live with the
 //! code they serve: `perturb::probe::helper`, `perturb::isolate::helper`,
-//! `crate::demo`.
+//! `crate::onboard::demo`.
 
 use crate::cli::{self, ProbeWhat};
 use crate::error::{Result, EXIT_OK};
@@ -38,13 +38,13 @@ pub(super) fn demo_suite_cmd(args: &cli::DemoSuiteArgs) -> Result<i32> {
             RandomState::new().hash_one(std::process::id()) % 1_000_000_000
         })
     });
-    let opts = crate::demo::Options {
+    let opts = crate::onboard::demo::Options {
         only: args.only.as_deref(),
         seed,
         workers: args.workers.map(|n| n as usize),
         junit: args.junit.as_deref(),
     };
-    Ok(crate::demo::run_suite(
+    Ok(crate::onboard::demo::run_suite(
         &args.project,
         &opts,
         &mut std::io::stdout().lock(),

@@ -61,7 +61,7 @@ impl FlakeClass {
     ];
 
     /// Whether only CI history (not a lab cell) examines the class.
-    pub fn from_history(self) -> bool {
+    pub fn history_only(self) -> bool {
         matches!(
             self,
             FlakeClass::PlatformOrEntryPath | FlakeClass::RunnerInfrastructure
@@ -906,7 +906,7 @@ pub fn coverage(
     FlakeClass::ALL
         .iter()
         .map(|&class| {
-            if class.from_history() {
+            if class.history_only() {
                 let coverage = match &report.ci_history {
                     Some(h) => Coverage::Checked {
                         cells: vec![format!("CI history ({} report(s))", h.reports)],

@@ -793,7 +793,7 @@ fn associations(
 mod tests {
     use super::*;
     use crate::history::{Observation, Provenance, ReportRecord, REPORT_SCHEMA};
-    use crate::junit::CaseOutcome::{self, Failed, Passed, Skipped};
+    use crate::results::junit::CaseOutcome::{self, Failed, Passed, Skipped};
 
     fn ctx(pairs: &[(&str, &str)]) -> Context {
         pairs

@@ -44,7 +44,7 @@ pub struct IngestSummary {
     /// observation, as runner-infrastructure evidence).
     pub unreadable: Vec<String>,
     /// Matrix legs the history cannot tell apart
-    /// ([`identity::indistinct_legs`]), after this ingest.
+    /// (`identity::indistinct_legs`), after this ingest.
     pub indistinct_legs: Vec<String>,
 }
 
@@ -200,16 +200,19 @@ impl<R: Read> Read for Hashing<R> {
 /// rest after the root element too): the cases, `sha256:HEX`, the size.
 fn read_report(
     path: &Path,
-) -> std::result::Result<(crate::junit::Parsed, String, u64), crate::junit::JunitError> {
-    let io_error = |e: io::Error| crate::junit::JunitError::Io {
+) -> std::result::Result<
+    (crate::results::junit::Parsed, String, u64),
+    crate::results::junit::JunitError,
+> {
+    let io_error = |e: io::Error| crate::results::junit::JunitError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
     };
     let file = File::open(path).map_err(io_error)?;
     let size = file.metadata().map_err(io_error)?.len();
-    if size > crate::junit::MAX_INPUT {
-        return Err(crate::junit::JunitError::TooLarge {
-            limit: crate::junit::MAX_INPUT,
+    if size > crate::results::junit::MAX_INPUT {
+        return Err(crate::results::junit::JunitError::TooLarge {
+            limit: crate::results::junit::MAX_INPUT,
         });
     }
     let mut hashing = Hashing {
@@ -217,7 +220,7 @@ fn read_report(
         hash: Sha256::new(),
         bytes: 0,
     };
-    let parsed = crate::junit::parse_known_size(&mut hashing, size)?;
+    let parsed = crate::results::junit::parse_known_size(&mut hashing, size)?;
     io::copy(&mut hashing, &mut io::sink()).map_err(io_error)?;
     let hex: String = hashing
         .hash

@@ -8,10 +8,10 @@
 //! and the report module's `history` the only renderer. Nothing here does I/O
 //! beyond what a caller hands in ([`ingest`] reads the reports it is named).
 
-pub mod analyse;
-pub mod check;
+pub(crate) mod analyse;
+pub(crate) mod check;
 pub mod context;
-pub mod identity;
+pub(crate) mod identity;
 pub mod ingest;
 pub mod quarantine;
 
@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::junit::CaseOutcome;
+use crate::results::junit::CaseOutcome;
 
 pub use crate::record::schema::{
     CI_REPORT_SCHEMA as REPORT_SCHEMA, COUNTS_SCHEMA, FOLDED_SCHEMA, OBSERVATION_SCHEMA,
@@ -71,7 +71,7 @@ impl Provenance {
 pub struct ReportRecord {
     /// [`REPORT_SCHEMA`].
     pub schema: String,
-    /// The identity key ([`identity::report_key`]).
+    /// The identity key (`identity::report_key`).
     pub key: String,
     /// The execution context.
     pub context: Context,
@@ -99,7 +99,7 @@ pub struct ReportRecord {
 /// One execution of one test in a report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Observation {
-    /// The test id ([`crate::junit::Case::id`]).
+    /// The test id ([`crate::results::junit::Case::id`]).
     pub test: String,
     /// Its first attempt's outcome: what a rate counts.
     pub outcome: CaseOutcome,

@@ -7,14 +7,14 @@
 //! probes are run by `exec` through the same launch path as the cell's runs;
 //! [`probe::judge`] reads what the child reported. Nothing here spawns.
 
-pub mod calendar;
+pub(crate) mod calendar;
 pub mod clock;
-pub mod env;
+pub(crate) mod env;
 pub mod faketime;
-pub mod isolate;
+pub(crate) mod isolate;
 pub mod probe;
-pub mod proof;
-pub mod sham;
+pub(crate) mod proof;
+pub(crate) mod sham;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -254,7 +254,7 @@ impl Store {
     }
 
     /// The keys ([`Store::history_keys`]) and the heads of the complete
-    /// reports (for [`crate::history::identity::indistinct_legs`]), in one
+    /// reports (for `crate::history::identity::indistinct_legs`), in one
     /// read of report lines and entry counts.
     pub fn history_index(&self) -> Result<HistoryIndex> {
         let mut keys = HashSet::new();
@@ -524,7 +524,7 @@ impl crate::history::ingest::Sink for Store {
 mod tests {
     use super::*;
     use crate::history::{Context, Provenance};
-    use crate::junit::CaseOutcome;
+    use crate::results::junit::CaseOutcome;
 
     fn report(key: &str, n: u64) -> ReportRecord {
         ReportRecord {

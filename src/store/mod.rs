@@ -18,7 +18,7 @@ mod fast;
 #[cfg(test)]
 mod fast_tests;
 pub mod foreign;
-pub mod history;
+pub(crate) mod history;
 mod lines;
 pub(crate) mod open;
 mod runs;
@@ -54,9 +54,9 @@ pub const RUNS_FILE: &str = "runs.jsonl";
 pub const RUNS_DIR: &str = "runs";
 /// File holding one [`SessionRecord`] per line.
 pub const SESSIONS_FILE: &str = "sessions.jsonl";
-/// File holding one [`crate::screen::ScreenRecord`] per line.
+/// File holding one `crate::screen::ScreenRecord` per line.
 pub const SCREENS_FILE: &str = "screens.jsonl";
-/// File holding one [`crate::scan::prove::ProveRecord`] per line.
+/// File holding one `crate::scan::prove::ProveRecord` per line.
 pub const PROVES_FILE: &str = "proves.jsonl";
 /// File holding one [`LadderRecord`] per line.
 pub const LADDERS_FILE: &str = "ladders.jsonl";
