@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
-use super::{Context, Observation};
+use super::{Context, Head, Observation};
 use crate::results::junit::{Case, CaseOutcome};
 
 /// `sha256:` and the hex digest of `bytes`.
@@ -93,31 +93,6 @@ pub fn observations(cases: &[Case]) -> Vec<Observation> {
             }
         })
         .collect()
-}
-
-/// What [`indistinct_legs`] needs of one recorded report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Head {
-    /// The provenance.
-    pub provenance: super::Provenance,
-    /// The context.
-    pub context: Context,
-    /// The report's path.
-    pub path: String,
-    /// Its digest.
-    pub digest: String,
-}
-
-impl Head {
-    /// The head of `r`.
-    pub fn of(r: &super::ReportRecord) -> Head {
-        Head {
-            provenance: r.provenance.clone(),
-            context: r.context.clone(),
-            path: r.path.clone(),
-            digest: r.digest.clone(),
-        }
-    }
 }
 
 /// Warnings for matrix legs the history cannot tell apart: several reports

@@ -17,16 +17,28 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::history::context::Recorded;
-use crate::history::{identity, Observation, ReportRecord, REPORT_SCHEMA};
+use crate::history::{identity, Head, Observation, ReportRecord, REPORT_SCHEMA};
 use crate::redact::{Redaction, REDACTED};
 
 /// Where ingested reports are recorded: the store's history file.
 pub trait Sink {
     /// The identity keys recorded already (complete and folded reports)
     /// and the complete reports' heads, first seen first.
-    fn index(&self) -> Result<(HashSet<String>, Vec<identity::Head>)>;
+    fn index(&self) -> Result<(HashSet<String>, Vec<Head>)>;
     /// Records one report and its observations, in one write.
     fn append(&self, report: &ReportRecord, obs: &[Observation]) -> Result<()>;
+}
+
+/// The store is where ingested reports go.
+impl Sink for crate::store::Store {
+    fn index(&self) -> Result<(HashSet<String>, Vec<Head>)> {
+        let index = self.history_index()?;
+        Ok((index.keys, index.heads))
+    }
+
+    fn append(&self, report: &ReportRecord, obs: &[Observation]) -> Result<()> {
+        self.append_report(report, obs)
+    }
 }
 
 /// What one ingest did.
@@ -124,7 +136,7 @@ pub fn ingest_reports(
             infra: infra.iter().map(|i| text(i)).collect(),
         };
         store.append(&report, &obs)?;
-        heads.push(identity::Head::of(&report));
+        heads.push(Head::of(&report));
         keys.insert(key);
         if readable {
             summary.recorded += 1;
