@@ -9,6 +9,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod history_args;
 pub use history_args::*;
 
+/// The demo's session seed when `--seed` is not given: fixed, so the
+/// shuffle cell's runs get the same seeds (and orders) on every machine.
+/// With it, the first two runs of the shuffle cell put the polluter before
+/// the victim in one and after it in the other (a unit test holds this).
+pub const DEMO_SEED: u64 = 821;
+
 /// A perturbation lab for test suites: runs your test command many times
 /// under declared perturbations and reports k of N with a confidence bound.
 #[derive(Debug, Parser)]
@@ -994,7 +1000,7 @@ pub struct DemoArgs {
     pub runs: u32,
     /// Seed for the schedule and the shuffle cell's seeds (fixed by default,
     /// so the demo reads the same on every machine).
-    #[arg(long, value_name = "S", default_value_t = crate::demo::DEFAULT_SEED)]
+    #[arg(long, value_name = "S", default_value_t = DEMO_SEED)]
     pub seed: u64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]

@@ -3,7 +3,7 @@
 //! `__demo-suite` (the bundled example suite). Their bodies live with the
 //! code they serve: `perturb::probe::helper` (each kind's child side in
 //! `perturb::kind`), `perturb::isolate::helper`,
-//! `crate::demo`.
+//! `crate::onboard::demo`.
 
 use crate::cli;
 use crate::error::{Error, Result, EXIT_OK};
@@ -35,13 +35,13 @@ pub(super) fn demo_suite_cmd(args: &cli::DemoSuiteArgs) -> Result<i32> {
             RandomState::new().hash_one(std::process::id()) % 1_000_000_000
         })
     });
-    let opts = crate::demo::Options {
+    let opts = crate::onboard::demo::Options {
         only: args.only.as_deref(),
         seed,
         workers: args.workers.map(|n| n as usize),
         junit: args.junit.as_deref(),
     };
-    Ok(crate::demo::run_suite(
+    Ok(crate::onboard::demo::run_suite(
         &args.project,
         &opts,
         &mut std::io::stdout().lock(),

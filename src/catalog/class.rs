@@ -57,7 +57,7 @@ impl FlakeClass {
     ];
 
     /// Whether only CI history (not a lab cell) examines the class.
-    pub fn from_history(self) -> bool {
+    pub fn history_only(self) -> bool {
         matches!(
             self,
             FlakeClass::PlatformOrEntryPath | FlakeClass::RunnerInfrastructure

@@ -91,7 +91,7 @@ impl Composed {
     }
 
     /// Checks each kind's values and that they compose
-    /// ([`check_composition`]).
+    /// (`check_composition`).
     pub fn validate(&self) -> Result<(), String> {
         if self.0.is_empty() {
             return Err("an empty list: give at least one { kind = … }".into());

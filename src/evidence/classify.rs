@@ -478,12 +478,10 @@ pub fn classify(
             combined,
             baseline_clean,
             zone: Beside {
-                ran: zone.0,
                 clean: zone.1.as_deref(),
                 differs: zone.2,
             },
             load: Beside {
-                ran: load.0,
                 clean: load.1.as_deref(),
                 differs: load.2,
             },
@@ -498,7 +496,6 @@ pub fn classify(
                 match reading {
                     Reading::Claim(class, because) => claim(&mut out, class, row(), because),
                     Reading::Open(class, why) => open(&mut out, class, why),
-                    Reading::Unmapped(words) => out.unmapped.push(words),
                 }
             }
         }
@@ -800,7 +797,7 @@ pub fn coverage(
     FlakeClass::ALL
         .iter()
         .map(|&class| {
-            if class.from_history() {
+            if class.history_only() {
                 let coverage = match &report.ci_history {
                     Some(h) => Coverage::Checked {
                         cells: vec![format!("CI history ({} report(s))", h.reports)],

@@ -5,19 +5,19 @@
 //! zone or an uninstalled locale is a usage error before anything runs) and
 //! returns the environment delta plus one [`Probe`] per perturbation; what
 //! each kind changes, how its probe is judged, its sham and the flake
-//! classes it speaks to live in its own file under [`kind`]. The probes are
+//! classes it speaks to live in its own file under `kind`. The probes are
 //! run by `exec` through the same launch path as the cell's runs;
 //! [`probe::judge`] reads what the child reported. Nothing here spawns.
 
-pub mod calendar;
+pub(crate) mod calendar;
 pub mod clock;
-pub mod env;
+pub(crate) mod env;
 pub mod faketime;
-pub mod isolate;
-pub mod kind;
+pub(crate) mod isolate;
+pub(crate) mod kind;
 pub mod probe;
-pub mod proof;
-pub mod sham;
+pub(crate) mod proof;
+pub(crate) mod sham;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -21,7 +21,6 @@
 use super::HostFacts;
 use crate::catalog::Kind;
 
-pub use super::env::host_zone;
 pub use super::kind::Sham;
 
 /// The sham of the mechanism `kind` uses on this host, if it has one (each
@@ -79,6 +78,6 @@ mod tests {
         );
         // A harness zone the database does not hold gives no sham.
         host.tz = Some("Mars/Olympus".into());
-        assert_eq!(host_zone(&host), None);
+        assert_eq!(super::super::env::host_zone(&host), None);
     }
 }

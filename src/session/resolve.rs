@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::{JunitSource, Replay, SessionSpec, Shams, LOG_HEAD, LOG_TAIL};
 use crate::catalog::recipe::{self, Detection, Recipe};
 use crate::catalog::{Catalog, Cell, Kind};
-use crate::config::{self, Origin, ProjectConfig, RunFlags, RunSettings, Setting};
+use crate::context::config::{self, Origin, ProjectConfig, RunFlags, RunSettings, Setting};
 use crate::error::{Error, Result};
 use crate::exec::{launch::ChildLimits, Executor};
 use crate::perturb::{self, HostFacts};

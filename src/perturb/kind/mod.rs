@@ -321,8 +321,6 @@ pub fn role(kind: &Kind) -> Role {
 /// by.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Beside<'a> {
-    /// A cell of the role is in the session.
-    pub ran: bool,
     /// A cell of the role that ran clean with the power to differ.
     pub clean: Option<&'a str>,
     /// A cell of the role differs from the baseline.
@@ -361,8 +359,6 @@ pub enum Reading {
     Claim(FlakeClass, String),
     /// The class stays open, because …
     Open(FlakeClass, String),
-    /// The difference names no class; the words say what it is.
-    Unmapped(String),
 }
 
 /// The classes a cell of `kind` examines: what its coverage counts, and

@@ -11,10 +11,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::context::shard;
 use crate::error::{Error, Result};
 use crate::record::{LadderRecord, RunRecord, SessionRecord};
 use crate::screen::ScreenRecord;
-use crate::shard;
 use crate::store::foreign::{open_source, Limits, Source};
 use crate::store::Store;
 

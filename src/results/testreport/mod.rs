@@ -5,9 +5,9 @@
 //! Where a runner's JUnit drops a retried attempt (jest-junit, vitest's and
 //! Playwright's JUnit reporters write a test that passed on a retry as a
 //! pass), its JSON is what keeps the first attempt. Each reader turns its format into
-//! the same [`crate::junit::Parsed`] the JUnit reader produces, so ids,
+//! the same [`crate::results::junit::Parsed`] the JUnit reader produces, so ids,
 //! families, first attempts and signatures come from one place
-//! (`crate::outcomes`). Pure: bytes in, cases out.
+//! (`crate::results::outcomes`). Pure: bytes in, cases out.
 //!
 //! This module owns the formats' readings; which format a runner gives,
 //! and whether from a file or from the run's output, is the recipe's
@@ -24,7 +24,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::junit::{Case, CaseOutcome, Parsed};
+use crate::results::junit::{Case, CaseOutcome, Parsed};
 
 /// A per-test output format a runner ships.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,7 +102,8 @@ pub fn parse(format: Format, bytes: &[u8], base: &Path) -> Result<Parsed, Report
     let text = String::from_utf8_lossy(bytes);
     let cases = match format {
         Format::Junit => {
-            return crate::junit::parse(bytes).map_err(|e| ReportError::Junit(e.to_string()))
+            return crate::results::junit::parse(bytes)
+                .map_err(|e| ReportError::Junit(e.to_string()))
         }
         Format::Test2json => test2json::cases(&text),
         Format::Libtest => libtest::cases(&strip_ansi(&text)),
@@ -156,8 +157,8 @@ fn case(
         outcome,
         first_attempt: outcome,
         reruns: 0,
-        message: keep(message, crate::junit::MAX_MESSAGE),
-        detail: keep(detail, crate::junit::MAX_DETAIL),
+        message: keep(message, crate::results::junit::MAX_MESSAGE),
+        detail: keep(detail, crate::results::junit::MAX_DETAIL),
         time_s: None,
         file: None,
         line: None,
@@ -201,7 +202,7 @@ mod tests {
     fn long_messages_are_cut_on_a_character_boundary() {
         let c = case("c", "n", CaseOutcome::Failed, Some("é".repeat(5000)), None);
         let m = c.message.unwrap();
-        assert!(m.len() <= crate::junit::MAX_MESSAGE);
+        assert!(m.len() <= crate::results::junit::MAX_MESSAGE);
         assert!(m.chars().all(|ch| ch == 'é'));
         assert_eq!(
             case("c", "n", CaseOutcome::Passed, Some(" ".into()), None).message,

@@ -6,9 +6,9 @@
 
 use std::collections::HashMap;
 
-use crate::junit::{family_id, CaseOutcome, Parsed};
 use crate::record::{TestOutcome, TestRecord};
-use crate::signature;
+use crate::results::junit::{family_id, CaseOutcome, Parsed};
+use crate::results::signature;
 
 /// Characters of a failure message kept in a record.
 pub const MESSAGE_CHARS: usize = 300;
@@ -35,7 +35,7 @@ fn outcome(o: CaseOutcome) -> TestOutcome {
 pub fn records(parsed: &Parsed, matches: Option<&dyn Fn(&str) -> bool>) -> Vec<TestRecord> {
     let mut out: Vec<TestRecord> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    for case in &crate::junit::fold_reruns(&parsed.cases) {
+    for case in &crate::results::junit::fold_reruns(&parsed.cases) {
         let id = case.id();
         if let Some(&i) = index.get(&id) {
             // A repeated case is a later attempt of the same test.
@@ -120,7 +120,7 @@ mod tests {
     use super::*;
 
     fn parsed(xml: &str) -> Parsed {
-        crate::junit::parse(xml.as_bytes()).unwrap()
+        crate::results::junit::parse(xml.as_bytes()).unwrap()
     }
 
     #[test]

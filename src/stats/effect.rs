@@ -101,25 +101,6 @@ fn newcombe((k1, n1): (u64, u64), (k0, n0): (u64, u64), z: f64) -> (f64, f64) {
     (low.max(-1.0), high.min(1.0))
 }
 
-/// The effect in words: `×4.0 [1.2, 13] the baseline's rate` or
-/// `+0.75 [0.36, 0.92] over a baseline that never failed`, with the
-/// interval's confidence.
-pub fn text(e: &Effect, confidence: f64) -> String {
-    let pct = (confidence * 100.0).round();
-    match e.kind {
-        "ratio" => format!(
-            "rate ×{} the baseline's, {pct}% interval [{}, {}]",
-            sig(e.estimate),
-            sig(e.low),
-            sig(e.high)
-        ),
-        _ => format!(
-            "rate {:+.2} over the baseline's, {pct}% interval [{:+.2}, {:+.2}]",
-            e.estimate, e.low, e.high
-        ),
-    }
-}
-
 /// The effect in a table cell: `rate ×2.30 [1.49, 3.55]` (a ratio) or
 /// `rate +1.00 [+0.45, +1.00]` (a difference of rates).
 pub fn short(e: &Effect) -> String {
@@ -270,16 +251,8 @@ mod tests {
     #[test]
     fn the_words_name_the_kind() {
         let e = effect((4, 4), (0, 4), 0.95).unwrap();
-        assert_eq!(
-            text(&e, 0.95),
-            format!(
-                "rate +1.00 over the baseline's, 95% interval [{:+.2}, +1.00]",
-                e.low
-            )
-        );
         assert_eq!(short(&e), format!("rate +1.00 [{:+.2}, +1.00]", e.low));
         let e = effect((8, 10), (2, 10), 0.95).unwrap();
-        assert!(text(&e, 0.95).starts_with("rate ×4.00 the baseline's, 95% interval ["));
         assert!(short(&e).starts_with("rate ×4.00 ["), "{}", short(&e));
     }
 }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use crate::junit::{Case, CaseOutcome};
+use crate::results::junit::{Case, CaseOutcome};
 
 #[derive(Deserialize)]
 struct Event {
@@ -89,7 +89,7 @@ pub(super) fn cases(text: &str) -> Vec<Case> {
                 let framing = ["=== RUN", "=== PAUSE", "=== CONT", "=== NAME"]
                     .iter()
                     .any(|p| out.starts_with(p));
-                if !framing && t.output.len() < crate::junit::MAX_DETAIL {
+                if !framing && t.output.len() < crate::results::junit::MAX_DETAIL {
                     t.output.push_str(&out);
                 }
             }

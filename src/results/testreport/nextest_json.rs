@@ -14,7 +14,7 @@
 
 use serde::Deserialize;
 
-use crate::junit::{Case, CaseOutcome};
+use crate::results::junit::{Case, CaseOutcome};
 
 #[derive(Deserialize)]
 struct Event {

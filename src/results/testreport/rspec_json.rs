@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use crate::junit::{Case, CaseOutcome};
+use crate::results::junit::{Case, CaseOutcome};
 
 #[derive(Deserialize)]
 struct Document {
@@ -81,11 +81,12 @@ mod tests {
 
     #[test]
     fn the_same_ids_and_outcomes_as_the_junit_plugin_of_the_same_run() {
-        let json = include_str!("../../tests/fixtures/testreport/rspec-shuffle-fail.json");
-        let xml =
-            include_str!("../../tests/fixtures/testreport/rspec-junit-formatter-shuffle-fail.xml");
+        let json = include_str!("../../../tests/fixtures/testreport/rspec-shuffle-fail.json");
+        let xml = include_str!(
+            "../../../tests/fixtures/testreport/rspec-junit-formatter-shuffle-fail.xml"
+        );
         let ours = cases(json).unwrap();
-        let plugin = crate::junit::parse(xml.as_bytes()).unwrap().cases;
+        let plugin = crate::results::junit::parse(xml.as_bytes()).unwrap().cases;
         let view = |cs: &[Case]| -> Vec<(String, CaseOutcome, Option<String>)> {
             cs.iter()
                 .map(|c| (c.id(), c.outcome, c.message.clone()))

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::junit::{Case, CaseOutcome};
+use crate::results::junit::{Case, CaseOutcome};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn a_shuffled_failing_run_reads_every_test() {
-        let text = include_str!("../../tests/fixtures/testreport/jest-shuffle-fail.json");
+        let text = include_str!("../../../tests/fixtures/testreport/jest-shuffle-fail.json");
         let cs = cases(text, Path::new("/tmp/jj")).unwrap();
         let got: Vec<(String, CaseOutcome)> = cs.iter().map(|c| (c.id(), c.outcome)).collect();
         assert_eq!(got.len(), 5);

@@ -742,8 +742,8 @@ fn local_name(qname: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::junit::tests::{case, malformed};
-    use crate::junit::{parse, MAX_DEPTH};
+    use crate::results::junit::tests::{case, malformed};
+    use crate::results::junit::{parse, MAX_DEPTH};
 
     fn ok(xml: &str) -> Parsed {
         parse(xml.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{xml}"))

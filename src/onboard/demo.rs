@@ -51,12 +51,6 @@ flakelab demo: what each cell flips in the bundled suite
   locale-posix     nothing: no planted locale bug, so it reads 0 of N with its bound
   shared::exclusive_cache_lock collides only when two runs share the directory: try `flakelab demo -j 2`";
 
-/// The demo's session seed when `--seed` is not given: fixed, so the
-/// shuffle cell's runs get the same seeds (and orders) on every machine.
-/// With it, the first two runs of the shuffle cell put the polluter before
-/// the victim in one and after it in the other (a unit test holds this).
-pub const DEFAULT_SEED: u64 = 821;
-
 /// File in the demo project holding the licence expiry date (`YYYY-MM-DD`).
 pub const LICENCE_FILE: &str = "licence.txt";
 
@@ -634,7 +628,7 @@ mod tests {
     /// (so `flakelab demo -n 2` already shows both orders).
     #[test]
     fn the_default_seed_shows_both_orders_in_the_first_two_runs() {
-        let seed = |r| Some(crate::plan::run_seed(DEFAULT_SEED, r));
+        let seed = |r| Some(crate::plan::run_seed(crate::cli::DEMO_SEED, r));
         assert!(polluter_first(seed(0)));
         assert!(!polluter_first(seed(1)));
         // The legend's figure.
@@ -717,11 +711,16 @@ mod tests {
         );
         assert_eq!(code, 1);
         let xml = std::fs::read_to_string(&path).unwrap();
-        let parsed = crate::junit::parse(xml.as_bytes()).unwrap();
+        let parsed = crate::results::junit::parse(xml.as_bytes()).unwrap();
         let ids: Vec<(String, bool)> = parsed
             .cases
             .iter()
-            .map(|c| (c.id(), c.outcome == crate::junit::CaseOutcome::Failed))
+            .map(|c| {
+                (
+                    c.id(),
+                    c.outcome == crate::results::junit::CaseOutcome::Failed,
+                )
+            })
             .collect();
         assert_eq!(
             ids,

@@ -81,7 +81,7 @@ mod tests {
     use CaseOutcome::{Errored, Failed, Passed};
 
     fn read(xml: &str) -> Vec<Case> {
-        fold_reruns(&crate::junit::parse(xml.as_bytes()).unwrap().cases)
+        fold_reruns(&crate::results::junit::parse(xml.as_bytes()).unwrap().cases)
     }
 
     #[test]

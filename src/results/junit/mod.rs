@@ -58,19 +58,7 @@ pub const MAX_INPUT: u64 = 1 << 30;
 /// Deepest element nesting accepted; deeper is [`JunitError::Malformed`].
 pub const MAX_DEPTH: usize = 256;
 
-/// How one attempt at a test case ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CaseOutcome {
-    /// No failure, error or skipped child.
-    Passed,
-    /// A `<failure>` child.
-    Failed,
-    /// An `<error>` child (and no `<failure>`).
-    Errored,
-    /// A `<skipped>` child (and no `<failure>` or `<error>`).
-    Skipped,
-}
+pub use crate::record::CaseOutcome;
 
 /// One `<testcase>` element of a report.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

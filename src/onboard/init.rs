@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::catalog::recipe::{self, Detection, Recipe};
-use crate::config::{
+use crate::context::config::{
     DEFAULT_CONFIDENCE, DEFAULT_JOBS, DEFAULT_KILL_GRACE, DEFAULT_RUNS, FILE_NAME,
 };
 use crate::error::{Error, Result};
@@ -571,17 +571,17 @@ pub fn init(dir: &Path, command: &[String], force: bool) -> Result<String> {
     let plan = plan(command, source, &recipes, also);
     let text = render(&plan);
     // What we write must load: a bug here is ours, not the user's.
-    crate::config::parse(&text, &path)?;
+    crate::context::config::parse(&text, &path)?;
     let path = write(dir, &text, force)?;
     Ok(summary(&plan, &path))
 }
 
 /// The GitHub Actions workflow `init --ci github` writes (the book's CI
 /// chapter shows this text).
-pub const GITHUB_WORKFLOW: &str = include_str!("../templates/ci/github.yml");
+pub const GITHUB_WORKFLOW: &str = include_str!("../../templates/ci/github.yml");
 /// The GitLab CI file `init --ci gitlab` writes (the book's CI chapter shows
 /// this text).
-pub const GITLAB_PIPELINE: &str = include_str!("../templates/ci/gitlab.yml");
+pub const GITLAB_PIPELINE: &str = include_str!("../../templates/ci/gitlab.yml");
 
 /// Where `init --ci SYSTEM` writes, relative to the project, and what.
 pub fn ci_file(system: crate::cli::CiSystem) -> (&'static str, &'static str) {
@@ -659,7 +659,7 @@ mod tests {
         ] {
             let plan = plan_for(command);
             let text = render(&plan);
-            let config = crate::config::parse(&text, Path::new("flakelab.toml"))
+            let config = crate::context::config::parse(&text, Path::new("flakelab.toml"))
                 .unwrap_or_else(|e| panic!("{command}: {e}\n{text}"));
             let lane = config.lane.expect("a lane");
             assert_eq!(lane.argv().unwrap(), words(command), "{text}");
@@ -667,7 +667,7 @@ mod tests {
             assert_eq!(config.run.runs, None);
             // Every commented-out key is a valid example too.
             let all = uncommented(&text);
-            let config = crate::config::parse(&all, Path::new("flakelab.toml"))
+            let config = crate::context::config::parse(&all, Path::new("flakelab.toml"))
                 .unwrap_or_else(|e| panic!("{command}, uncommented: {e}\n{all}"));
             assert_eq!(config.run.runs, Some(DEFAULT_RUNS), "{all}");
             assert_eq!(config.run.jobs, Some(DEFAULT_JOBS));
@@ -880,7 +880,7 @@ mod tests {
         assert!(e.to_string().contains("--force"), "{e}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine");
         init(dir.path(), &words("pytest"), true).unwrap();
-        assert!(crate::config::load(dir.path())
+        assert!(crate::context::config::load(dir.path())
             .unwrap()
             .unwrap()
             .lane

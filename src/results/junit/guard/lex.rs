@@ -13,13 +13,13 @@
 use std::io::Read;
 
 use super::Guard;
-use crate::junit::text::{is_continuation, is_xml_space, ref_error, resolve_ref};
-use crate::junit::{JunitError, MAX_REF};
+use crate::results::junit::text::{is_continuation, is_xml_space, ref_error, resolve_ref};
+use crate::results::junit::{JunitError, MAX_REF};
 
 /// One attribute of a start tag: where its key and value are in the tag's
 /// bytes, and what its value holds.
 #[derive(Debug, Clone, Copy)]
-pub(in crate::junit) struct Attr {
+pub(in crate::results::junit) struct Attr {
     key: (u32, u32),
     value: (u32, u32),
     flags: u8,
@@ -39,38 +39,38 @@ impl Attr {
         }
     }
 
-    pub(in crate::junit) fn key<'a>(&self, tag: &'a [u8]) -> &'a [u8] {
+    pub(in crate::results::junit) fn key<'a>(&self, tag: &'a [u8]) -> &'a [u8] {
         &tag[self.key.0 as usize..self.key.1 as usize]
     }
 
     /// Where the value is in the tag's bytes.
-    pub(in crate::junit) fn value_range(&self) -> std::ops::Range<usize> {
+    pub(in crate::results::junit) fn value_range(&self) -> std::ops::Range<usize> {
         self.value.0 as usize..self.value.1 as usize
     }
 
-    pub(in crate::junit) fn value<'a>(&self, tag: &'a [u8]) -> &'a [u8] {
+    pub(in crate::results::junit) fn value<'a>(&self, tag: &'a [u8]) -> &'a [u8] {
         &tag[self.value.0 as usize..self.value.1 as usize]
     }
 
     /// The value holds a `&`.
-    pub(in crate::junit) fn has_ref(&self) -> bool {
+    pub(in crate::results::junit) fn has_ref(&self) -> bool {
         self.flags & AMP != 0
     }
 
     /// The value holds a `<`.
-    pub(in crate::junit) fn has_lt(&self) -> bool {
+    pub(in crate::results::junit) fn has_lt(&self) -> bool {
         self.flags & LT != 0
     }
 
     /// The value is kept as is: no reference, no whitespace to normalise.
-    pub(in crate::junit) fn is_plain(&self, tag: &[u8]) -> bool {
+    pub(in crate::results::junit) fn is_plain(&self, tag: &[u8]) -> bool {
         let value = self.value(tag);
         self.flags & AMP == 0 && memchr::memchr3(b'\t', b'\n', b'\r', value).is_none()
     }
 }
 
 /// What the lexer hands the document builder.
-pub(in crate::junit) enum Event<'a> {
+pub(in crate::results::junit) enum Event<'a> {
     /// A start tag: `tag` is everything between `<` and `>` (without the
     /// `/` of an empty element), its first `name_len` bytes the name.
     Start {
@@ -129,7 +129,7 @@ fn value_flags(value: &[u8]) -> u8 {
     })
 }
 
-pub(in crate::junit) fn is_name_start(b: Option<u8>) -> bool {
+pub(in crate::results::junit) fn is_name_start(b: Option<u8>) -> bool {
     matches!(
         b,
         Some(b'A'..=b'Z' | b'a'..=b'z' | b'_' | b':' | 0x80..=0xff)
@@ -196,7 +196,10 @@ impl<R: Read> Guard<R> {
     /// The next event. With `skip_space`, a text run of nothing but
     /// whitespace is passed over instead of being an event (the caller
     /// says when such a run cannot matter to it).
-    pub(in crate::junit) fn next(&mut self, skip_space: bool) -> Result<Event<'_>, JunitError> {
+    pub(in crate::results::junit) fn next(
+        &mut self,
+        skip_space: bool,
+    ) -> Result<Event<'_>, JunitError> {
         if !self.sniffed {
             self.sniff()?;
         }
@@ -1031,9 +1034,9 @@ impl AttrScan<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::junit::guard::tests::huge_failure;
-    use crate::junit::tests::malformed;
-    use crate::junit::{parse, parse_with, CaseOutcome, LIMITS, MAX_DETAIL, MAX_MESSAGE};
+    use crate::results::junit::guard::tests::huge_failure;
+    use crate::results::junit::tests::malformed;
+    use crate::results::junit::{parse, parse_with, CaseOutcome, LIMITS, MAX_DETAIL, MAX_MESSAGE};
 
     #[test]
     fn a_50_mb_failure_body_keeps_the_head_and_bounded_memory() {

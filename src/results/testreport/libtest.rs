@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use crate::junit::{Case, CaseOutcome};
+use crate::results::junit::{Case, CaseOutcome};
 
 /// The cases of one `cargo test` output, in the order libtest reported them.
 pub(super) fn cases(text: &str) -> Vec<Case> {
@@ -52,7 +52,7 @@ pub(super) fn cases(text: &str) -> Vec<Case> {
         }
         if let Some(key) = &block {
             let b = blocks.entry(key.clone()).or_default();
-            if b.len() < crate::junit::MAX_DETAIL {
+            if b.len() < crate::results::junit::MAX_DETAIL {
                 b.push_str(line);
                 b.push('\n');
             }
@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn a_shuffled_failing_run_reads_every_test_and_the_panic() {
-        let text = include_str!("../../tests/fixtures/testreport/cargo-test-shuffle-fail.txt");
+        let text = include_str!("../../../tests/fixtures/testreport/cargo-test-shuffle-fail.txt");
         let cs = cases(text);
         let got: Vec<(String, CaseOutcome)> = cs.iter().map(|c| (c.id(), c.outcome)).collect();
         assert_eq!(got.len(), 5);

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::junit::{Case, CaseOutcome};
+use crate::results::junit::{Case, CaseOutcome};
 
 #[derive(Deserialize)]
 struct Report {

@@ -237,11 +237,6 @@ impl WorkingCopies {
         &self.how
     }
 
-    /// Removes the copies now (dropping does the same).
-    pub fn remove(mut self) {
-        self.cleanup();
-    }
-
     fn cleanup(&mut self) {
         if let Some(top) = &self.repo {
             for copy in &self.copies {
@@ -312,7 +307,7 @@ mod tests {
             "{}",
             copies.describe()
         );
-        copies.remove();
+        drop(copies);
         for d in &dirs {
             assert!(!d.exists());
         }

@@ -232,7 +232,7 @@ impl<R: Read> Guard<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::junit::{parse, parse_with, LIMITS};
+    use crate::results::junit::{parse, parse_with, LIMITS};
 
     #[test]
     fn encodings() {

@@ -23,6 +23,9 @@
 //! answered by the plan module (`runs_needed`, `runs_to_separate`, which
 //! use this one) and deliberately not repeated here: this module is a leaf.
 
+pub mod effect;
+pub mod verdict;
+
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{Beta, ContinuousCDF};
 use statrs::function::gamma::ln_gamma;
