@@ -100,7 +100,7 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
 /// Runs `spec` in a runtime of its own and prints the report the store then
 /// holds; returns the exit code (`replay`, `demo`).
 fn run_and_report(spec: &crate::session::SessionSpec, format: Format) -> Result<i32> {
-    use crate::verdict::{Findings, Verdict};
+    use crate::stats::verdict::{Findings, Verdict};
     runtime()?.block_on(async {
         let stop = start_watching()?;
         let Some(done) = crate::session::run_session(spec, &stop).await? else {

@@ -73,7 +73,8 @@ pub(super) fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
         .ok_or_else(|| no_session("session", args.session.as_deref(), store.root()))?;
     let (mut report, _) = shown(&store, &session)?;
     report.ci_history = super::history::beside(&store, &report)?;
-    let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
+    let redaction =
+        Redaction::new(&crate::context::config::redact_names(&dir)?).with_own_environment();
     super::print_report(&report, args.format, &redaction);
     if args.format != cli::Format::Github {
         report::outputs::auto_summary(&report, args.summary, &redaction);
@@ -84,7 +85,8 @@ pub(super) fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
 /// `flakelab evidence`: the evidence block of a session, or of a ladder.
 pub(super) fn evidence_cmd(ctx: &super::Ctx, args: &cli::EvidenceArgs) -> Result<i32> {
     let (store, dir) = existing_store(&args.store)?;
-    let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
+    let redaction =
+        Redaction::new(&crate::context::config::redact_names(&dir)?).with_own_environment();
     let (ladders, _) = store.load_ladders()?;
     let by_ladder = args
         .session

@@ -32,7 +32,8 @@ pub(super) fn runs_cmd(args: &RunsArgs) -> Result<i32> {
         super::report_cmd::no_session("session", args.session.as_deref(), store.root())
     })?;
     let dir = subject_dir(args.store.dir.as_deref())?;
-    let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
+    let redaction =
+        Redaction::new(&crate::context::config::redact_names(&dir)?).with_own_environment();
     let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     if args.format == RunsFormat::Csv && !written(out.write_all(runs::csv_header().as_bytes()))? {
         return Ok(EXIT_OK);

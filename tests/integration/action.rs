@@ -230,11 +230,14 @@ fn repository_using_the_action(dir: &Path, with: &str) -> PathBuf {
     std::fs::create_dir_all(dir.join(".git")).unwrap();
     let workflows = dir.join(".github/workflows");
     std::fs::create_dir_all(&workflows).unwrap();
-    let workflow = flakelab::init::github_workflow("./", &flakelab::init::CiSetup::default())
-        .replace(
-            "        with:\n          shard:",
-            &format!("        with:\n{with}          shard:"),
-        );
+    let workflow = flakelab::onboard::init::github_workflow(
+        "./",
+        &flakelab::onboard::init::CiSetup::default(),
+    )
+    .replace(
+        "        with:\n          shard:",
+        &format!("        with:\n{with}          shard:"),
+    );
     assert!(workflow.contains(with), "{workflow}");
     let path = workflows.join("flakelab.yml");
     std::fs::write(&path, workflow).unwrap();
@@ -315,7 +318,7 @@ fn init_ci_advises_on_the_file_it_wrote_and_sets_up_the_detected_runner() {
         "GitHub advice names GitLab's key: {said}"
     );
     assert!(said.contains("set up for pytest"), "{said}");
-    assert!(said.contains(flakelab::init::ACTION), "{said}");
+    assert!(said.contains(flakelab::onboard::init::ACTION), "{said}");
     let workflow =
         std::fs::read_to_string(lab.path().join(".github/workflows/flakelab.yml")).unwrap();
     assert!(

@@ -14,6 +14,7 @@ mod dashboard;
 mod demo;
 mod durable;
 mod evidence;
+mod evidence_classes;
 mod fake;
 mod fuzz_replay;
 mod history;

@@ -214,7 +214,7 @@ fn four_shards_in_four_stores_merge_to_the_report_of_the_plan_run_whole() {
     let merged_out = report(&lab, &into, "json");
     let merged = json(&merged_out);
     // The same plan on one machine: the seed every shard derived from the id.
-    let seed = flakelab::shard::seed_of("t20").to_string();
+    let seed = flakelab::context::shard::seed_of("t20").to_string();
     let mut args = vec!["run", "--format", "json", "--seed", &seed, "-n", "8"];
     args.extend_from_slice(&CELLS);
     args.extend_from_slice(&["--", "subject"]);
@@ -320,7 +320,7 @@ fn screened(lab: &Lab, s: &Path, store: &Path, extra: &[&str]) -> Output {
 fn a_screen_run_alone_then_confirmed_in_four_shards_merges_to_the_report_run_whole() {
     let lab = Lab::new();
     let s = screened_script(&lab);
-    let seed = flakelab::shard::seed_of("t20s").to_string();
+    let seed = flakelab::context::shard::seed_of("t20s").to_string();
     // The plan run whole, on one machine.
     let whole_out = screened(&lab, &s, &lab.path().join("whole"), &["--seed", &seed]);
     assert_eq!(code(&whole_out), 1, "{}", stderr(&whole_out));
@@ -838,7 +838,7 @@ fn the_ci_systems_variables_pick_the_shard_and_the_shared_session() {
     let sess = Store::open(&st).unwrap().session(None).unwrap().unwrap();
     assert_eq!(
         sess.seed,
-        flakelab::shard::seed_of("gitlab-77-flakelab-shard")
+        flakelab::context::shard::seed_of("gitlab-77-flakelab-shard")
     );
     // Buildkite: BUILDKITE_PARALLEL_JOB counts from 0.
     let st = lab.path().join("buildkite");
@@ -1103,7 +1103,7 @@ fn action_inputs(
         .unwrap_or_else(|| panic!("no step `{name}` in job `{job}`"));
     assert_eq!(
         step["uses"].as_str(),
-        Some(flakelab::init::ACTION),
+        Some(flakelab::onboard::init::ACTION),
         "{name}"
     );
     let mut inputs = vec![("install", "none".to_string())];
@@ -1125,9 +1125,9 @@ fn action_inputs(
 #[test]
 fn the_github_workflows_shard_and_merge_steps_run_here_as_four_jobs() {
     let lab = Lab::new();
-    let doc = yaml(&flakelab::init::github_workflow(
-        flakelab::init::ACTION,
-        &flakelab::init::CiSetup::default(),
+    let doc = yaml(&flakelab::onboard::init::github_workflow(
+        flakelab::onboard::init::ACTION,
+        &flakelab::onboard::init::CiSetup::default(),
     ));
     let shards: Vec<i64> = doc["jobs"]["shard"]["strategy"]["matrix"]["shard"]
         .as_vec()
@@ -1181,7 +1181,10 @@ fn the_github_workflows_shard_and_merge_steps_run_here_as_four_jobs() {
     );
     let id = "github-4242-1-shard";
     assert_eq!(merged["session"], id);
-    let (whole_code, whole) = whole_report(&lab.path().join("whole"), flakelab::shard::seed_of(id));
+    let (whole_code, whole) = whole_report(
+        &lab.path().join("whole"),
+        flakelab::context::shard::seed_of(id),
+    );
     assert_eq!(comparable_real(&merged), comparable_real(&whole));
     assert_eq!(
         out.status.code(),
@@ -1210,7 +1213,7 @@ fn the_github_workflows_shard_and_merge_steps_run_here_as_four_jobs() {
 #[test]
 fn the_gitlab_pipelines_parallel_and_merge_scripts_run_here_as_four_jobs() {
     let lab = Lab::new();
-    let doc = yaml(flakelab::init::GITLAB_PIPELINE);
+    let doc = yaml(flakelab::onboard::init::GITLAB_PIPELINE);
     let total = doc["flakelab-shard"]["parallel"].as_i64().unwrap();
     assert_eq!(total, 4);
     let script = |job: &str| -> String {
@@ -1267,7 +1270,10 @@ fn the_gitlab_pipelines_parallel_and_merge_scripts_run_here_as_four_jobs() {
     );
     let id = "gitlab-991-flakelab-shard";
     assert_eq!(merged["session"], id);
-    let (whole_code, whole) = whole_report(&lab.path().join("whole"), flakelab::shard::seed_of(id));
+    let (whole_code, whole) = whole_report(
+        &lab.path().join("whole"),
+        flakelab::context::shard::seed_of(id),
+    );
     assert_eq!(comparable_real(&merged), comparable_real(&whole));
     assert_eq!(
         out.status.code(),
