@@ -8,6 +8,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod history_args;
 pub use history_args::*;
+mod runs_args;
+pub use runs_args::*;
+
+/// The demo's session seed when `--seed` is not given: fixed, so the
+/// shuffle cell's runs get the same seeds (and orders) on every machine.
+/// With it, the first two runs of the shuffle cell put the polluter before
+/// the victim in one and after it in the other (a unit test holds this).
+pub const DEMO_SEED: u64 = 821;
 
 /// A perturbation lab for test suites: runs your test command many times
 /// under declared perturbations and reports k of N with a confidence bound.
@@ -107,6 +115,10 @@ pub enum Command {
     /// Re-render a stored session (the latest by default); with CI history
     /// in the store (`flakelab ingest`), CI and lab side by side per test.
     Report(ReportArgs),
+    /// Print a stored session's runs (the latest by default) for other
+    /// tools: whole records as JSON Lines, or one CSV row per (run, test).
+    #[command(after_long_help = runs_args::RUNS_AFTER_HELP)]
+    Runs(RunsArgs),
     /// Write the evidence block of a stored session (or ladder) for a bug
     /// report: context, cells, reproduction lines, classification, coverage.
     #[command(after_long_help = EVIDENCE_AFTER_HELP)]
@@ -1008,7 +1020,7 @@ pub struct DemoArgs {
     pub runs: u32,
     /// Seed for the schedule and the shuffle cell's seeds (fixed by default,
     /// so the demo reads the same on every machine).
-    #[arg(long, value_name = "S", default_value_t = crate::demo::DEFAULT_SEED)]
+    #[arg(long, value_name = "S", default_value_t = DEMO_SEED)]
     pub seed: u64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -1049,28 +1061,14 @@ pub enum Shell {
 /// `flakelab __probe`.
 #[derive(Debug, Clone, Args)]
 pub struct ProbeArgs {
-    /// What to report.
-    #[command(subcommand)]
-    pub what: ProbeWhat,
-}
-
-/// What a probe reports.
-#[derive(Debug, Clone, Subcommand)]
-pub enum ProbeWhat {
-    /// Print `set NAME=VALUE` or `unset NAME` for each variable.
-    Env {
-        /// Variable names.
-        names: Vec<String>,
-    },
-    /// Print `route: …` (a UDP connect to 192.0.2.1) and `loopback: …`.
-    Net,
-    /// Print `cpus: N (list)` from the affinity mask.
-    Affinity,
-    /// Print `RES soft hard` for one resource limit.
-    Rlimit {
-        /// Resource name (nofile, nproc, as, …).
-        resource: String,
-    },
+    /// What to report, as the perturbation kind's probe names it: `env
+    /// NAME…` (`set NAME=VALUE` or `unset NAME`), `net` (`route: …`,
+    /// `loopback: …`), `affinity` (`cpus: N (list)`), `rlimit RES` (`RES
+    /// soft hard`).
+    pub what: String,
+    /// Its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 /// `flakelab __exec`.

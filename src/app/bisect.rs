@@ -4,14 +4,14 @@
 //! (`report::bisect`).
 
 use crate::cli::{BisectArgs, LadderFormat};
-use crate::config::RunFlags;
+use crate::context::config::RunFlags;
 use crate::design::bisect::{self, Bisect, Failing, Progress};
 use crate::error::{Error, Result};
 use crate::record::RunRecord;
 use crate::session::resolve::{store_root, Intent, Layers};
 use crate::session::{self, subject_dir};
+use crate::stats::verdict::Verdict;
 use crate::store::Store;
-use crate::verdict::Verdict;
 
 /// Runs `flakelab bisect`; returns the exit code.
 pub(super) async fn bisect_cmd(ctx: &super::Ctx, args: BisectArgs) -> Result<i32> {

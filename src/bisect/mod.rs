@@ -260,6 +260,51 @@ impl BisectRecord {
     }
 }
 
+impl crate::store::Keyed for BisectRecord {
+    fn key(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(&self.id)
+    }
+}
+
+impl crate::store::DesignRecord for BisectRecord {
+    const FILE: &'static str = crate::store::BISECTS_FILE;
+    fn session(&self) -> &str {
+        &self.session
+    }
+}
+
+/// Bisect's records in the store.
+impl crate::store::Store {
+    /// Appends one bisection's result to `bisects.jsonl` and flushes it.
+    pub fn append_bisect(&self, record: &BisectRecord) -> crate::error::Result<()> {
+        self.append_record(record)
+    }
+
+    /// The bisections that started from a run of `session`, oldest first;
+    /// a stopped one that a later one resumed is left out (the later one
+    /// holds its runs).
+    pub fn bisects_of(&self, session: &str) -> crate::error::Result<Vec<BisectRecord>> {
+        let found: Vec<BisectRecord> = self.records_of(session)?;
+        let resumed: std::collections::HashSet<String> = found
+            .iter()
+            .filter_map(|r| r.resumed_from.clone())
+            .collect();
+        Ok(found
+            .into_iter()
+            .filter(|r| !resumed.contains(&r.id))
+            .collect())
+    }
+
+    /// Writes the pytest plugin of ordered runs; returns the directory to
+    /// put on `PYTHONPATH`.
+    pub fn write_bisect_plugin(&self) -> crate::error::Result<std::path::PathBuf> {
+        self.write_order_plugin(
+            crate::catalog::recipe::ordered::PYTEST_PLUGIN_MODULE,
+            PYTEST_PLUGIN,
+        )
+    }
+}
+
 /// The recipe's ordered selection, or why bisect cannot run a given order
 /// with this runner (and what it allows instead).
 pub fn can_order(

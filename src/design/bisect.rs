@@ -22,7 +22,7 @@ use crate::record::{RunRecord, SessionRecord};
 use crate::redact::Redaction;
 use crate::session::engine::{new_session_id, now_text};
 use crate::session::{self, SessionSpec};
-use crate::verdict::Verdict;
+use crate::stats::verdict::Verdict;
 
 /// The failing run a bisection starts from.
 pub(crate) enum Failing {

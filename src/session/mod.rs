@@ -81,7 +81,7 @@ pub struct Shams {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sharding {
     /// Which shard.
-    pub shard: crate::shard::Shard,
+    pub shard: crate::context::shard::Shard,
     /// The shared session id.
     pub session_id: String,
 }
@@ -300,7 +300,7 @@ impl SessionSpec {
     }
 
     /// A ladder rung.
-    pub fn as_rung(mut self, rung: SessionRung) -> SessionSpec {
+    pub fn with_rung(mut self, rung: SessionRung) -> SessionSpec {
         self.rung = Some(rung);
         self
     }
@@ -470,7 +470,7 @@ mod tests {
         // The file's layer alone (the process's variables are not read here).
         let file = Layers {
             env: None,
-            file: crate::config::load(dir.path()).unwrap(),
+            file: crate::context::config::load(dir.path()).unwrap(),
             matrix: true,
         };
         let layered = spec(dir.path(), &["tz=UTC"], &file);
