@@ -94,7 +94,7 @@ impl Composed {
     }
 
     /// Checks each kind's values and that they compose
-    /// ([`check_composition`]).
+    /// (`check_composition`).
     pub fn validate(&self) -> Result<(), String> {
         if self.0.is_empty() {
             return Err("an empty list: give at least one { kind = … }".into());
@@ -293,24 +293,22 @@ impl Kind {
     /// The `kind=value` form as recorded: like `Display`, but values of
     /// credential-like variables are replaced by `<redacted>`.
     pub fn recorded(&self, redaction: &crate::redact::Redaction) -> String {
-        match self {
-            Kind::Env { set, unset } => {
-                let mut parts: Vec<String> = set
-                    .iter()
-                    .map(|(k, v)| {
-                        let v = if redaction.is_secret(k) {
-                            crate::redact::REDACTED
-                        } else {
-                            v
-                        };
-                        format!("env={k}={v}")
-                    })
-                    .collect();
-                parts.extend(unset.iter().map(|k| format!("env=-{k}")));
-                parts.join("+")
-            }
-            other => other.to_string(),
-        }
+        let Kind::Env { set, unset } = self else {
+            return self.to_string();
+        };
+        let mut parts: Vec<String> = set
+            .iter()
+            .map(|(k, v)| {
+                let v = if redaction.is_secret(k) {
+                    crate::redact::REDACTED
+                } else {
+                    v
+                };
+                format!("env={k}={v}")
+            })
+            .collect();
+        parts.extend(unset.iter().map(|k| format!("env=-{k}")));
+        parts.join("+")
     }
 
     /// Parses `kind=value` (the ad-hoc form of `-p`).

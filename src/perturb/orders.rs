@@ -68,6 +68,7 @@ pub fn module_of(id: &str) -> &str {
 
 /// How many orders Walecki's construction takes for `m` items: `m` when
 /// even, `m + 1` when odd (1 for 0 or 1 item).
+#[cfg(test)]
 pub fn walecki_len(m: usize) -> usize {
     match m {
         0 | 1 => 1,
@@ -77,7 +78,7 @@ pub fn walecki_len(m: usize) -> usize {
 }
 
 /// Orders of `0..m` in which every ordered pair `(a, b)`, `a ≠ b`, is
-/// adjacent (`a` right before `b`) at least once: [`walecki_len`] orders,
+/// adjacent (`a` right before `b`) at least once: `m` orders (`m + 1` when odd),
 /// each path of Walecki's decomposition forwards then backwards.
 pub fn walecki(m: usize) -> Vec<Vec<usize>> {
     if m <= 1 {

@@ -73,7 +73,7 @@ pub(crate) fn shown(
         }
     }
     if session.records_end {
-        report.session_end = Some(crate::liveness::state(store, &session.id)?.word());
+        report.session_end = Some(crate::context::liveness::state(store, &session.id)?.word());
         if let Some(end) = store.session_end(&session.id)? {
             report.stop_reason = end.reason;
             report.warnings.extend(end.warnings);

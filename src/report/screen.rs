@@ -369,7 +369,7 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
             fisher_p: c.looks.last().map_or(1.0, |l| l.p),
             adjusted_p: adj,
             differs,
-            effect: crate::effect::effect(c.cell, c.baseline, rule.confidence),
+            effect: crate::stats::effect::effect(c.cell, c.baseline, rule.confidence),
             undecided,
         });
         // The confirmation ran the cell against the baseline only: the

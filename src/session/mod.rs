@@ -81,7 +81,7 @@ pub struct Shams {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sharding {
     /// Which shard.
-    pub shard: crate::shard::Shard,
+    pub shard: crate::context::shard::Shard,
     /// The shared session id.
     pub session_id: String,
 }
@@ -161,6 +161,9 @@ pub struct SessionSpec {
     pub design_chosen: Option<String>,
     /// A `scan --prove` session: what it proves, in words.
     pub scan_prove: Option<String>,
+    /// No progress display: the design that runs the session reports its
+    /// own progress (`flakelab bisect`'s questions).
+    pub quiet: bool,
     /// Every recipe known here (for a derived command's runner).
     recipes: Vec<Recipe>,
 }
@@ -280,6 +283,12 @@ impl SessionSpec {
         self
     }
 
+    /// The same session without its progress display.
+    pub fn quiet(mut self) -> SessionSpec {
+        self.quiet = true;
+        self
+    }
+
     /// Part of the session `id` (a confirmation of it): `flakelab report`
     /// without an id skips it and shows `id` with it.
     pub fn part_of(mut self, id: &str) -> SessionSpec {
@@ -294,7 +303,7 @@ impl SessionSpec {
     }
 
     /// A ladder rung.
-    pub fn as_rung(mut self, rung: SessionRung) -> SessionSpec {
+    pub fn with_rung(mut self, rung: SessionRung) -> SessionSpec {
         self.rung = Some(rung);
         self
     }
@@ -470,7 +479,7 @@ mod tests {
         // The file's layer alone (the process's variables are not read here).
         let file = Layers {
             env: None,
-            file: crate::config::load(dir.path()).unwrap(),
+            file: crate::context::config::load(dir.path()).unwrap(),
             matrix: true,
         };
         let layered = spec(dir.path(), &["tz=UTC"], &file);

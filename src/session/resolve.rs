@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::{JunitSource, Replay, SessionSpec, Shams, LOG_HEAD, LOG_TAIL};
 use crate::catalog::recipe::{self, Detection, Recipe};
 use crate::catalog::{Catalog, Cell, Kind};
-use crate::config::{self, Origin, ProjectConfig, RunFlags, RunSettings, Setting};
+use crate::context::config::{self, Origin, ProjectConfig, RunFlags, RunSettings, Setting};
 use crate::error::{Error, Result};
 use crate::exec::{launch::ChildLimits, Executor};
 use crate::perturb::{self, HostFacts};
@@ -191,9 +191,12 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         wanted
             .iter()
             .flat_map(|c| &c.perturbations)
-            .filter_map(|k| match k {
-                Kind::Env { set, .. } => Some(set),
-                _ => None,
+            .filter_map(|k| {
+                if let Kind::Env { set, .. } = k {
+                    Some(set)
+                } else {
+                    None
+                }
             })
             .flatten(),
     );
@@ -224,12 +227,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
             cells.push((c, p));
             continue;
         };
-        let needs_recipe = c.perturbations.iter().any(|k| {
-            matches!(
-                k,
-                Kind::Shuffle | Kind::Orders | Kind::Workers { .. } | Kind::Race { .. }
-            )
-        });
+        let needs_recipe = c.perturbations.iter().any(perturb::kind::needs_recipe);
         if by_hand {
             // Asked for by hand: an error before anything runs.
             return Err(Error::usage(
@@ -293,6 +291,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         scan_prove: None,
         executor: executor.clone(),
         shams,
+        quiet: false,
         recipes,
     })
 }

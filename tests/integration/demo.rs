@@ -22,7 +22,7 @@ fn test_k(report: &serde_json::Value, cell_name: &str, id: &str) -> (u64, u64) {
 fn demo_runs_every_cell_and_each_flips_its_planted_test() {
     let lab = Lab::new();
     // Two runs a cell: the default seed's first shuffle run puts the
-    // polluter first, its second does not (src/demo.rs holds this).
+    // polluter first, its second does not (src/onboard/demo.rs holds this).
     let out = lab.run(&["demo", "-n", "2", "--format", "json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");

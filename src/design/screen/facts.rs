@@ -9,9 +9,9 @@ use crate::session::SessionSpec;
 /// session's tests in first-seen order, not each run's): `None` without a
 /// kept report or tests.
 pub(super) fn order_of(r: &RunRecord) -> Option<Vec<String>> {
-    let parsed = crate::junit::parse_file(r.junit.as_deref()?).ok()?;
+    let parsed = crate::results::junit::parse_file(r.junit.as_deref()?).ok()?;
     let mut seen = std::collections::HashSet::new();
-    let ids: Vec<String> = (crate::outcomes::records(&parsed, None).into_iter())
+    let ids: Vec<String> = (crate::results::outcomes::records(&parsed, None).into_iter())
         .map(|t| t.id)
         .filter(|id| seen.insert(id.clone()))
         .collect();

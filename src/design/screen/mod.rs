@@ -113,7 +113,7 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
     let mut settings = full.clone().with_runs(1);
     if let Some(id) = &ask.named {
         if !ask.seed_given {
-            settings = settings.with_seed(crate::shard::seed_of(id));
+            settings = settings.with_seed(crate::context::shard::seed_of(id));
         }
         settings = settings.named(id);
     }
