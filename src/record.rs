@@ -49,9 +49,24 @@ pub struct RepoInfo {
 
 #[cfg(test)]
 pub(crate) mod fixture;
-pub mod schema;
+pub mod history;
+pub(crate) mod schema;
 
 pub use schema::{LADDER_SCHEMA, RUN_SCHEMA, RUN_SCHEMA_V1, SESSION_END_SCHEMA, SESSION_SCHEMA};
+
+/// How one attempt at a test case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseOutcome {
+    /// No failure, error or skipped child.
+    Passed,
+    /// A `<failure>` child.
+    Failed,
+    /// An `<error>` child (and no `<failure>`).
+    Errored,
+    /// A `<skipped>` child (and no `<failure>` or `<error>`).
+    Skipped,
+}
 
 /// How a session that recorded its end stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,13 +3,13 @@
 //! prints its verdict (`report::verify`).
 
 use crate::cli::{LadderFormat, VerifyArgs};
+use crate::context::workspace::WorkingCopies;
 use crate::design::verify::{self, Trees};
 use crate::error::{Error, Result};
 use crate::ladder::Criterion;
 use crate::report::verify::Revision;
 use crate::session::{self, resolve::Layers, Intent};
-use crate::verdict::Verdict;
-use crate::workspace::WorkingCopies;
+use crate::stats::verdict::Verdict;
 
 /// Runs per cell on each revision when no layer sets them.
 const DEFAULT_RUNS: u32 = 10;

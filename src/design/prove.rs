@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use tokio::sync::watch;
 
-use crate::config::{RunFlags, DEFAULT_CONFIDENCE};
+use crate::context::config::{RunFlags, DEFAULT_CONFIDENCE};
 use crate::error::Result;
 use crate::exec::child::Stop;
 use crate::exec::Executor;

@@ -19,11 +19,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::record::{HostInfo, RepoInfo};
-use crate::record::{LadderRecord, Outcome, RunRecord, RungStatus, SessionRecord};
+use crate::record::{LadderRecord, Outcome, RungStatus, SessionRecord};
 use crate::redact::Redaction;
 use crate::report::{self, Report};
 use crate::repro;
-use crate::store::LoadStats;
 
 use classify::{Classification, CoverageRow};
 
@@ -402,7 +401,8 @@ struct SignatureSeen {
 
 impl RunFacts {
     /// The facts of `runs`.
-    pub fn of(runs: &[RunRecord]) -> RunFacts {
+    #[cfg(test)]
+    pub fn of(runs: &[crate::record::RunRecord]) -> RunFacts {
         let mut facts = RunFacts::default();
         for r in runs {
             facts.add(&crate::store::RunView::of(r));
@@ -485,12 +485,6 @@ impl RunFacts {
             cell: seen.cell.clone(),
         })
     }
-}
-
-/// The first failure signature seen in two failing runs or more (in plan
-/// order of first appearance), else the first signature seen at all.
-pub fn recurring_signature(runs: &[RunRecord]) -> Option<RecurringSignature> {
-    RunFacts::of(runs).recurring_signature()
 }
 
 fn cell_lines(report: &Report) -> Vec<CellLine> {
@@ -605,10 +599,11 @@ fn ladder_line(l: &LadderRecord) -> LadderLine {
 
 /// Builds the evidence of `session` from its runs, the ladder that holds it
 /// (if any) and the runner version found for it.
+#[cfg(test)]
 pub fn build(
     session: &SessionRecord,
-    runs: &[RunRecord],
-    load: LoadStats,
+    runs: &[crate::record::RunRecord],
+    load: crate::store::LoadStats,
     ladder: Option<&LadderRecord>,
     version: RunnerVersion,
     redaction: &Redaction,

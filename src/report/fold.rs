@@ -23,7 +23,7 @@ pub struct Fold<'s> {
     by_name: HashMap<String, usize>,
     recorded: u64,
     executed: u64,
-    shards: crate::shard::ShardTally,
+    shards: crate::context::shard::ShardTally,
     /// Runs whose runner retried attempts its report keeps no trace of,
     /// and the first one's words.
     hidden_retries: (u64, Option<String>),
@@ -307,7 +307,7 @@ impl<'s> Fold<'s> {
             self.recorded,
             self.executed,
             load,
-            crate::shard::summary(session, &self.shards),
+            crate::context::shard::summary(session, &self.shards),
         );
         // A runner that retried attempts its report keeps no trace of:
         // those first attempts are not in the counts, said once.

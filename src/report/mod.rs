@@ -7,52 +7,54 @@
 //! into the format asked for, and `outputs` writes GitHub's step summary
 //! and artifacts; everything else here is pure.
 
-pub mod assemble;
-pub mod beside;
-pub mod bisect;
-pub mod catalog;
-pub mod color;
-pub mod fold;
+pub(crate) mod assemble;
+pub(crate) mod beside;
+pub(crate) mod bisect;
+pub(crate) mod catalog;
+pub(crate) mod color;
+pub(crate) mod dashboard;
+pub(crate) mod fold;
 #[cfg(test)]
 mod fold_tests;
-pub mod gha;
-pub mod github;
+pub(crate) mod gha;
+pub(crate) mod github;
 #[cfg(test)]
 mod github_tests;
-pub mod handover;
-pub mod history;
-pub mod html;
+pub(crate) mod handover;
+pub(crate) mod history;
+pub(crate) mod html;
 pub mod json;
-pub mod ladder;
-pub mod markdown;
+pub(crate) mod ladder;
+pub(crate) mod markdown;
 mod markup;
 pub(crate) mod outputs;
 #[cfg(test)]
 mod patterns_tests;
-pub mod per_test;
-pub mod progress;
+pub(crate) mod per_test;
+pub(crate) mod progress;
 #[doc(hidden)]
 pub mod reference;
 mod render;
-pub mod scan;
-pub mod screen;
+pub(crate) mod runs;
+pub(crate) mod scan;
+pub(crate) mod screen;
 pub use screen::{confirmed_rows, design_text, screen_candidates};
-pub mod sham;
+pub(crate) mod sham;
 #[cfg(test)]
 mod snapshots_test;
-pub mod svg;
-pub mod table;
+pub(crate) mod svg;
+pub(crate) mod table;
 pub(crate) mod text;
-pub mod undecided;
-pub mod verify;
-pub mod wording;
+pub(crate) mod undecided;
+pub(crate) mod verify;
+pub(crate) mod wording;
 
 use serde::Serialize;
 
 use crate::record::{Outcome, RunRecord, SessionRecord};
 use crate::stats;
+use crate::stats::verdict::{Findings, Verdict};
 use crate::store::LoadStats;
-use crate::verdict::{Findings, Verdict};
 
 pub use fold::Fold;
 pub(crate) use render::render;
@@ -74,12 +76,12 @@ pub struct VsBaseline {
     pub adjusted_p: f64,
     /// Whether the adjusted p-value is below 1 − confidence.
     pub differs: bool,
-    /// How much the rate changed, with its interval (`crate::effect`):
+    /// How much the rate changed, with its interval (`crate::stats::effect`):
     /// absent where the comparison is not of failure rates.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub effect: Option<crate::effect::Effect>,
+    pub effect: Option<crate::stats::effect::Effect>,
     /// Set when the design stopped before it could decide a pair whose raw
-    /// counts differ: never clean (`crate::verdict::Verdict::Undecided`).
+    /// counts differ: never clean (`crate::stats::verdict::Verdict::Undecided`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undecided: Option<Undecided>,
 }
@@ -111,7 +113,7 @@ impl VsBaseline {
             fisher_p: p,
             adjusted_p: adj,
             differs: adj < 1.0 - confidence,
-            effect: crate::effect::effect(cell, other, confidence),
+            effect: crate::stats::effect::effect(cell, other, confidence),
             undecided: None,
         }
     }
@@ -385,7 +387,7 @@ pub struct Report {
     /// A sharded session: which hosts ran which shards, the shards missing,
     /// and per cell whether the rate differs between hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub shards: Option<crate::shard::ShardsReport>,
+    pub shards: Option<crate::context::shard::ShardsReport>,
     /// A `scan --prove` session: what it proves, and each finding's and
     /// control's status.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -423,7 +425,7 @@ pub struct Confirmation {
     /// failure), `timing` (fewer: timing is involved) or `unmeasured`.
     pub verdict: &'static str,
     /// What the replays bound the failure rate to at the session's
-    /// confidence (`rate > 0.368 at 95%` for 3 of 3; `crate::effect::bound_text`).
+    /// confidence (`rate > 0.368 at 95%` for 3 of 3; `crate::stats::effect::bound_text`).
     pub bound: String,
     /// The replay session.
     pub session: String,
@@ -461,7 +463,7 @@ pub fn confirmations(
                 measured,
                 failed,
                 verdict: confirmation_verdict(times, measured, failed),
-                bound: crate::effect::bound_text(failed, measured, session.confidence),
+                bound: crate::stats::effect::bound_text(failed, measured, session.confidence),
                 session: s.id.clone(),
             })
         })
@@ -506,16 +508,16 @@ impl Report {
             "failed {} of {} ({})",
             c.k,
             c.n,
-            crate::effect::bound_text(c.k, c.n, self.confidence)
+            crate::stats::effect::bound_text(c.k, c.n, self.confidence)
         ))
     }
 
     /// Where the per-test rows come from, in words.
     pub fn per_test_source(&self) -> &str {
-        (self.per_test_from.as_deref()).unwrap_or(crate::testreport::Format::Junit.label())
+        (self.per_test_from.as_deref()).unwrap_or(crate::results::testreport::Format::Junit.label())
     }
 
-    /// What the report found, for [`crate::verdict::Verdict::of`] (the
+    /// What the report found, for `crate::stats::verdict::Verdict::of` (the
     /// caller adds whether the session was interrupted).
     pub fn findings(&self) -> Findings {
         let differs = self.cells.iter().any(|c| {
@@ -598,7 +600,7 @@ fn finish_report(
     recorded: u64,
     executed: u64,
     load: LoadStats,
-    shards: Option<crate::shard::ShardsReport>,
+    shards: Option<crate::context::shard::ShardsReport>,
 ) -> Report {
     if let Some(base) = cells
         .iter()

@@ -164,10 +164,10 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         .iter()
         .filter(|r| r.outcome != Outcome::NotApplied)
         .count() as u64;
-    let mut shards = crate::shard::ShardTally::default();
+    let mut shards = crate::context::shard::ShardTally::default();
     for r in runs {
         shards.add(session, &crate::store::RunView::of(r));
     }
-    let shards = crate::shard::summary(session, &shards);
+    let shards = crate::context::shard::summary(session, &shards);
     finish_report(session, cells, data_runs, recorded, executed, load, shards)
 }

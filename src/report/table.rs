@@ -13,7 +13,8 @@ use super::{
     versus_text, Report,
 };
 
-/// Renders the report as a plain-text table.
+/// Renders the report as a plain-text table (the snapshots' form).
+#[cfg(test)]
 pub fn render(report: &Report) -> String {
     render_colored(report, false)
 }

@@ -57,7 +57,7 @@ fn versus_words(cell: &CellReport, vs: Option<&VsBaseline>) -> String {
             Some(e) => format!(
                 "differs ({}; {})",
                 stats::p_text(v.adjusted_p),
-                crate::effect::short(e)
+                crate::stats::effect::short(e)
             ),
             None => format!("differs ({})", stats::p_text(v.adjusted_p)),
         },
@@ -159,7 +159,7 @@ pub fn notes(report: &Report) -> Vec<String> {
         )),
         _ => {}
     }
-    out.extend(report.shards.iter().flat_map(crate::shard::notes));
+    out.extend(report.shards.iter().flat_map(crate::context::shard::notes));
     if report.executed > 0 && report.cells.iter().all(|c| c.n == 0 && c.timed_out == 0) {
         out.push(
             "nothing was measured: every run errored (see each record's `reason`)".to_string(),
@@ -456,8 +456,8 @@ pub fn failure_heading(report: &Report) -> &'static str {
 }
 
 /// Formats a p-value compactly (`0.032`, `1.5e-11`), for `p=…` texts;
-/// at [`stats::P_FLOOR`] or below, `<1e-300` (never 0). Prefer
-/// [`stats::p_text`], which writes the whole `p=0.032` / `p < 1e-300`.
+/// at `stats::P_FLOOR` or below, `<1e-300` (never 0). Prefer
+/// `stats::p_text`, which writes the whole `p=0.032` / `p < 1e-300`.
 pub fn short_p(p: f64) -> String {
     if p <= stats::P_FLOOR {
         "<1e-300".to_string()

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::{JunitSource, Replay, SessionSpec, Shams, LOG_HEAD, LOG_TAIL};
 use crate::catalog::recipe::{self, Detection, Recipe};
 use crate::catalog::{Catalog, Cell, Kind};
-use crate::config::{self, Origin, ProjectConfig, RunFlags, RunSettings, Setting};
+use crate::context::config::{self, Origin, ProjectConfig, RunFlags, RunSettings, Setting};
 use crate::error::{Error, Result};
 use crate::exec::{launch::ChildLimits, Executor};
 use crate::perturb::{self, HostFacts};
@@ -199,9 +199,12 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         wanted
             .iter()
             .flat_map(|c| &c.perturbations)
-            .filter_map(|k| match k {
-                Kind::Env { set, .. } => Some(set),
-                _ => None,
+            .filter_map(|k| {
+                if let Kind::Env { set, .. } = k {
+                    Some(set)
+                } else {
+                    None
+                }
             })
             .flatten(),
     );
@@ -222,14 +225,17 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
     for c in wanted {
         let mut p = perturb::prepare(&c, &facts, recipe.as_ref(), &redaction)?;
         let by_hand = intent.cells.contains(&c.name);
+        // A matrix's orders cell on a runner that only shuffles by seed
+        // would repeat the shuffle cell: left out, and said so.
+        if let (Some(why), false) = (&p.orders_fallback, by_hand) {
+            left_out.push((c.name.clone(), why.clone()));
+            continue;
+        }
         let Some(missing) = p.missing.take() else {
             cells.push((c, p));
             continue;
         };
-        let needs_recipe = c
-            .perturbations
-            .iter()
-            .any(|k| matches!(k, Kind::Shuffle | Kind::Workers { .. } | Kind::Race { .. }));
+        let needs_recipe = c.perturbations.iter().any(perturb::kind::needs_recipe);
         if by_hand {
             // Asked for by hand: an error before anything runs.
             return Err(Error::usage(
@@ -283,6 +289,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         rung: None,
         cell_dirs: Vec::new(),
         cell_commands: std::collections::BTreeMap::new(),
+        cell_orders: std::collections::BTreeMap::new(),
         part_of: None,
         replay: Replay::default(),
         sharding: None,
@@ -292,6 +299,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         scan_prove: None,
         executor: executor.clone(),
         shams,
+        quiet: false,
         recipes,
     })
 }

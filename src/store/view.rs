@@ -356,6 +356,22 @@ impl<'a> RunView<'a> {
         }
     }
 
+    /// Its seed.
+    pub fn seed(&self) -> u64 {
+        match self {
+            RunView::Whole(r) => r.seed,
+            RunView::Compact(c) => c.line.s,
+        }
+    }
+
+    /// Its exit code, when its process exited on its own.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self {
+            RunView::Whole(r) => r.exit_code,
+            RunView::Compact(c) => c.exit_code,
+        }
+    }
+
     /// When it started (RFC 3339).
     pub fn started_at(&self) -> &str {
         match self {

@@ -444,7 +444,7 @@ fn the_pytest_list_deselects_exactly_ids_with_spaces_through_an_argument_file() 
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let ran = flakelab::junit::parse_file(&lab.path().join("out.xml")).unwrap();
+    let ran = flakelab::results::junit::parse_file(&lab.path().join("out.xml")).unwrap();
     let mut names: Vec<String> = ran.cases.iter().map(|c| c.name.clone()).collect();
     names.sort();
     assert_eq!(names, ["test_p[hello]", "test_p[world]"]);
