@@ -3,7 +3,7 @@
 //! system-out) ingested by `flakelab::history::ingest::ingest_reports` into a fresh
 //! store, against a reference measured in the same run: reading the same
 //! files and hashing them with SHA-256 (the least any ingest must do), and
-//! `flakelab::junit::parse_file` alone.
+//! `flakelab::results::junit::parse_file` alone.
 //!
 //! Run with `cargo bench --bench ingest`. Target: at least 100 MB/s of
 //! JUnit ingested. Each figure is given per second of wall time and per
@@ -139,7 +139,7 @@ fn main() {
     });
     let parse = best(|| {
         for p in &paths {
-            std::hint::black_box(flakelab::junit::parse_file(p).unwrap());
+            std::hint::black_box(flakelab::results::junit::parse_file(p).unwrap());
         }
     });
     let recorded = flakelab::history::context::Recorded {

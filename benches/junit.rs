@@ -1,6 +1,6 @@
 //! JUnit reader throughput: a generated report of 100,000 test cases (2%
 //! failures with a multi-line message and a 1-2 KB body, 5% skipped,
-//! properties, system-out), parsed by `flakelab::junit::parse_file` and by
+//! properties, system-out), parsed by `flakelab::results::junit::parse_file` and by
 //! Python 3's `xml.etree.ElementTree.parse` in the same run.
 //!
 //! Run with `cargo bench --bench junit`. Targets (#15): at least 20x
@@ -156,12 +156,12 @@ fn main() {
         let n: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(1);
         let t = Instant::now();
         for _ in 0..n {
-            let parsed = flakelab::junit::parse_file(&path).expect("parse");
+            let parsed = flakelab::results::junit::parse_file(&path).expect("parse");
             assert_eq!(parsed.cases.len(), cases);
         }
         let each = t.elapsed().as_secs_f64() / n as f64;
         println!(
-            "flakelab::junit::parse_file   mean of {n}: {:8.1} ms  {:7.1} MB/s",
+            "flakelab::results::junit::parse_file   mean of {n}: {:8.1} ms  {:7.1} MB/s",
             each * 1e3,
             mb / each
         );
@@ -169,13 +169,13 @@ fn main() {
     }
 
     // One warm-up run (page cache), then RUNS timed runs.
-    let parsed = flakelab::junit::parse_file(&path).expect("parse");
+    let parsed = flakelab::results::junit::parse_file(&path).expect("parse");
     assert_eq!(parsed.cases.len(), cases);
     let ours = median(
         (0..RUNS)
             .map(|_| {
                 let t = Instant::now();
-                let parsed = flakelab::junit::parse_file(&path).expect("parse");
+                let parsed = flakelab::results::junit::parse_file(&path).expect("parse");
                 let elapsed = t.elapsed().as_secs_f64();
                 assert_eq!(parsed.cases.len(), cases);
                 elapsed
@@ -183,7 +183,7 @@ fn main() {
             .collect(),
     );
     println!(
-        "flakelab::junit::parse_file   median of {RUNS}: {:8.1} ms  {:7.1} MB/s",
+        "flakelab::results::junit::parse_file   median of {RUNS}: {:8.1} ms  {:7.1} MB/s",
         ours * 1e3,
         mb / ours
     );

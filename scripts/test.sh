@@ -36,6 +36,10 @@ command -v phpunit >/dev/null || need_pkgs+=(phpunit)
 command -v ctest >/dev/null && command -v cmake >/dev/null || need_pkgs+=(cmake)
 # The shellcheck tool, which actionlint runs on the generated workflow's `run:` scripts.
 command -v shellcheck >/dev/null || need_pkgs+=(shellcheck)
+# venv (with ensurepip) for the wheel's install test (tests/integration/packaging.rs).
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
+# sqlite3 for `flakelab runs --format csv` loaded into SQLite (tests/integration/runs.rs).
+command -v sqlite3 >/dev/null || need_pkgs+=(sqlite3)
 # headless Chromium for the HTML report's test (tests/integration/html_report.rs)
 # and for the playwright recipe's (runner_playwright.rs: Playwright drives it
 # through executablePath and never downloads a browser).

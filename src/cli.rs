@@ -8,6 +8,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod history_args;
 pub use history_args::*;
+mod runs_args;
+pub use runs_args::*;
+
+/// The demo's session seed when `--seed` is not given: fixed, so the
+/// shuffle cell's runs get the same seeds (and orders) on every machine.
+/// With it, the first two runs of the shuffle cell put the polluter before
+/// the victim in one and after it in the other (a unit test holds this).
+pub const DEMO_SEED: u64 = 821;
 
 /// A perturbation lab for test suites: runs your test command many times
 /// under declared perturbations and reports k of N with a confidence bound.
@@ -107,6 +115,10 @@ pub enum Command {
     /// Re-render a stored session (the latest by default); with CI history
     /// in the store (`flakelab ingest`), CI and lab side by side per test.
     Report(ReportArgs),
+    /// Print a stored session's runs (the latest by default) for other
+    /// tools: whole records as JSON Lines, or one CSV row per (run, test).
+    #[command(after_long_help = runs_args::RUNS_AFTER_HELP)]
+    Runs(RunsArgs),
     /// Write the evidence block of a stored session (or ladder) for a bug
     /// report: context, cells, reproduction lines, classification, coverage.
     #[command(after_long_help = EVIDENCE_AFTER_HELP)]
@@ -227,6 +239,9 @@ Perturbation specs (-p):
   cpu-pin[=K]          the child may use K CPUs only
   rlimit=RES:VALUE     a resource limit on the child, e.g. nofile:64, nproc:200, as:512M
   shuffle              the runner's own shuffle, a recorded seed per run (needs a recipe)
+  orders               systematic test orders: every ordered pair of a module's tests, and of
+                       modules as blocks, adjacent at least once (a recipe that runs a given
+                       order; else the seeded shuffle, said so)
   workers[=2x|=N]      the runner's workers: a factor of its default, or N (needs a recipe)
   race[=cpu:1,2,4]     the runner's race detector (go test -race; a ThreadSanitizer build for
                        cargo test), proven live in each run's test binary; cpu: each test at
@@ -237,7 +252,9 @@ Perturbation specs (-p):
 
 Exit codes (one precedence for run, replay, ladder and verify; the first that holds):
   130  interrupted: finished runs are kept and a partial report is printed
-  1    a cell or a test differs from the baseline, or --signature reproduced
+  1    a cell or a test differs from the baseline, or --signature reproduced, or
+       a run failed matching no --signature pattern (other failures are never
+       green), or a session with one cell (nothing to compare) had failures
   4    undecided: a pair whose raw counts differ was left undecided (the screen's
        cap, --max-runs, or Holm over many pairs); its row says what would settle it
   3    a perturbation could not be applied in at least one cell
@@ -412,9 +429,13 @@ pub struct SessionFlags {
     /// [env: FLAKELAB_CONFIDENCE].
     #[arg(long, value_name = "C")]
     pub confidence: Option<f64>,
-    /// Count only failures whose output matches this regex.
+    /// Count the failures whose output (or failing test's message) matches
+    /// this regex; repeat it to count several patterns side by side (a
+    /// failure counts for the first it matches). Failures that match none are
+    /// counted as other failures: real failures, never green (exit 1).
+    /// `ladder` and `verify` take one.
     #[arg(long, value_name = "REGEX")]
-    pub signature: Option<String>,
+    pub signature: Vec<String>,
     /// The test runner, when detection cannot tell (`flakelab recipes`
     /// lists them); `none` uses exit codes only.
     #[arg(long, value_name = "NAME")]
@@ -476,7 +497,8 @@ pub struct RunArgs {
     /// `--design screen`: full runs per cell in the screen, at most (cells
     /// random by nature, and cells whose first run flagged nothing). A
     /// shuffle cell whose runner runs a given order makes its second run
-    /// its first run's order reversed.
+    /// its first run's order reversed; an `orders` cell runs every one of
+    /// its systematic orders (beyond N).
     #[arg(long = "screen", default_value_t = 2, value_name = "N")]
     pub screen: u32,
     /// `--design screen`: confirmation runs for all candidates together,
@@ -870,15 +892,29 @@ its predecessors, in their original relative order, through the recipe's
 polluter takes about 2*log2(n) runs; several that only fail the victim
 together are found too. Then: polluted (passes alone, fails after the
 polluter) or brittle (fails alone, passes only after a state-setter, found
-the same way); cleaners (tests that, run between polluter and victim, make it
-pass); a k of K confirmation; a repro line with just those tests.
+from an order where it passes: a stored passing run's, the file order, or
+every other test; then the tests that break it again, a pair named as a
+pair); cleaners (tests that, run between polluter and victim, make it
+pass); a k of K confirmation; a repro line with just those tests (brittle:
+its setters, then the victim).
+
+When the victim's outcome in its order shows in only some of the --confirm
+runs, each question is repeated until its answer is decided at the session's
+confidence, and the result says so (`repeated:`).
+
+pytest: the ordering plugin then snapshots process-global state around the
+culprits (environment, working directory, module and class attributes,
+files, logging, signals, threads, sockets, ...) and names what they changed:
+`state: polluter t::a sets os.environ['X'] (None -> 'EUR'); victim t::v
+reads it` (credential-named values redacted).
 
 Output: one line `polluter: <test id>` per polluter (`state-setter:`,
-`cleaner:` likewise). The result is stored (bisects.jsonl) and shown in the
-evidence block of the failing run's session.
+`cleaner:`, `state:` likewise). The result is stored (bisects.jsonl) and
+shown in the evidence of the failing run's session (Markdown and HTML).
 
 Ctrl-C (or --budget) stops between runs: what was learned is kept and
-printed, with how many candidates were left.
+printed, with how many candidates were left. The same command again resumes
+it: the stored runs answer their questions without running again.
 
 Exit codes: 1 a polluter or state-setter was named, 0 the failure did not
 come back in its order (or is not order-dependent), 2 usage error, or the
@@ -994,7 +1030,7 @@ pub struct DemoArgs {
     pub runs: u32,
     /// Seed for the schedule and the shuffle cell's seeds (fixed by default,
     /// so the demo reads the same on every machine).
-    #[arg(long, value_name = "S", default_value_t = crate::demo::DEFAULT_SEED)]
+    #[arg(long, value_name = "S", default_value_t = DEMO_SEED)]
     pub seed: u64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -1035,28 +1071,14 @@ pub enum Shell {
 /// `flakelab __probe`.
 #[derive(Debug, Clone, Args)]
 pub struct ProbeArgs {
-    /// What to report.
-    #[command(subcommand)]
-    pub what: ProbeWhat,
-}
-
-/// What a probe reports.
-#[derive(Debug, Clone, Subcommand)]
-pub enum ProbeWhat {
-    /// Print `set NAME=VALUE` or `unset NAME` for each variable.
-    Env {
-        /// Variable names.
-        names: Vec<String>,
-    },
-    /// Print `route: …` (a UDP connect to 192.0.2.1) and `loopback: …`.
-    Net,
-    /// Print `cpus: N (list)` from the affinity mask.
-    Affinity,
-    /// Print `RES soft hard` for one resource limit.
-    Rlimit {
-        /// Resource name (nofile, nproc, as, …).
-        resource: String,
-    },
+    /// What to report, as the perturbation kind's probe names it: `env
+    /// NAME…` (`set NAME=VALUE` or `unset NAME`), `net` (`route: …`,
+    /// `loopback: …`), `affinity` (`cpus: N (list)`), `rlimit RES` (`RES
+    /// soft hard`).
+    pub what: String,
+    /// Its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 /// `flakelab __exec`.
@@ -1091,6 +1113,9 @@ pub struct DemoSuiteArgs {
     /// Shuffle with a fresh seed (printed as `seed: N`).
     #[arg(long, conflicts_with = "seed")]
     pub shuffle: bool,
+    /// Run exactly the tests listed in FILE (one name a line), in that order.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["seed", "shuffle"])]
+    pub order: Option<PathBuf>,
     /// Run the tests on N worker threads (printed as `workers: N (threads)`).
     #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: Option<u32>,

@@ -168,10 +168,10 @@ pub fn status(target: &RungCount, applied: bool) -> RungStatus {
 }
 
 /// The exit code of a ladder, by the one precedence
-/// (`crate::verdict`): interrupted, reproduced at some rung, a cell not
+/// (`crate::stats::verdict`): interrupted, reproduced at some rung, a cell not
 /// applied, nothing measured at any rung, every rung tried clean.
 pub fn exit_code(ladder: &LadderRecord) -> i32 {
-    use crate::verdict::{Findings, Verdict};
+    use crate::stats::verdict::{Findings, Verdict};
     let has = |s: RungStatus| ladder.rungs.iter().any(|r| r.status == s);
     Verdict::of(Findings {
         interrupted: ladder.interrupted,
@@ -317,6 +317,7 @@ mod tests {
             signature: None,
             message: None,
             signature_match: None,
+            signature_pattern: None,
         };
         r.tests = vec![
             test("t::a", TestOutcome::Pass),

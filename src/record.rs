@@ -49,9 +49,24 @@ pub struct RepoInfo {
 
 #[cfg(test)]
 pub(crate) mod fixture;
-pub mod schema;
+pub mod history;
+pub(crate) mod schema;
 
 pub use schema::{LADDER_SCHEMA, RUN_SCHEMA, RUN_SCHEMA_V1, SESSION_END_SCHEMA, SESSION_SCHEMA};
+
+/// How one attempt at a test case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseOutcome {
+    /// No failure, error or skipped child.
+    Passed,
+    /// A `<failure>` child.
+    Failed,
+    /// An `<error>` child (and no `<failure>`).
+    Errored,
+    /// A `<skipped>` child (and no `<failure>` or `<error>`).
+    Skipped,
+}
 
 /// How a session that recorded its end stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,6 +207,12 @@ pub struct RunRecord {
     pub signal: Option<i32>,
     /// Whether a failed run's output matched `--signature` (None without one).
     pub signature_match: Option<bool>,
+    /// Which `--signature` the run reproduced: the index (from 0, in the
+    /// order given) of the first pattern its output or a failing test's
+    /// message matched. Absent when it matched none, and in records written
+    /// before several patterns could be given (then a match is the first's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_pattern: Option<u32>,
     /// Why the run is not a pass, when flakelab knows: not applied, errored,
     /// timed out (with the limit), died by a signal (named).
     pub reason: Option<String>,
@@ -458,6 +479,11 @@ pub struct TestRecord {
     /// Whether the failure matched `--signature` (failures only, with one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature_match: Option<bool>,
+    /// Which `--signature` the failure matched: the index (from 0, in the
+    /// order given) of the first pattern its text matched; absent when none
+    /// did (and in records written before several could be given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_pattern: Option<u32>,
 }
 
 impl TestRecord {
@@ -469,6 +495,22 @@ impl TestRecord {
     /// Whether the first attempt failed or errored.
     pub fn failed(&self) -> bool {
         matches!(self.outcome, TestOutcome::Fail | TestOutcome::Error)
+    }
+
+    /// The `--signature` its failure matched ([`matched_pattern`]).
+    pub fn matched_pattern(&self) -> Option<usize> {
+        matched_pattern(self.signature_match, self.signature_pattern)
+    }
+}
+
+/// Which `--signature` a failure matched, from its record's two fields: the
+/// pattern's index when recorded; a match recorded without one (a record
+/// from before several patterns could be given) is the first pattern's.
+pub fn matched_pattern(matched: Option<bool>, pattern: Option<u32>) -> Option<usize> {
+    match (matched, pattern) {
+        (_, Some(i)) => Some(i as usize),
+        (Some(true), None) => Some(0),
+        _ => None,
     }
 }
 
@@ -517,8 +559,13 @@ pub struct SessionRecord {
     pub seed: u64,
     /// Confidence level for intervals and tests.
     pub confidence: f64,
-    /// The `--signature` regex, if any.
+    /// The first `--signature` regex, if any.
     pub signature: Option<String>,
+    /// Every `--signature` regex in the order given, when more than one was
+    /// (absent: `signature` is the only one). Read through
+    /// [`SessionRecord::patterns`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<String>,
     /// Per-run timeout in seconds, if any.
     pub timeout_s: Option<f64>,
     /// Runs at once.
@@ -583,6 +630,29 @@ pub struct SessionRecord {
     /// written before it was recorded (read as JUnit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_test_from: Option<String>,
+}
+
+impl SessionRecord {
+    /// The `--signature` patterns, in the order given (empty without one).
+    pub fn patterns(&self) -> Vec<&str> {
+        if self.signatures.is_empty() {
+            self.signature.iter().map(String::as_str).collect()
+        } else {
+            self.signatures.iter().map(String::as_str).collect()
+        }
+    }
+
+    /// Sets the patterns as [`SessionRecord::patterns`] reads them: the
+    /// first in `signature` (what a record with one has always held), all
+    /// of them in `signatures` when there are several.
+    pub fn set_patterns(&mut self, patterns: Vec<String>) {
+        self.signature = patterns.first().cloned();
+        self.signatures = if patterns.len() > 1 {
+            patterns
+        } else {
+            Vec::new()
+        };
+    }
 }
 
 /// The shards of one sharded session that a store holds.

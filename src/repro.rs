@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::record::EnvDelta;
-pub use crate::redact::{quote, quote_into, Redaction, REDACTED};
+pub use crate::redact::{quote, quote_into, Redaction};
 
 /// A POSIX shell line: `cd DIR && env -u X A=B CMD ARGS…`, every word quoted
 /// as needed, from an already redacted delta.

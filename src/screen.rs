@@ -41,6 +41,10 @@ pub struct Candidate {
     /// A seed under which it failed in the cell (for shuffle cells: the
     /// seed that flipped it, replayed first).
     pub flip_seed: Option<u64>,
+    /// The first screen run in which it failed in the cell (a later
+    /// round's included): where `flakelab bisect` starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flip_run: Option<String>,
 }
 
 /// The sequential rule's parameters.
@@ -328,6 +332,41 @@ impl ScreenRecord {
             (None, true) => Cow::Owned(format!("{}#pending", self.session)),
             (None, false) => Cow::Borrowed(&self.session),
         }
+    }
+}
+
+/// A screened session's record, its pending screen and each shard's part
+/// are kept apart ([`shard::join`] joins them).
+impl crate::store::Keyed for ScreenRecord {
+    fn key(&self) -> std::borrow::Cow<'_, str> {
+        ScreenRecord::key(self)
+    }
+}
+
+impl crate::store::DesignRecord for ScreenRecord {
+    const FILE: &'static str = crate::store::SCREENS_FILE;
+    fn session(&self) -> &str {
+        &self.session
+    }
+}
+
+/// The screen's records in the store.
+impl crate::store::Store {
+    /// Appends one record to `screens.jsonl` and flushes it.
+    pub fn append_screen(&self, record: &ScreenRecord) -> crate::error::Result<()> {
+        self.append_record(record)
+    }
+
+    /// The screen design's confirmations of `session`, if it was screened:
+    /// a sharded confirmation stage's parts joined (`shard::join`).
+    pub fn screen_of(&self, session: &str) -> crate::error::Result<Option<ScreenRecord>> {
+        Ok(shard::join(self.screen_records_of(session)?))
+    }
+
+    /// Every record `screens.jsonl` holds for `session`, in file order, as
+    /// written: a whole record, or a pending screen and shards' parts.
+    pub fn screen_records_of(&self, session: &str) -> crate::error::Result<Vec<ScreenRecord>> {
+        self.records_of(session)
     }
 }
 

@@ -31,17 +31,17 @@ pub const TARGETS: &[(&str, Target)] = &[
 /// UTF-8 that a plain quick-xml reading also accepts, both must count the
 /// same testcases with the same outcomes.
 pub fn junit(data: &[u8]) {
-    let Ok(parsed) = flakelab::junit::parse(data) else {
+    let Ok(parsed) = flakelab::results::junit::parse(data) else {
         return;
     };
     for case in &parsed.cases {
         // Every case must give an id and a family without panicking.
         let id = case.id();
-        let _ = flakelab::junit::family_id(&id);
+        let _ = flakelab::results::junit::family_id(&id);
         assert!(case
             .message
             .as_ref()
-            .is_none_or(|m| m.len() <= flakelab::junit::MAX_MESSAGE));
+            .is_none_or(|m| m.len() <= flakelab::results::junit::MAX_MESSAGE));
     }
     let Some(expected) = reference_counts(data) else {
         return;
@@ -70,8 +70,8 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, outcome: flakelab::junit::CaseOutcome) {
-        use flakelab::junit::CaseOutcome::*;
+    fn add(&mut self, outcome: flakelab::results::junit::CaseOutcome) {
+        use flakelab::results::junit::CaseOutcome::*;
         self.cases += 1;
         match outcome {
             Failed => self.failed += 1,
@@ -246,13 +246,13 @@ pub fn config(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(config) = flakelab::config::parse(text, Path::new("flakelab.toml")) {
+    if let Ok(config) = flakelab::context::config::parse(text, Path::new("flakelab.toml")) {
         if let Some(lane) = &config.lane {
             assert!(lane.argv().is_ok(), "a parsed lane's command must split");
         }
     }
-    let _ = flakelab::config::parse_duration(text);
-    let _ = flakelab::config::parse_timeout(text);
+    let _ = flakelab::context::config::parse_duration(text);
+    let _ = flakelab::context::config::parse_timeout(text);
 }
 
 /// A `-p` cell spec against the embedded catalog.
@@ -270,11 +270,11 @@ pub fn cell_spec(data: &[u8]) {
 /// promises a fixed point) and the log scan must not panic.
 pub fn signature(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let once = flakelab::signature::normalise(&text);
-    let twice = flakelab::signature::normalise(&once);
+    let once = flakelab::results::signature::normalise(&text);
+    let twice = flakelab::results::signature::normalise(&once);
     assert_eq!(once, twice, "normalising a signature again changed it");
-    if let Some(line) = flakelab::signature::from_log(&text) {
-        let _ = flakelab::signature::normalise(&line);
+    if let Some(line) = flakelab::results::signature::from_log(&text) {
+        let _ = flakelab::results::signature::normalise(&line);
     }
 }
 
@@ -303,7 +303,7 @@ pub fn archive(data: &[u8]) {
         bytes: 1 << 20,
         entries: 256,
     };
-    if flakelab::shard::merge::merge(&[input], &into, limits).is_err() {
+    if flakelab::context::shard::merge::merge(&[input], &into, limits).is_err() {
         return;
     }
     let mut total = 0u64;

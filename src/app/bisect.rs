@@ -4,14 +4,14 @@
 //! (`report::bisect`).
 
 use crate::cli::{BisectArgs, LadderFormat};
-use crate::config::RunFlags;
-use crate::design::bisect::{self, Bisect, Failing, Progress, Seen};
+use crate::context::config::RunFlags;
+use crate::design::bisect::{self, Bisect, Failing, Progress};
 use crate::error::{Error, Result};
 use crate::record::RunRecord;
 use crate::session::resolve::{store_root, Intent, Layers};
 use crate::session::{self, subject_dir};
+use crate::stats::verdict::Verdict;
 use crate::store::Store;
-use crate::verdict::Verdict;
 
 /// Runs `flakelab bisect`; returns the exit code.
 pub(super) async fn bisect_cmd(ctx: &super::Ctx, args: BisectArgs) -> Result<i32> {
@@ -83,16 +83,18 @@ fn progress(p: Progress<'_>) {
         ),
         Progress::Ran { runs, before, seen } => eprintln!(
             "flakelab bisect: run {runs}: the victim after {before} test(s): {}",
-            seen.iter()
-                .map(|s| match s {
-                    Seen::Fail => "fails",
-                    Seen::Pass => "passes",
-                    Seen::Unmeasured => "not measured",
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
+            bisect::victim_outcome(seen)
         ),
-        Progress::Named { record } => eprintln!("flakelab bisect: {}", record.lines()[2]),
+        Progress::Repeating { how } => eprintln!("flakelab bisect: {how}"),
+        Progress::Named { record } => {
+            for line in record
+                .lines()
+                .iter()
+                .filter(|l| l.starts_with("polluter: ") || l.starts_with("state-setter: "))
+            {
+                eprintln!("flakelab bisect: {}", crate::report::text::one_line(line));
+            }
+        }
     }
 }
 
@@ -147,7 +149,7 @@ fn seeded(
         cells: vec!["shuffle".into()],
         no_baseline: true,
         seed: Some(seed),
-        signature: None,
+        signatures: Vec::new(),
         runner: None,
         flags: RunFlags {
             runs: Some(1),

@@ -83,9 +83,14 @@ pub(super) fn check_cmd(args: &CheckArgs) -> Result<i32> {
             );
         }
     }
-    Ok(if verdicts.iter().any(|v| v.standing.fails()) {
-        EXIT_DIFFERS
-    } else {
-        EXIT_OK
-    })
+    // The quarantine ledger's expired entries fail the gate too, by owner.
+    let expired = super::ledger::expired_lines()?;
+    super::print_text(&expired);
+    Ok(
+        if verdicts.iter().any(|v| v.standing.fails()) || !expired.is_empty() {
+            EXIT_DIFFERS
+        } else {
+            EXIT_OK
+        },
+    )
 }

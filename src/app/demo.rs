@@ -2,7 +2,7 @@
 //! a temporary directory, with every setting fixed (no layer applies).
 
 use crate::cli;
-use crate::config::RunFlags;
+use crate::context::config::RunFlags;
 use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE};
 use crate::session::{self, resolve::Layers, Intent};
 
@@ -17,7 +17,7 @@ pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
             "check that $TMPDIR is writable",
         )
     })?;
-    crate::demo::create_project(dir.path()).map_err(|e| {
+    crate::onboard::demo::create_project(dir.path()).map_err(|e| {
         Error::harness(
             format!("cannot write the demo project: {e}"),
             "check that $TMPDIR is writable",
@@ -58,7 +58,7 @@ pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
     };
     let spec = session::resolve(intent, &Layers::none(), &ctx.executor)?;
     let code = super::run_and_report(&spec, args.format)?;
-    eprintln!("{}", crate::demo::LEGEND);
+    eprintln!("{}", crate::onboard::demo::LEGEND);
     if let Some(path) = &args.html {
         write_html(&spec, path)?;
     }
@@ -109,7 +109,11 @@ mod tests {
     /// the argument parser takes as written.
     #[test]
     fn every_command_the_legend_suggests_is_accepted() {
-        let snippets: Vec<&str> = crate::demo::LEGEND.split('`').skip(1).step_by(2).collect();
+        let snippets: Vec<&str> = crate::onboard::demo::LEGEND
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .collect();
         assert!(!snippets.is_empty(), "the legend suggests nothing");
         for s in snippets {
             let words = shell_words::split(s).unwrap();

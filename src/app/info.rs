@@ -17,10 +17,14 @@ pub(super) fn init_cmd(args: &cli::InitArgs) -> Result<i32> {
                 "run `flakelab init -- CMD` for flakelab.toml, then `flakelab init --ci SYSTEM`",
             ));
         }
-        super::print_text(&crate::init::init_ci(&dir, system, args.force)?);
+        super::print_text(&crate::onboard::init::init_ci(&dir, system, args.force)?);
         return Ok(EXIT_OK);
     }
-    super::print_text(&crate::init::init(&dir, &args.command, args.force)?);
+    super::print_text(&crate::onboard::init::init(
+        &dir,
+        &args.command,
+        args.force,
+    )?);
     Ok(EXIT_OK)
 }
 
@@ -107,8 +111,8 @@ pub(super) fn recipes_cmd(args: &cli::RecipesArgs) -> Result<i32> {
 }
 
 pub(super) fn doctor_cmd() -> Result<i32> {
-    let checks = crate::doctor::run(&HostFacts::detect());
-    print!("{}", crate::doctor::render(&checks));
+    let checks = crate::onboard::doctor::run(&HostFacts::detect());
+    print!("{}", crate::onboard::doctor::render(&checks));
     Ok(if checks.iter().any(|c| c.needed && !c.ok) {
         crate::error::EXIT_NOT_APPLIED
     } else {

@@ -50,7 +50,8 @@ pub(super) fn ingest_cmd(args: &IngestArgs) -> Result<i32> {
     // credentials in flakelab's own environment wherever they appear.
     let dir = std::env::current_dir()
         .map_err(|e| Error::store(".", e, "run flakelab from a directory that exists"))?;
-    let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
+    let redaction =
+        Redaction::new(&crate::context::config::redact_names(&dir)?).with_own_environment();
     let summary = ingest_reports(&store, &args.reports, &recorded, &redaction)?;
     let line = format!(
         "ingested {} report(s), {} observation(s), context {}{}; {} already recorded (the same execution)",

@@ -27,6 +27,7 @@ pub(super) async fn ladder_cmd(ctx: &super::Ctx, args: LadderArgs) -> Result<i32
         ));
     }
     let flags = &args.session;
+    let signature = super::shared::one_signature(flags, "ladder")?.map(str::to_string);
     let dir = session::subject_dir(flags.store.dir.as_deref())?;
     let rungs: Vec<Rung> = topology::load(Some(
         &dir.join(".flakelab").join("topologies").join("ladder.toml"),
@@ -62,7 +63,7 @@ pub(super) async fn ladder_cmd(ctx: &super::Ctx, args: LadderArgs) -> Result<i32
         lane,
         processes,
         test: args.test.clone(),
-        signature: flags.signature.clone(),
+        signature,
         confirm: args.confirm,
         cwd: dir,
     };

@@ -1,12 +1,12 @@
 //! `flakelab merge STORE... [--into DIR]`: stores (directories, or `.tar` /
 //! `.tar.gz` archives of one, as CI artifacts come) merged into one
-//! (`crate::shard::merge`), and what the merge did printed.
+//! (`crate::context::shard::merge`), and what the merge did printed.
 
 use std::path::PathBuf;
 
 use crate::cli::MergeArgs;
+use crate::context::shard;
 use crate::error::{Result, EXIT_OK};
-use crate::shard;
 use crate::store::foreign::Limits;
 
 pub(super) fn merge_cmd(args: &MergeArgs) -> Result<i32> {

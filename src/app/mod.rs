@@ -11,18 +11,21 @@ mod bisect;
 mod check;
 mod compact;
 mod completions;
+mod dashboard;
 mod demo;
 mod history;
 mod info;
 mod ingest;
 mod internal;
 mod ladder;
+mod ledger;
 mod merge;
 mod prove;
 mod quarantine;
 mod replay;
 mod report_cmd;
 mod run;
+mod runs;
 mod scan;
 mod screen;
 mod shared;
@@ -73,10 +76,12 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
         Command::Completions(args) => completions::completions_cmd(&args),
         Command::Man => completions::man_cmd(),
         Command::Report(args) => report_cmd::report_cmd(&args),
+        Command::Runs(args) => runs::runs_cmd(&args),
         Command::Merge(args) => merge::merge_cmd(&args),
         Command::Evidence(args) => report_cmd::evidence_cmd(ctx, &args),
         Command::Init(args) => info::init_cmd(&args),
         Command::Ingest(args) => ingest::ingest_cmd(&args),
+        Command::History(args) if args.dashboard => dashboard::dashboard_cmd(&args),
         Command::History(args) => history::history_cmd(&args),
         Command::Check(args) => check::check_cmd(&args),
         Command::Quarantine(args) => quarantine::quarantine_cmd(&args),
@@ -95,10 +100,19 @@ fn dispatch(ctx: &Ctx, command: Command) -> Result<i32> {
 /// Runs `spec` in a runtime of its own and prints the report the store then
 /// holds; returns the exit code (`replay`, `demo`).
 fn run_and_report(spec: &crate::session::SessionSpec, format: Format) -> Result<i32> {
-    use crate::verdict::{Findings, Verdict};
+    use crate::stats::verdict::{Findings, Verdict};
     runtime()?.block_on(async {
         let stop = start_watching()?;
-        let Some(done) = crate::session::run_session(spec, &stop).await? else {
+        // A replay runs its recorded command; a demo's orders cell its
+        // systematic orders.
+        let spec = match spec.replay.of {
+            Some(_) => spec.clone(),
+            None => match crate::design::orders::systematic(spec.clone(), &stop).await? {
+                Some(spec) => spec,
+                None => return Ok(Verdict::Interrupted.exit_code()),
+            },
+        };
+        let Some(done) = crate::session::run_session(&spec, &stop).await? else {
             return Ok(Verdict::Interrupted.exit_code());
         };
         let (report, _) = report_cmd::shown(&spec.store, &done.session)?;

@@ -10,6 +10,10 @@ use crate::history::quarantine::{emit, emit_go_run, go_list, phpunit_syntax, Ent
 use crate::store::Store;
 
 pub(super) fn quarantine_cmd(args: &QuarantineArgs) -> Result<i32> {
+    let Some(format) = args.format else {
+        // --add or --release (clap requires one of them without --format).
+        return super::ledger::ledger_cmd(args);
+    };
     let store = Store::at(&super::ingest::history_store(&args.store.store));
     let (analysis, stats) = super::history::load(&store, &args.analysis)?;
     super::history::warn_skipped(&stats);
@@ -28,7 +32,22 @@ pub(super) fn quarantine_cmd(args: &QuarantineArgs) -> Result<i32> {
             file: t.file.clone(),
         })
         .collect();
-    let syntax = match args.format {
+    // And the quarantine ledger's entries, expired or not (`check` fails
+    // on those), until they are released.
+    let mut entries = entries;
+    for e in super::ledger::entries(&args.ledger)? {
+        if !entries.iter().any(|x| x.test == e.id) {
+            entries.push(Entry {
+                evidence: format!(
+                    "{} (ledger: owner {}, ticket {}, until {})",
+                    e.evidence, e.owner, e.ticket, e.expires
+                ),
+                test: e.id,
+                file: None,
+            });
+        }
+    }
+    let syntax = match format {
         QuarantineFormat::Pytest => Syntax::Pytest,
         QuarantineFormat::Go => Syntax::Go,
         QuarantineFormat::Jest => Syntax::Jest,

@@ -44,7 +44,7 @@ pub(super) fn shown(
 }
 
 /// The store of a command that reads one: it must exist.
-fn existing_store(store: &cli::StoreArgs) -> Result<(Store, std::path::PathBuf)> {
+pub(super) fn existing_store(store: &cli::StoreArgs) -> Result<(Store, std::path::PathBuf)> {
     let dir = subject_dir(store.dir.as_deref())?;
     let root = store_root(store.store.as_deref(), &dir);
     if !root.is_dir() {
@@ -56,7 +56,7 @@ fn existing_store(store: &cli::StoreArgs) -> Result<(Store, std::path::PathBuf)>
     Ok((Store::open(&root)?, dir))
 }
 
-fn no_session(what: &str, wanted: Option<&str>, root: &Path) -> Error {
+pub(super) fn no_session(what: &str, wanted: Option<&str>, root: &Path) -> Error {
     Error::usage(
         match wanted {
             Some(s) => format!("no {what} `{s}` in {}", root.display()),
@@ -73,7 +73,8 @@ pub(super) fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
         .ok_or_else(|| no_session("session", args.session.as_deref(), store.root()))?;
     let (mut report, _) = shown(&store, &session)?;
     report.ci_history = super::history::beside(&store, &report)?;
-    let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
+    let redaction =
+        Redaction::new(&crate::context::config::redact_names(&dir)?).with_own_environment();
     super::print_report(&report, args.format, &redaction);
     if args.format != cli::Format::Github {
         report::outputs::auto_summary(&report, args.summary, &redaction);
@@ -84,7 +85,8 @@ pub(super) fn report_cmd(args: &cli::ReportArgs) -> Result<i32> {
 /// `flakelab evidence`: the evidence block of a session, or of a ladder.
 pub(super) fn evidence_cmd(ctx: &super::Ctx, args: &cli::EvidenceArgs) -> Result<i32> {
     let (store, dir) = existing_store(&args.store)?;
-    let redaction = Redaction::new(&crate::config::redact_names(&dir)?).with_own_environment();
+    let redaction =
+        Redaction::new(&crate::context::config::redact_names(&dir)?).with_own_environment();
     let (ladders, _) = store.load_ladders()?;
     let by_ladder = args
         .session

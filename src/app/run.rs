@@ -7,18 +7,19 @@ use crate::design::confirm;
 use crate::error::{Error, Result};
 use crate::exec::child::Stop;
 use crate::session::{self, SessionSpec};
-use crate::verdict::{Findings, Verdict};
+use crate::stats::verdict::{Findings, Verdict};
 
 /// This process's shard of the session, when it is one: from `--shard`,
-/// `--shards` and the CI system's variables (`crate::shard::resolve`).
-fn sharding_of(args: &RunArgs) -> Result<Option<(crate::shard::Shard, String)>> {
+/// `--shards` and the CI system's variables (`crate::context::shard::resolve`).
+fn sharding_of(args: &RunArgs) -> Result<Option<(crate::context::shard::Shard, String)>> {
     let env = |k: &str| std::env::var(k).ok();
-    let found = crate::shard::resolve(args.shard.as_deref(), args.shards, &env).map_err(|m| {
-        Error::usage(
-            m,
-            "give --shard I/N with 1 ≤ I ≤ N (e.g. --shard 2/4), the same N in every shard",
-        )
-    })?;
+    let found =
+        crate::context::shard::resolve(args.shard.as_deref(), args.shards, &env).map_err(|m| {
+            Error::usage(
+                m,
+                "give --shard I/N with 1 ≤ I ≤ N (e.g. --shard 2/4), the same N in every shard",
+            )
+        })?;
     if args.screen_only && args.design != Design::Screen {
         return Err(Error::usage(
             "--screen-only runs the screen design's screen alone, and this session is not screened",
@@ -39,10 +40,10 @@ fn sharding_of(args: &RunArgs) -> Result<Option<(crate::shard::Shard, String)>> 
 fn shard_spec(
     args: &RunArgs,
     mut spec: SessionSpec,
-    (shard, from): (crate::shard::Shard, String),
+    (shard, from): (crate::context::shard::Shard, String),
 ) -> Result<SessionSpec> {
     let env = |k: &str| std::env::var(k).ok();
-    let id = crate::shard::session_id(args.session_id.as_deref(), &env).map_err(|m| {
+    let id = crate::context::shard::session_id(args.session_id.as_deref(), &env).map_err(|m| {
         Error::usage(
             m,
             "give --session-id ID (or FLAKELAB_SESSION_ID), the same in every shard of the session",
@@ -67,7 +68,7 @@ fn shard_spec(
         ));
     }
     if args.session.seed.is_none() {
-        spec = spec.with_seed(crate::shard::seed_of(&id));
+        spec = spec.with_seed(crate::context::shard::seed_of(&id));
     }
     eprintln!(
         "flakelab: shard {} of {} ({from}) of session {id}, seed {}",
@@ -120,6 +121,9 @@ pub(super) async fn run_cmd(ctx: &super::Ctx, args: RunArgs) -> Result<i32> {
         spec = shard_spec(&args, spec, shard)?;
     }
     let stop = super::start_watching()?;
+    let Some(spec) = crate::design::orders::systematic(spec, &stop).await? else {
+        return Ok(Verdict::Interrupted.exit_code());
+    };
     let Some(done) = session::run_session(&spec, &stop).await? else {
         return Ok(Verdict::Interrupted.exit_code());
     };

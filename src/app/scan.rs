@@ -92,7 +92,7 @@ pub fn scan_cmd(ctx: &super::Ctx, args: &ScanArgs) -> Result<i32> {
     super::print_text(&text);
     let fails = args.strict && found.ledger.as_ref().is_some_and(ledger::Check::fails);
     if interrupted {
-        return Ok(crate::verdict::Verdict::Interrupted.exit_code());
+        return Ok(crate::stats::verdict::Verdict::Interrupted.exit_code());
     }
     Ok(if fails { 1 } else { 0 })
 }

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::exec::child::Stop;
 use crate::report;
 use crate::session::SessionSpec;
-use crate::verdict::{Findings, Verdict};
+use crate::stats::verdict::{Findings, Verdict};
 
 /// Runs `run --design screen`; returns the exit code. `chosen`: why this
 /// design runs (`--design auto`'s reason, or that it was asked for).
@@ -17,7 +17,7 @@ pub(super) async fn screen_cmd(
     ctx: &super::Ctx,
     args: RunArgs,
     chosen: String,
-    sharding: Option<(crate::shard::Shard, String)>,
+    sharding: Option<(crate::context::shard::Shard, String)>,
     resolved: Option<SessionSpec>,
 ) -> Result<i32> {
     if args.screen == 0 {
@@ -118,7 +118,7 @@ pub(super) async fn screen_cmd(
 async fn shard_cmd(
     args: &RunArgs,
     full: SessionSpec,
-    (shard, from): (crate::shard::Shard, String),
+    (shard, from): (crate::context::shard::Shard, String),
 ) -> Result<i32> {
     if args.screen_only {
         return Err(Error::usage(
@@ -153,10 +153,10 @@ async fn shard_cmd(
 }
 
 /// The id of a screen run alone for its shards: `--session-id`, else
-/// FLAKELAB_SESSION_ID or the CI run's id (`crate::shard::session_id`).
+/// FLAKELAB_SESSION_ID or the CI run's id (`crate::context::shard::session_id`).
 fn screen_id(args: &RunArgs) -> Result<String> {
     let env = |k: &str| std::env::var(k).ok();
-    crate::shard::session_id(args.session_id.as_deref(), &env).map_err(|m| {
+    crate::context::shard::session_id(args.session_id.as_deref(), &env).map_err(|m| {
         Error::usage(
             m,
             "give --session-id ID (or FLAKELAB_SESSION_ID): the shards that confirm the screen name it",

@@ -77,3 +77,22 @@ pub(super) fn print_text(text: &str) {
 pub(super) fn num_cpus() -> usize {
     crate::perturb::isolate::allowed_cpus().len().max(1)
 }
+
+/// The one `--signature` of a command that counts one failure under
+/// investigation (`ladder`, `verify`): several are a usage error there.
+pub(super) fn one_signature<'a>(
+    flags: &'a cli::SessionFlags,
+    command: &str,
+) -> Result<Option<&'a str>> {
+    match flags.signature.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one.as_str())),
+        _ => Err(Error::usage(
+            format!(
+                "{command} takes one --signature (the failure it looks for); {} were given",
+                flags.signature.len()
+            ),
+            "give the one pattern of the failure under investigation; `flakelab run` counts several side by side",
+        )),
+    }
+}

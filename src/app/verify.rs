@@ -3,13 +3,13 @@
 //! prints its verdict (`report::verify`).
 
 use crate::cli::{LadderFormat, VerifyArgs};
+use crate::context::workspace::WorkingCopies;
 use crate::design::verify::{self, Trees};
 use crate::error::{Error, Result};
 use crate::ladder::Criterion;
 use crate::report::verify::Revision;
 use crate::session::{self, resolve::Layers, Intent};
-use crate::verdict::Verdict;
-use crate::workspace::WorkingCopies;
+use crate::stats::verdict::Verdict;
 
 /// Runs per cell on each revision when no layer sets them.
 const DEFAULT_RUNS: u32 = 10;
@@ -32,7 +32,10 @@ pub(super) async fn verify_cmd(ctx: &super::Ctx, args: VerifyArgs) -> Result<i32
     let layers = Layers::of_project(&dir)?.without_matrix();
     let base = session::resolve(intent, &layers, &ctx.executor)?;
     let redaction = base.redaction.clone();
-    let criterion = Criterion::from_flags(flags.signature.as_deref(), args.test.as_deref());
+    let criterion = Criterion::from_flags(
+        super::shared::one_signature(flags, "verify")?,
+        args.test.as_deref(),
+    );
     let stop = super::start_watching()?;
     eprintln!(
         "flakelab verify: {} ({}) against {} ({}), {} run(s) per cell on each",

@@ -150,6 +150,7 @@ fn chunk(items: &[usize], n: usize, i: usize) -> Vec<usize> {
 
 /// Runs a search to its end against `fails` (a test double or a cached
 /// oracle); returns the set and how many questions it asked.
+#[cfg(test)]
 pub fn solve(n: usize, mut fails: impl FnMut(&[usize]) -> bool) -> (Vec<usize>, usize) {
     let mut d = Ddmin::new(n);
     let mut asked = 0;

@@ -6,6 +6,8 @@
 //! `design::bisect` runs every question it asks as a recorded run.
 
 pub mod ddmin;
+pub mod decide;
+pub mod state;
 
 use serde::{Deserialize, Serialize};
 
@@ -31,7 +33,9 @@ pub enum Kind {
     /// Passed alone and after all its predecessors in their order: the
     /// failure did not come back.
     NotReproduced,
-    /// Failed alone and after every other test: not order-dependent here.
+    /// Failed alone, after every other test and in every order where it
+    /// was seen to pass (the file order, stored passing runs): not
+    /// order-dependent here.
     AlwaysFails,
     /// The search stopped (Ctrl-C, budget) before it named anything.
     Unsettled,
@@ -47,7 +51,7 @@ impl Kind {
                 "not reproduced: it passed alone and after all its predecessors in their order"
             }
             Kind::AlwaysFails => {
-                "not order-dependent here: it failed alone and after every other test"
+                "not order-dependent here: it failed alone, after every other test and in every order tried where it had passed"
             }
             Kind::Unsettled => "unsettled: the search stopped before it named a test",
         }
@@ -66,12 +70,22 @@ pub struct Confirmation {
     /// Runs of the victim alone that showed the finding (polluted: passed;
     /// brittle: failed).
     pub alone: u32,
+    /// The victim's outcome under its reference order was intermittent:
+    /// the finding holds when it showed at least once with the culprits
+    /// and K of K alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub intermittent: bool,
 }
 
 impl Confirmation {
-    /// K of K in both arms.
+    /// K of K in both arms (intermittent: at least once with, K of K alone).
     pub fn holds(&self) -> bool {
-        self.k > 0 && self.with == self.k && self.alone == self.k
+        let with = if self.intermittent {
+            self.with > 0
+        } else {
+            self.with == self.k
+        };
+        self.k > 0 && with && self.alone == self.k
     }
 }
 
@@ -128,6 +142,30 @@ pub struct BisectRecord {
     pub left_count: Option<usize>,
     /// The sessions its runs belong to, in order.
     pub sessions: Vec<String>,
+    /// Where a brittle victim's search started: the order in which it
+    /// passed (a stored run's, the file order, or after every other test).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// How each question was repeated when the victim's outcome under its
+    /// reference order was intermittent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<decide::Repeat>,
+    /// What the culprits changed in process-global state (pytest).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub state: Vec<state::StateChange>,
+    /// Why the state is not named, or how many changes were left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_note: Option<String>,
+    /// The stopped bisection this one resumed (its answers were reused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<String>,
+    /// Runs answered from the stopped bisection's stored runs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resumed_runs: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl BisectRecord {
@@ -147,9 +185,42 @@ impl BisectRecord {
             format!("victim: {}", self.victim),
             format!("kind: {}", self.kind.describe()),
         ];
-        out.extend(self.polluters.iter().map(|p| format!("polluter: {p}")));
+        if let Some(start) = &self.start {
+            out.push(format!("started from: {start}"));
+        }
         out.extend(self.setters.iter().map(|p| format!("state-setter: {p}")));
+        out.extend(self.polluters.iter().map(|p| format!("polluter: {p}")));
+        if self.polluters.len() > 1 {
+            out.push(format!(
+                "together: the {} polluters fail it only together (without any one of them it passed)",
+                self.polluters.len()
+            ));
+        }
+        if self.kind == Kind::Brittle && !self.polluters.is_empty() {
+            out.push("the polluters break it even after its state-setter".into());
+        }
         out.extend(self.cleaners.iter().map(|p| format!("cleaner: {p}")));
+        out.extend(
+            self.state
+                .iter()
+                .map(|c| format!("state: {}", c.line(&self.victim))),
+        );
+        if let Some(note) = &self.state_note {
+            out.push(format!("state: {note}"));
+        }
+        if let Some(r) = &self.repeat {
+            let what = match self.kind {
+                Kind::Brittle => "passed",
+                _ => "failed",
+            };
+            out.push(format!("repeated: {}", r.describe(what)));
+        }
+        if let Some(from) = &self.resumed_from {
+            out.push(format!(
+                "resumed: from the stopped bisection {from} ({} run(s) answered from the store)",
+                self.resumed_runs
+            ));
+        }
         if let Some(c) = &self.confirmation {
             let (with, alone) = match self.kind {
                 Kind::Brittle => ("passed after the state-setter", "failed alone"),
@@ -186,6 +257,51 @@ impl BisectRecord {
             out.push(format!("repro: {r}"));
         }
         out
+    }
+}
+
+impl crate::store::Keyed for BisectRecord {
+    fn key(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(&self.id)
+    }
+}
+
+impl crate::store::DesignRecord for BisectRecord {
+    const FILE: &'static str = crate::store::BISECTS_FILE;
+    fn session(&self) -> &str {
+        &self.session
+    }
+}
+
+/// Bisect's records in the store.
+impl crate::store::Store {
+    /// Appends one bisection's result to `bisects.jsonl` and flushes it.
+    pub fn append_bisect(&self, record: &BisectRecord) -> crate::error::Result<()> {
+        self.append_record(record)
+    }
+
+    /// The bisections that started from a run of `session`, oldest first;
+    /// a stopped one that a later one resumed is left out (the later one
+    /// holds its runs).
+    pub fn bisects_of(&self, session: &str) -> crate::error::Result<Vec<BisectRecord>> {
+        let found: Vec<BisectRecord> = self.records_of(session)?;
+        let resumed: std::collections::HashSet<String> = found
+            .iter()
+            .filter_map(|r| r.resumed_from.clone())
+            .collect();
+        Ok(found
+            .into_iter()
+            .filter(|r| !resumed.contains(&r.id))
+            .collect())
+    }
+
+    /// Writes the pytest plugin of ordered runs; returns the directory to
+    /// put on `PYTHONPATH`.
+    pub fn write_bisect_plugin(&self) -> crate::error::Result<std::path::PathBuf> {
+        self.write_order_plugin(
+            crate::catalog::recipe::ordered::PYTEST_PLUGIN_MODULE,
+            PYTEST_PLUGIN,
+        )
     }
 }
 
@@ -278,6 +394,28 @@ pub fn cleaner_candidates(order: &[String], victim: &str, polluters: &[String]) 
         .collect()
 }
 
+/// A brittle victim's setters with `others` (polluters, or a subset being
+/// tried) as they ran before it in the failing run (`before`): setters
+/// that ran there keep their place, the others go first.
+pub fn placed(setters: &[String], others: &[String], before: &[String]) -> Vec<String> {
+    let at = |t: &String| before.iter().position(|b| b == t);
+    let mut front: Vec<String> = setters
+        .iter()
+        .filter(|s| at(s).is_none())
+        .cloned()
+        .collect();
+    let mut rest: Vec<(usize, String)> = setters
+        .iter()
+        .chain(others)
+        .filter_map(|t| at(t).map(|i| (i, t.clone())))
+        .collect();
+    rest.sort();
+    rest.dedup();
+    front.extend(others.iter().filter(|t| at(t).is_none()).cloned());
+    front.extend(rest.into_iter().map(|(_, t)| t));
+    front
+}
+
 /// The ids at `picks` (indices into `items`).
 pub fn pick(items: &[String], picks: &[usize]) -> Vec<String> {
     picks
@@ -315,6 +453,7 @@ mod tests {
                 signature: None,
                 message: None,
                 signature_match: None,
+                signature_pattern: None,
             })
             .collect();
         r
@@ -388,6 +527,21 @@ mod tests {
     }
 
     #[test]
+    fn setters_keep_their_place_in_the_failing_order_or_go_first() {
+        let before = ids(&["a", "s", "b", "x"]);
+        assert_eq!(
+            placed(&ids(&["s"]), &ids(&["b", "a"]), &before),
+            ids(&["a", "s", "b"])
+        );
+        // A setter that ran after the victim (or elsewhere) goes first.
+        assert_eq!(
+            placed(&ids(&["z"]), &ids(&["b", "a"]), &before),
+            ids(&["z", "a", "b"])
+        );
+        assert_eq!(placed(&ids(&["z"]), &[], &before), ids(&["z"]));
+    }
+
+    #[test]
     fn the_result_names_each_polluter_on_its_own_line() {
         let rec = BisectRecord {
             schema: BISECT_SCHEMA.into(),
@@ -408,12 +562,19 @@ mod tests {
                 k: 3,
                 with: 3,
                 alone: 3,
+                intermittent: false,
             }),
             repro: Some("pytest t.py::p t.py::v".into()),
             stopped: None,
             left: vec![],
             left_count: None,
             sessions: vec![],
+            start: None,
+            repeat: None,
+            state: vec![],
+            state_note: None,
+            resumed_from: None,
+            resumed_runs: 0,
         };
         let lines = rec.lines();
         assert!(lines.contains(&"polluter: t::p".to_string()), "{lines:?}");

@@ -6,10 +6,11 @@
 //! otherwise pure; resolving a cell spec turns user text into typed
 //! [`Cell`]s. Host checks (does this zone exist here?) live in `perturb`.
 
-pub mod perturbation;
+pub(crate) mod class;
+pub(crate) mod perturbation;
 pub mod recipe;
 pub mod topology;
-pub mod values;
+pub(crate) mod values;
 
 use crate::redact::Redaction;
 use std::path::{Path, PathBuf};

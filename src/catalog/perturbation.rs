@@ -54,6 +54,9 @@ pub enum Kind {
     },
     /// The runner's own shuffle with a per-run seed (needs a recipe).
     Shuffle,
+    /// Systematic orders covering every adjacent pair (needs a recipe that
+    /// runs a given order; else the seeded shuffle, said so).
+    Orders,
     /// The runner's workers at a factor of its default, or a count (needs a recipe).
     Workers {
         /// `2x` (factor of the recipe's default on this host) or `8`.
@@ -91,7 +94,7 @@ impl Composed {
     }
 
     /// Checks each kind's values and that they compose
-    /// ([`check_composition`]).
+    /// (`check_composition`).
     pub fn validate(&self) -> Result<(), String> {
         if self.0.is_empty() {
             return Err("an empty list: give at least one { kind = … }".into());
@@ -215,6 +218,11 @@ pub const KINDS: &[KindInfo] = &[
         bare: true,
     },
     KindInfo {
+        name: "orders",
+        syntax: "orders (systematic test orders: every ordered pair of tests in a module, and of modules, adjacent at least once; needs a recipe that runs a given order, else the seeded shuffle)",
+        bare: true,
+    },
+    KindInfo {
         name: "workers",
         syntax: "workers[=2x|=N] (the runner's workers: a factor of its default, or N; default 2x)",
         bare: true,
@@ -244,6 +252,7 @@ impl Kind {
             Kind::CpuPin { .. } => "cpu-pin",
             Kind::Rlimit { .. } => "rlimit",
             Kind::Shuffle => "shuffle",
+            Kind::Orders => "orders",
             Kind::Workers { .. } => "workers",
             Kind::Race { .. } => "race",
         }
@@ -275,6 +284,7 @@ impl Kind {
             | Kind::Locale { .. }
             | Kind::Netns
             | Kind::Shuffle
+            | Kind::Orders
             | Kind::CpuPin { .. }
             | Kind::Race { .. } => Ok(()),
         }
@@ -283,24 +293,22 @@ impl Kind {
     /// The `kind=value` form as recorded: like `Display`, but values of
     /// credential-like variables are replaced by `<redacted>`.
     pub fn recorded(&self, redaction: &crate::redact::Redaction) -> String {
-        match self {
-            Kind::Env { set, unset } => {
-                let mut parts: Vec<String> = set
-                    .iter()
-                    .map(|(k, v)| {
-                        let v = if redaction.is_secret(k) {
-                            crate::redact::REDACTED
-                        } else {
-                            v
-                        };
-                        format!("env={k}={v}")
-                    })
-                    .collect();
-                parts.extend(unset.iter().map(|k| format!("env=-{k}")));
-                parts.join("+")
-            }
-            other => other.to_string(),
-        }
+        let Kind::Env { set, unset } = self else {
+            return self.to_string();
+        };
+        let mut parts: Vec<String> = set
+            .iter()
+            .map(|(k, v)| {
+                let v = if redaction.is_secret(k) {
+                    crate::redact::REDACTED
+                } else {
+                    v
+                };
+                format!("env={k}={v}")
+            })
+            .collect();
+        parts.extend(unset.iter().map(|k| format!("env=-{k}")));
+        parts.join("+")
     }
 
     /// Parses `kind=value` (the ad-hoc form of `-p`).
@@ -381,6 +389,14 @@ impl Kind {
                     ))
                 }
             },
+            "orders" => match value {
+                None | Some("on") => Kind::Orders,
+                Some(other) => {
+                    return Err(format!(
+                        "`orders={other}`: write `orders`; the orders are built from the collected tests"
+                    ))
+                }
+            },
             "workers" => {
                 let amount = values::parse_workers(value.unwrap_or("2x"))?;
                 Kind::Workers {
@@ -441,6 +457,7 @@ impl fmt::Display for Kind {
             Kind::CpuPin { cpus } => write!(f, "cpu-pin={cpus}"),
             Kind::Rlimit { resource, value } => write!(f, "rlimit={resource}:{value}"),
             Kind::Shuffle => write!(f, "shuffle"),
+            Kind::Orders => write!(f, "orders"),
             Kind::Workers { amount } => write!(f, "workers={amount}"),
             Kind::Race { cpu } if cpu.is_empty() => write!(f, "race"),
             Kind::Race { cpu } => {

@@ -102,6 +102,13 @@ pub struct HistoryArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// One evergreen document for a pinned issue or a wiki page (Markdown,
+    /// or `--format json`): per test that failed or is quarantined, its
+    /// k of N over the last 10 and 50 commits and all, the trend, its last
+    /// failure and run, the contexts it fails in, and its quarantine
+    /// ledger entry (owner, ticket, expiry).
+    #[arg(long)]
+    pub dashboard: bool,
     /// How history is read.
     #[command(flatten)]
     pub analysis: AnalysisFlags,
@@ -162,8 +169,41 @@ pub enum QuarantineFormat {
 #[derive(Debug, Clone, Args)]
 pub struct QuarantineArgs {
     /// The runner's syntax.
-    #[arg(long, value_enum)]
-    pub format: QuarantineFormat,
+    #[arg(long, value_enum, required_unless_present_any = ["add", "release"], conflicts_with_all = ["add", "release"])]
+    pub format: Option<QuarantineFormat>,
+    /// Add TEST to the quarantine ledger (`--ledger`), with --owner,
+    /// --ticket and --expires (and the history's evidence for it, or
+    /// --evidence).
+    #[arg(long, value_name = "TEST", requires_all = ["owner", "ticket", "expires"], conflicts_with = "release")]
+    pub add: Option<String>,
+    /// `--add`: who answers for the test.
+    #[arg(long, value_name = "NAME", requires = "add")]
+    pub owner: Option<String>,
+    /// `--add`: the ticket that tracks its fix.
+    #[arg(long, value_name = "ID", requires = "add")]
+    pub ticket: Option<String>,
+    /// `--add`: when the quarantine ends (YYYY-MM-DD, or days from today:
+    /// `30d`); `flakelab check` fails after it.
+    #[arg(long, value_name = "DATE", requires = "add")]
+    pub expires: Option<String>,
+    /// `--add`: what put it there [default: the history's statement].
+    #[arg(long, value_name = "TEXT", requires = "add")]
+    pub evidence: Option<String>,
+    /// List the ledger's entries that may leave: those whose failure rate
+    /// in the lab's runs since their fix (`fixed`, else `added`) is bounded
+    /// below --target at --confidence (Clopper-Pearson: 299 clean runs for
+    /// 1% at 95%).
+    #[arg(long)]
+    pub release: bool,
+    /// `--release`: the failure rate an entry must be bounded below.
+    #[arg(long, default_value_t = 0.01, value_name = "RATE", value_parser = super::parse_rate)]
+    pub target: f64,
+    /// `--release`: the confidence of the bound.
+    #[arg(long, default_value_t = 0.95, value_name = "C", value_parser = super::parse_rate)]
+    pub confidence: f64,
+    /// The quarantine ledger.
+    #[arg(long, default_value = crate::history::ledger::LEDGER_FILE, value_name = "FILE")]
+    pub ledger: std::path::PathBuf,
     /// Select tests proven nondeterministic (same-commit disagreement) with
     /// at least N failures in one context.
     #[arg(long, default_value_t = 1, value_name = "N")]

@@ -20,7 +20,7 @@ pub(crate) fn auto_design(
     sharded: bool,
 ) -> Result<(Design, String)> {
     let fixed = |why: &str| Ok((Design::Fixed, format!("fixed design (auto): {why}")));
-    if spec.signature.is_some() {
+    if !spec.signatures.is_empty() {
         return fixed("--signature counts whole runs whose output matches, not per-test outcomes");
     }
     if confirm {

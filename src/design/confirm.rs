@@ -73,7 +73,7 @@ fn distinct_failures(spec: &SessionSpec, done: &SessionDone) -> Result<Vec<RunRe
     let mut seen = BTreeSet::new();
     let mut failing = Vec::new();
     for run in failed {
-        if done.session.signature.is_some() && run.signature_match != Some(true) {
+        if !done.session.patterns().is_empty() && run.signature_match != Some(true) {
             continue;
         }
         let shuffled = spec

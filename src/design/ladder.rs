@@ -10,13 +10,13 @@ use tokio::sync::watch;
 
 use crate::catalog::recipe::argv;
 use crate::catalog::topology::{Processes, Rung, RungRuns, WorkingCopy};
+use crate::context::workspace::WorkingCopies;
 use crate::error::Result;
 use crate::exec::child::Stop;
 use crate::ladder::{self, Criterion};
 use crate::record::{LadderRecord, RungResult, RungStatus, SessionRung, LADDER_SCHEMA};
 use crate::session::engine::{new_session_id, now_text};
 use crate::session::{self, SessionSpec};
-use crate::workspace::WorkingCopies;
 
 /// One ladder, resolved: what it climbs and how.
 pub(crate) struct Ladder {
@@ -119,7 +119,7 @@ pub(crate) async fn climb(
             note,
         } = built;
         let processes_here = settings.copies;
-        let settings = settings.as_rung(SessionRung {
+        let settings = settings.with_rung(SessionRung {
             ladder: record.id.clone(),
             rung: rung.rung,
             processes: processes_here,

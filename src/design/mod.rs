@@ -12,6 +12,7 @@ pub(crate) mod bisect;
 pub(crate) mod choice;
 pub(crate) mod confirm;
 pub(crate) mod ladder;
+pub(crate) mod orders;
 pub(crate) mod prove;
 pub(crate) mod screen;
 pub(crate) mod verify;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use tokio::sync::watch;
 
-use crate::config::{RunFlags, DEFAULT_CONFIDENCE};
+use crate::context::config::{RunFlags, DEFAULT_CONFIDENCE};
 use crate::error::Result;
 use crate::exec::child::Stop;
 use crate::exec::Executor;
@@ -415,6 +415,7 @@ mod tests {
                 signature: None,
                 message: None,
                 signature_match: None,
+                signature_pattern: None,
             })
             .collect();
         r

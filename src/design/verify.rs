@@ -15,7 +15,7 @@ use crate::exec::child::Stop;
 use crate::ladder::{self, Criterion};
 use crate::report::verify::{self as verdict, CellVerdict, Revision, VerifyReport, VERIFY_SCHEMA};
 use crate::session::{self, SessionSpec};
-use crate::verdict::{Findings, Verdict};
+use crate::stats::verdict::{Findings, Verdict};
 
 /// The two revisions compared, before the fix first, each with the tree
 /// it is checked out in.

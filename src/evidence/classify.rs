@@ -1,109 +1,27 @@
 //! Classification: maps the measured cells (and a ladder, when there is one)
-//! onto the flake classes. Every class claimed carries the row that
-//! discriminates it (which cell or rung differed, k of N against the
-//! baseline's k of N, and the Holm-adjusted p); clean cells of a class argue
-//! against it with their bound; and the coverage lists, per class, what was
-//! looked at. Pure: it reads a [`Report`] and a [`LadderRecord`], nothing else.
+//! onto the flake classes. Each class is taken from the evidence that
+//! discriminates it, as each perturbation kind's file says
+//! (`perturb::kind`): a collision from a concurrency cell whose failures
+//! name a contested resource, or that reproduces only beside another
+//! process; load-sensitivity from CPU stress, never from workers; an
+//! expiring date from a clock past an instant that fails while a clock
+//! before it passes; a data race from the race detector's own report.
+//! Every class claimed carries the row that discriminates it (which cell or
+//! rung differed, k of N against the baseline's k of N, and the
+//! Holm-adjusted p); a clean cell argues against its classes only when it
+//! had the power to differ at the N it ran, and says its bound; and the
+//! coverage lists, per class, what was looked at. Pure: it reads a
+//! [`Report`] and a [`LadderRecord`], nothing else.
 
 use serde::Serialize;
 
-use crate::catalog::values::{parse_clock_shift, ClockShift};
 use crate::catalog::Kind;
+use crate::perturb::kind::{self, Beside, Reading, Role, Seen};
+
+pub use crate::catalog::class::FlakeClass;
 use crate::record::{LadderRecord, RungResult, RungStatus};
 use crate::report::{short_p, CellReport, Report};
 use crate::stats;
-
-/// The flake classes the evidence can speak to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FlakeClass {
-    /// The outcome follows the wall clock or the local zone.
-    ClockAndZone,
-    /// A fixed date in the test or its data that the clock has (or will) pass.
-    ExpiringDate,
-    /// The outcome follows test order, or state a test never set itself.
-    OrderDependence,
-    /// A real network or an external provider owns the failure.
-    RealNetwork,
-    /// A sleep or poll stands in for readiness, and load stretches it.
-    LoadSensitiveSynchronisation,
-    /// Separate processes contest one port, path, lock or other host resource.
-    HostResourceCollision,
-    /// A random choice with no recorded seed decides the outcome.
-    UnseededRandomness,
-    /// The outcome follows the locale (formatting, collation, parsing).
-    Locale,
-    /// Teardown returns before children, servers or callbacks are quiet.
-    IncompleteLifecycle,
-    /// The outcome follows the platform or the way in (OS, arch, runtime,
-    /// entry path): one context fails where the others pass, on one commit.
-    /// Only CI history (`flakelab ingest`) speaks to it.
-    PlatformOrEntryPath,
-    /// The runner, not a test: a report unreadable, errors outside any
-    /// test case. Only direct evidence in ingested reports speaks to it.
-    RunnerInfrastructure,
-}
-
-impl FlakeClass {
-    /// Every class, in the order the evidence lists them.
-    pub const ALL: [FlakeClass; 11] = [
-        FlakeClass::ClockAndZone,
-        FlakeClass::ExpiringDate,
-        FlakeClass::OrderDependence,
-        FlakeClass::RealNetwork,
-        FlakeClass::LoadSensitiveSynchronisation,
-        FlakeClass::HostResourceCollision,
-        FlakeClass::UnseededRandomness,
-        FlakeClass::Locale,
-        FlakeClass::IncompleteLifecycle,
-        FlakeClass::PlatformOrEntryPath,
-        FlakeClass::RunnerInfrastructure,
-    ];
-
-    /// Whether only CI history (not a lab cell) examines the class.
-    pub fn from_history(self) -> bool {
-        matches!(
-            self,
-            FlakeClass::PlatformOrEntryPath | FlakeClass::RunnerInfrastructure
-        )
-    }
-
-    /// The class in words.
-    pub fn label(self) -> &'static str {
-        match self {
-            FlakeClass::ClockAndZone => "clock and zone",
-            FlakeClass::ExpiringDate => "expiring date",
-            FlakeClass::OrderDependence => "order dependence / process-global contamination",
-            FlakeClass::RealNetwork => "real network / external provider",
-            FlakeClass::LoadSensitiveSynchronisation => "load-sensitive synchronisation",
-            FlakeClass::HostResourceCollision => "host-resource collision",
-            FlakeClass::UnseededRandomness => "unseeded randomness",
-            FlakeClass::Locale => "locale",
-            FlakeClass::IncompleteLifecycle => "incomplete lifecycle",
-            FlakeClass::PlatformOrEntryPath => "platform or entry-path mismatch",
-            FlakeClass::RunnerInfrastructure => "runner infrastructure",
-        }
-    }
-
-    /// A cell (or a ladder) that would examine the class, for a coverage
-    /// line that says how to test it.
-    pub fn how_to_test(self) -> &'static str {
-        match self {
-            FlakeClass::ClockAndZone => "-p tz=Pacific/Kiritimati",
-            FlakeClass::ExpiringDate => "-p faketime=+365d beside -p tz=Pacific/Kiritimati",
-            FlakeClass::OrderDependence => "-p shuffle, or a ladder (rung 2)",
-            FlakeClass::RealNetwork => "-p netns",
-            FlakeClass::LoadSensitiveSynchronisation => "-p cpu-stress=2x",
-            FlakeClass::HostResourceCollision => "a ladder (rungs 3 and 5), or -p workers=2x",
-            FlakeClass::UnseededRandomness => "a baseline cell",
-            FlakeClass::Locale => "-p locale=C.UTF-8 or another installed locale",
-            FlakeClass::IncompleteLifecycle => "a ladder (rung 2)",
-            FlakeClass::PlatformOrEntryPath | FlakeClass::RunnerInfrastructure => {
-                "`flakelab ingest` of CI's JUnit reports into this store"
-            }
-        }
-    }
-}
 
 /// A count against the baseline's count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -216,41 +134,19 @@ fn kinds(cell: &CellReport) -> Vec<Kind> {
         .collect()
 }
 
-/// Whether a faketime value moves the clock later than the session start.
-fn forward(clock: &str, start: Option<jiff::Timestamp>) -> bool {
-    match parse_clock_shift(clock) {
-        Ok(ClockShift::Relative { seconds }) => seconds > 0,
-        Ok(ClockShift::Absolute { at }) => start.is_some_and(|s| {
-            at > s
-                .to_zoned(jiff::tz::TimeZone::UTC)
-                .datetime()
-                .saturating_add(jiff::SignedDuration::from_hours(14))
-        }),
-        Ok(ClockShift::Instant { at }) => start.is_some_and(|s| at > s),
-        // Resolved to an instant when planned; never recorded unresolved.
-        Ok(ClockShift::BeforeDst { .. }) | Err(_) => false,
-    }
+/// The classes a perturbation examines (for coverage and for "against"),
+/// as its kind's file says (`perturb::kind`).
+fn examines(kind: &Kind, start: Option<jiff::Timestamp>) -> Vec<FlakeClass> {
+    kind::examines(kind, start)
 }
 
-/// The classes a perturbation examines (for coverage and for "against").
-fn examines(kind: &Kind, start: Option<jiff::Timestamp>) -> Vec<FlakeClass> {
-    use FlakeClass::*;
-    match kind {
-        Kind::Tz { .. } => vec![ClockAndZone],
-        Kind::Faketime { clock } if forward(clock, start) => vec![ClockAndZone, ExpiringDate],
-        Kind::Faketime { .. } => vec![ClockAndZone],
-        Kind::Locale { .. } => vec![Locale],
-        Kind::Env { set, .. } if set.contains_key("PYTHONHASHSEED") => vec![UnseededRandomness],
-        Kind::Env { .. } => vec![],
-        Kind::Netns => vec![RealNetwork],
-        Kind::CpuStress { .. } | Kind::CpuPin { .. } => vec![LoadSensitiveSynchronisation],
-        Kind::Workers { .. } => vec![LoadSensitiveSynchronisation, HostResourceCollision],
-        Kind::Shuffle => vec![OrderDependence],
-        Kind::Rlimit { .. } => vec![HostResourceCollision],
-        // A data race is a finding of its own (its report is the
-        // signature), not one of the classes a sweep tells apart.
-        Kind::Race { .. } => vec![],
-    }
+/// The cells of `others` with a perturbation of `role`.
+fn of_role<'a>(others: &[&'a CellReport], role: Role) -> Vec<&'a CellReport> {
+    others
+        .iter()
+        .copied()
+        .filter(|c| kinds(c).iter().any(|k| kind::role(k) == role))
+        .collect()
 }
 
 /// The classes a ladder rung examines.
@@ -285,11 +181,27 @@ fn differing_test(c: &CellReport) -> Option<&crate::report::per_test::TestRow> {
         })
 }
 
-/// Whether the cell could have shown a difference at the N it had: per
-/// test when it has per-test rows; by whole runs only when the baseline's
-/// runs did not already all fail (tests that always fail saturate them).
-fn could_show(c: &CellReport, base: Option<&CellReport>) -> bool {
-    !c.tests.is_empty() || base.is_some_and(|b| b.k < b.n)
+/// Whether the cell had the power to show a difference at the N it ran:
+/// had every one of its runs failed (or every run of one of its tests),
+/// Fisher's exact test against the baseline's count would reach the
+/// confidence level. A baseline whose runs all failed leaves no room
+/// (tests that always fail saturate the whole runs, so per-test rows are
+/// asked too); 1 of 1 against 1 of 1, or 0 of 3 against 0 of 3, has none.
+fn could_show(c: &CellReport, base: Option<&CellReport>, confidence: f64) -> bool {
+    let Some(b) = base else {
+        return false;
+    };
+    let alpha = 1.0 - confidence;
+    let reach = |n: u64, bk: u64, bn: u64| {
+        n > 0 && bk < bn && stats::fisher_exact(n, 0, bk, bn - bk) < alpha
+    };
+    reach(c.n, b.k, b.n)
+        || c.tests.iter().any(|t| {
+            b.tests
+                .iter()
+                .find(|r| r.id == t.id)
+                .is_some_and(|bt| reach(t.n, bt.k, bt.n))
+        })
 }
 
 fn measured(c: &CellReport) -> bool {
@@ -301,14 +213,16 @@ fn above_baseline(c: &CellReport, base: Option<&CellReport>) -> bool {
     base.is_some_and(|b| b.n > 0 && c.n > 0 && c.k * b.n > b.k * c.n)
 }
 
-/// A measured cell that was compared with the baseline, did not differ, and
-/// failed no more often than it: a row that argues against its classes.
-fn clean(c: &CellReport, base: Option<&CellReport>) -> bool {
-    measured(c)
-        && c.vs_baseline.is_some()
-        && !differs(c)
-        && !above_baseline(c, base)
-        && could_show(c, base)
+/// A measured cell that was compared with the baseline, did not differ,
+/// and failed no more often than it.
+fn quiet(c: &CellReport, base: Option<&CellReport>) -> bool {
+    measured(c) && c.vs_baseline.is_some() && !differs(c) && !above_baseline(c, base)
+}
+
+/// A quiet cell with the power to differ at its N: a row that argues
+/// against its classes.
+fn clean(c: &CellReport, base: Option<&CellReport>, confidence: f64) -> bool {
+    quiet(c, base) && could_show(c, base, confidence)
 }
 
 /// A compared cell that fails more often than the baseline without the
@@ -491,19 +405,35 @@ pub fn classify(
         .iter()
         .filter(|c| c.name != "baseline" && c.sham_of.is_none())
         .collect();
-    let of_kind = |pred: &dyn Fn(&Kind) -> bool| -> Vec<&CellReport> {
-        others
-            .iter()
-            .copied()
-            .filter(|c| kinds(c).iter().any(pred))
-            .collect()
+    let zone_cells = of_role(&others, Role::Zone);
+    let load_cells = of_role(&others, Role::Load);
+    let beside = |cells: &[&'_ CellReport]| -> (bool, Option<String>, bool) {
+        (
+            !cells.is_empty(),
+            cells
+                .iter()
+                .find(|c| clean(c, base, report.confidence))
+                .map(|c| c.name.clone()),
+            cells.iter().any(|c| differs(c)),
+        )
     };
-    let zone_cells = of_kind(&|k| matches!(k, Kind::Tz { .. }));
-    let load_cells = of_kind(&|k| matches!(k, Kind::CpuStress { .. } | Kind::CpuPin { .. }));
-    let zone_clean = zone_cells.iter().find(|c| clean(c, base)).copied();
-    let zone_differs = zone_cells.iter().any(|c| differs(c));
-    let load_clean = load_cells.iter().find(|c| clean(c, base)).copied();
-    let load_differs = load_cells.iter().any(|c| differs(c));
+    let zone = beside(&zone_cells);
+    let load = beside(&load_cells);
+    // The clock cells that ran clean with power: what a clock past an
+    // instant is told against.
+    let clean_clocks: Vec<(String, String)> = of_role(&others, Role::Clock)
+        .into_iter()
+        .filter(|c| clean(c, base, report.confidence))
+        .flat_map(|c| {
+            kinds(c).into_iter().filter_map(|k| {
+                if let Kind::Faketime { clock } = k {
+                    Some((c.name.clone(), clock))
+                } else {
+                    None
+                }
+            })
+        })
+        .collect();
     let baseline_clean = base.is_some_and(|b| b.n > 0 && b.k == 0);
 
     let claim = |out: &mut Classification, class, row: EvidenceRow, because: String| {
@@ -533,110 +463,39 @@ pub fn classify(
             ""
         };
         let row = || cell_row(report, cell, session_rung);
+        let text = row().text;
+        // What the failures say: the cell's signatures, then its
+        // differing test's.
+        let failures: Vec<String> = cell
+            .signatures
+            .iter()
+            .chain(differing_test(cell).into_iter().flat_map(|t| &t.signatures))
+            .map(|s| s.signature.clone())
+            .collect();
+        let seen = Seen {
+            cell: &cell.name,
+            start,
+            combined,
+            baseline_clean,
+            zone: Beside {
+                clean: zone.1.as_deref(),
+                differs: zone.2,
+            },
+            load: Beside {
+                clean: load.1.as_deref(),
+                differs: load.2,
+            },
+            clean_clocks: &clean_clocks,
+            failures: &failures,
+            row: &text,
+        };
         let mut mapped = false;
-        for kind in &ks {
-            match kind {
-                Kind::Tz { zone } => {
-                    mapped = true;
-                    claim(&mut out, ClockAndZone, row(), format!(
-                        "only the zone ({zone}) changed in this cell, and its runs fail more than the baseline's.{combined}"
-                    ));
-                }
-                Kind::Faketime { clock } => {
-                    mapped = true;
-                    let fwd = forward(clock, start);
-                    let plain = format!(
-                        "only the wall clock ({clock}) moved in this cell, and its runs fail more than the baseline's.{combined}"
-                    );
-                    match zone_clean {
-                        Some(z) if fwd && baseline_clean && !zone_differs => {
-                            claim(&mut out, ExpiringDate, row(), format!(
-                                "the clock moved forward ({clock}) fails while the baseline is clean and the zone cell `{}` ran clean: the failure follows the date itself, not the local-time reading.{combined}",
-                                z.name
-                            ));
-                        }
-                        None if fwd && baseline_clean && !zone_differs => {
-                            claim(&mut out, ClockAndZone, row(), plain);
-                            open(&mut out, ExpiringDate, format!(
-                                "`{}` moves the clock forward and differs, but {}: a clean zone cell beside it (e.g. -p tz=Pacific/Kiritimati) would single out an expiring date",
-                                cell.name,
-                                if zone_cells.is_empty() { "no zone cell ran" } else { "no zone cell ran clean" }
-                            ));
-                        }
-                        _ => claim(&mut out, ClockAndZone, row(), plain),
-                    }
-                }
-                Kind::Locale { locale } => {
-                    mapped = true;
-                    claim(
-                        &mut out,
-                        Locale,
-                        row(),
-                        format!("only the locale ({locale}) changed in this cell.{combined}"),
-                    );
-                }
-                Kind::Env { set, .. } if set.contains_key("PYTHONHASHSEED") => {
-                    mapped = true;
-                    claim(&mut out, UnseededRandomness, row(), format!(
-                        "only the hash seed (PYTHONHASHSEED) changed: the outcome follows a value chosen at random per process.{combined}"
-                    ));
-                }
-                Kind::Env { .. } => {}
-                Kind::Netns => {
-                    mapped = true;
-                    claim(&mut out, RealNetwork, row(), format!(
-                        "without a route off the host (loopback kept), runs fail more than the baseline's: something reaches past the machine.{combined}"
-                    ));
-                }
-                Kind::CpuStress { .. } | Kind::CpuPin { .. } => {
-                    mapped = true;
-                    claim(&mut out, LoadSensitiveSynchronisation, row(), format!(
-                        "only the CPU available to the run changed: a wait that assumes a speed gets stretched past its limit.{combined}"
-                    ));
-                }
-                Kind::Workers { .. } => {
-                    mapped = true;
-                    match load_clean {
-                        Some(l) if !load_differs => {
-                            claim(&mut out, HostResourceCollision, row(), format!(
-                                "more workers (separate processes) differ while added CPU load in `{}` ran clean: the workers contest something other than CPU time.{combined}",
-                                l.name
-                            ));
-                        }
-                        _ => {
-                            claim(
-                                &mut out,
-                                LoadSensitiveSynchronisation,
-                                row(),
-                                format!("more workers add load and concurrency at once.{combined}"),
-                            );
-                            open(&mut out, HostResourceCollision, format!(
-                                "`{}` differs, but {}: a clean -p cpu-stress=2x cell beside it would point to a contested host resource rather than load",
-                                cell.name,
-                                if load_differs { "the CPU-load cell differs too" } else { "no CPU-load cell ran" }
-                            ));
-                        }
-                    }
-                }
-                Kind::Shuffle => {
-                    mapped = true;
-                    claim(&mut out, OrderDependence, row(), format!(
-                        "only the test order changed (a recorded seed per run): the outcome follows which test ran before.{combined}"
-                    ));
-                }
-                Kind::Race { .. } => {
-                    mapped = true;
-                    out.unmapped.push(format!(
-                        "`{}`: the runner's race detector (proven live in each run's test binary) fails runs the baseline passes: a data race, its report the failure's signature; it names no flake class of its own: {}",
-                        cell.name,
-                        cell_row(report, cell, session_rung).text
-                    ));
-                }
-                Kind::Rlimit { resource, value } => {
-                    mapped = true;
-                    claim(&mut out, HostResourceCollision, row(), format!(
-                        "a limit on a host resource ({resource} at {value}) makes runs fail: the suite depends on how much of it the host has left.{combined}"
-                    ));
+        for k in &ks {
+            for reading in kind::read(k, &seen) {
+                mapped = true;
+                match reading {
+                    Reading::Claim(class, because) => claim(&mut out, class, row(), because),
+                    Reading::Open(class, why) => open(&mut out, class, why),
                 }
             }
         }
@@ -657,7 +516,7 @@ pub fn classify(
             let row = rung_row(rung, ladder.confidence);
             match rung.rung {
                 2 => {
-                    let shuffle = of_kind(&|k| matches!(k, Kind::Shuffle));
+                    let shuffle = of_role(&others, Role::Order);
                     let tell = if shuffle.is_empty() {
                         " A shuffle cell would tell the two apart."
                     } else {
@@ -795,7 +654,22 @@ pub fn classify(
             out.not_determinable.push(Open { class, why });
         }
     }
-    for cell in others.iter().filter(|c| clean(c, base)) {
+    for cell in others
+        .iter()
+        .filter(|c| quiet(c, base) && !could_show(c, base, report.confidence))
+    {
+        for class in kinds(cell).iter().flat_map(|k| examines(k, start)) {
+            if claimed.contains(&class) || class == UnseededRandomness {
+                continue;
+            }
+            open(&mut out, class, format!(
+                "{}: at this N no outcome of the cell could differ from the baseline at {} confidence, so it argues against nothing; more runs would",
+                cell_row(report, cell, session_rung).text,
+                pct(report.confidence)
+            ));
+        }
+    }
+    for cell in others.iter().filter(|c| clean(c, base, report.confidence)) {
         let mut classes: Vec<FlakeClass> = kinds(cell)
             .iter()
             .flat_map(|k| examines(k, start))
@@ -809,8 +683,9 @@ pub fn classify(
                 class,
                 row: cell_row(report, cell, session_rung),
                 because: format!(
-                    "this cell applies what {} would react to, and it shows no difference from the baseline",
-                    class.label()
+                    "this cell applies what {} would react to, and it shows no difference from the baseline at an N that could have shown one ({})",
+                    class.label(),
+                    count_words(cell.k, cell.n, cell.low, cell.high, report.confidence)
                 ),
             });
         }
@@ -821,16 +696,32 @@ pub fn classify(
             .iter()
             .filter(|r| r.status == RungStatus::Clean)
         {
+            // Beside the rung's own baseline, only with the power to
+            // differ at its N (without one, as the ladder judged it).
+            let alpha = 1.0 - ladder.confidence;
+            let power = rung.baseline.is_none_or(|b| {
+                rung.n > 0 && b.k < b.n && stats::fisher_exact(rung.n, 0, b.k, b.n - b.k) < alpha
+            });
             for class in rung_examines(rung.rung) {
                 if claimed.contains(&class) {
                     continue;
                 }
+                let row = rung_row(rung, ladder.confidence);
+                if !power {
+                    open(&mut out, class, format!(
+                        "{}: at this N no count of the rung could differ from its baseline at {} confidence, so it argues against nothing; more runs would",
+                        row.text,
+                        pct(ladder.confidence)
+                    ));
+                    continue;
+                }
                 out.against.push(Finding {
                     class,
-                    row: rung_row(rung, ladder.confidence),
+                    row,
                     because: format!(
-                        "this topology is where {} would reproduce, and it ran clean",
-                        class.label()
+                        "this topology is where {} would reproduce, and it ran clean ({})",
+                        class.label(),
+                        count_words(rung.k, rung.n, rung.low, rung.high, ladder.confidence)
                     ),
                 });
             }
@@ -906,7 +797,7 @@ pub fn coverage(
     FlakeClass::ALL
         .iter()
         .map(|&class| {
-            if class.from_history() {
+            if class.history_only() {
                 let coverage = match &report.ci_history {
                     Some(h) => Coverage::Checked {
                         cells: vec![format!("CI history ({} report(s))", h.reports)],

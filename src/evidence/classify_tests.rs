@@ -26,6 +26,7 @@ pub(crate) fn session(cells: &[C]) -> SessionRecord {
         seed: 7,
         confidence: 0.95,
         signature: None,
+        signatures: Vec::new(),
         timeout_s: None,
         jobs: 1,
         cells: cells
@@ -121,6 +122,7 @@ pub(crate) fn runs_with(
                 exit_code: None,
                 signal: None,
                 signature_match: None,
+                signature_pattern: None,
                 reason: None,
                 log: None,
                 output_bytes: 0,
@@ -211,14 +213,35 @@ fn a_forward_clock_with_a_clean_zone_cell_is_an_expiring_date() {
 }
 
 #[test]
-fn a_forward_clock_without_a_zone_cell_leaves_the_expiring_date_open() {
+fn a_year_ahead_failure_is_an_expiring_date_past_its_instant() {
     let r = report_of(&[C("baseline", 0, 8, true), C("faketime=+365d", 8, 8, true)]);
     let c = of(&r);
-    assert_eq!(classes(&c.claimed), [ClockAndZone]);
-    assert!(c
-        .not_determinable
-        .iter()
-        .any(|o| o.class == ExpiringDate && o.why.contains("no zone cell ran")));
+    assert_eq!(classes(&c.claimed), [ExpiringDate]);
+    let because = &c.claimed[0].because;
+    assert!(
+        because.contains("fails with the clock at 2027-11-29T12:00:00Z (+365d)"),
+        "{because}"
+    );
+    assert!(
+        because.contains("passes before it (the baseline, at the present, ran clean)"),
+        "{because}"
+    );
+    assert!(c.not_determinable.iter().all(|o| o.class != ExpiringDate));
+    // A clean clock short of it brackets the instant.
+    let r = report_of(&[
+        C("baseline", 0, 8, true),
+        C("faketime=+30d", 0, 8, true),
+        C("faketime=+365d", 8, 8, true),
+    ]);
+    let c = of(&r);
+    assert_eq!(classes(&c.claimed), [ExpiringDate]);
+    assert!(
+        c.claimed[0]
+            .because
+            .contains("(`faketime=+30d`, the clock at 2026-12-29T12:00:00Z,"),
+        "{}",
+        c.claimed[0].because
+    );
 }
 
 #[test]
@@ -299,13 +322,154 @@ fn workers_beside_clean_load_are_a_collision_and_alone_leave_it_open() {
         .any(|f| f.class == LoadSensitiveSynchronisation
             && f.row.cell.as_deref() == Some("cpu-stress=2x")));
 
+    // Workers alone add load and concurrency at once: neither is shown.
     let r = report_of(&[C("baseline", 0, 8, true), C("workers=2", 8, 8, true)]);
     let c = of(&r);
-    assert_eq!(classes(&c.claimed), [LoadSensitiveSynchronisation]);
+    assert!(c.claimed.is_empty(), "{:?}", c.claimed);
     assert!(c
         .not_determinable
         .iter()
         .any(|o| o.class == HostResourceCollision && o.why.contains("no CPU-load cell ran")));
+    assert!(c
+        .not_determinable
+        .iter()
+        .any(|o| o.class == LoadSensitiveSynchronisation && o.why.contains("not by workers")));
+}
+
+/// A report whose failures in `failing` cell carry `signature`.
+fn report_signed(cells: &[C], failing: &str, signature: &str) -> Report {
+    let s = session(cells);
+    let runs = runs_with(&s, cells, |cell, _| {
+        if cell == failing {
+            signature.to_string()
+        } else {
+            "AssertionError: boom".into()
+        }
+    });
+    crate::report::build(&s, &runs, LoadStats::default())
+}
+
+#[test]
+fn workers_whose_failures_name_a_contested_port_are_a_collision_not_load() {
+    for load in [None, Some(8)] {
+        let mut cells = vec![C("baseline", 0, 8, true), C("workers=2x", 8, 8, true)];
+        if let Some(k) = load {
+            cells.push(C("cpu-stress=2x", k, 8, true));
+        }
+        let r = report_signed(
+            &cells,
+            "workers=2x",
+            "OSError: [Errno <n>] Address already in use",
+        );
+        let c = of(&r);
+        let collision: Vec<&Finding> = c
+            .claimed
+            .iter()
+            .filter(|f| f.class == HostResourceCollision)
+            .collect();
+        assert_eq!(collision.len(), 1, "{:?}", c.claimed);
+        assert_eq!(collision[0].row.cell.as_deref(), Some("workers=2x"));
+        assert!(
+            collision[0].because.contains("name a port they contest"),
+            "{}",
+            collision[0].because
+        );
+        // Load-sensitivity comes from the stress cell only.
+        let load_claims: Vec<Option<&str>> = c
+            .claimed
+            .iter()
+            .filter(|f| f.class == LoadSensitiveSynchronisation)
+            .map(|f| f.row.cell.as_deref())
+            .collect();
+        let expected: Vec<Option<&str>> = load.map(|_| Some("cpu-stress=2x")).into_iter().collect();
+        assert_eq!(load_claims, expected);
+    }
+    // A path and a lock are contested resources too.
+    for sig in [
+        "FileExistsError: [Errno <n>] File exists: '<tmp>'",
+        "sqlite3.OperationalError: database is locked",
+    ] {
+        let r = report_signed(
+            &[C("baseline", 0, 8, true), C("workers=2x", 8, 8, true)],
+            "workers=2x",
+            sig,
+        );
+        assert_eq!(classes(&of(&r).claimed), [HostResourceCollision], "{sig}");
+    }
+}
+
+#[test]
+fn a_race_detector_difference_is_a_data_race_when_its_report_is_the_failure() {
+    let cells = [C("baseline", 0, 6, true), C("race", 6, 6, true)];
+    let r = report_signed(
+        &cells,
+        "race",
+        "data race: main.inc x.go:<n> × main.read x.go:<n>",
+    );
+    let c = of(&r);
+    assert_eq!(classes(&c.claimed), [DataRace]);
+    assert!(c.unmapped.is_empty(), "{:?}", c.unmapped);
+    assert!(c.claimed[0].because.contains("data race: main.inc"));
+    // A failure that is no race report may be the instrumentation's slowdown.
+    let r = report_signed(&cells, "race", "FAIL: TestDeadline: took too long");
+    let c = of(&r);
+    assert!(c.claimed.is_empty());
+    assert!(c
+        .not_determinable
+        .iter()
+        .any(|o| o.class == DataRace && o.why.contains("no failure is a race report")));
+    // The coverage block has the class, checked by the race cell.
+    let cov = coverage(&r, None, start());
+    let race = cov.iter().find(|c| c.class == DataRace).unwrap();
+    assert_eq!(
+        race.coverage,
+        Coverage::Checked {
+            cells: vec!["race".into()],
+            n: 6,
+            not_applied: vec![],
+        }
+    );
+}
+
+#[test]
+fn a_clean_cell_argues_against_its_classes_only_with_the_power_to_differ() {
+    // 1 of 1 against 1 of 1, and 0 of 3 against 0 of 3 (3 of 3 would give
+    // p = 0.1): no power, nothing argued against.
+    for cells in [
+        [C("baseline", 1, 1, true), C("workers=2x", 1, 1, true)],
+        [C("baseline", 0, 3, true), C("netns", 0, 3, true)],
+        [C("baseline", 0, 1, true), C("cpu-stress=2x", 0, 1, true)],
+    ] {
+        let c = of(&report_of(&cells));
+        assert!(
+            c.against
+                .iter()
+                .all(|f| f.row.cell.as_deref() != Some(cells[1].0)),
+            "{:?}",
+            c.against
+        );
+    }
+    let c = of(&report_of(&[
+        C("baseline", 0, 3, true),
+        C("netns", 0, 3, true),
+    ]));
+    let o = c
+        .not_determinable
+        .iter()
+        .find(|o| o.class == RealNetwork)
+        .unwrap();
+    assert!(o.why.contains("argues against nothing"), "{}", o.why);
+    // 0 of 14 against 0 of 14 could have shown one, and says its bound.
+    let c = of(&report_of(&[
+        C("baseline", 0, 14, true),
+        C("netns", 0, 14, true),
+    ]));
+    let f = c.against.iter().find(|f| f.class == RealNetwork).unwrap();
+    assert!(
+        f.because.contains("(0 of 14 — rate < 0.193 at 95%)"),
+        "{}",
+        f.because
+    );
 }
 
 #[test]
@@ -447,6 +611,29 @@ fn a_ladder_reproduced_at_rung_3_is_a_collision_and_its_clean_rung_2_argues_agai
             not_applied: vec![],
         }
     );
+}
+
+#[test]
+fn a_clean_rung_too_short_to_differ_from_its_baseline_argues_against_nothing() {
+    let r = report_of(&[C("baseline", 0, 10, true)]);
+    // 2 of 2 against the rung's 0 of 2 would give p = 0.33.
+    let l = ladder(vec![
+        rung(1, RungStatus::Clean, 0, 10),
+        rung(2, RungStatus::Clean, 0, 2),
+        rung(3, RungStatus::Reproduced, 6, 10),
+    ]);
+    let c = classify(&r, Some(3), Some(&l), start());
+    assert!(
+        c.against.iter().all(|a| a.row.rung != Some(2)),
+        "{:?}",
+        c.against
+    );
+    let o = c
+        .not_determinable
+        .iter()
+        .find(|o| o.class == OrderDependence)
+        .unwrap();
+    assert!(o.why.contains("argues against nothing"), "{}", o.why);
 }
 
 #[test]

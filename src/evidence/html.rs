@@ -1,7 +1,8 @@
 //! The evidence as one self-contained HTML page (`evidence --format
 //! html`): the report's page ([`crate::report::html`]: plots, tables, repro
 //! lines) followed by the evidence's own blocks: context, ladder,
-//! classification and coverage.
+//! bisections (with the state their culprits changed), classification and
+//! coverage.
 
 use std::fmt::Write as _;
 
@@ -89,6 +90,26 @@ pub fn render(e: &Evidence, report: &Report) -> String {
         sections.push(Section {
             id: "ladder".into(),
             title: "Ladder".into(),
+            html,
+        });
+    }
+    if !e.bisects.is_empty() {
+        let mut html = String::new();
+        for b in &e.bisects {
+            let _ = write!(
+                html,
+                "<h3>Polluter bisection <code>{}</code> (from run <code>{}</code>)</h3><pre>",
+                escape(&b.id),
+                escape(&b.run)
+            );
+            for l in &b.lines {
+                let _ = writeln!(html, "{}", escape(&crate::report::text::one_line(l)));
+            }
+            html.push_str("</pre>");
+        }
+        sections.push(Section {
+            id: "bisect".into(),
+            title: "Bisections".into(),
             html,
         });
     }

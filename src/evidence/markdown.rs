@@ -40,6 +40,16 @@ pub fn render(e: &Evidence) -> String {
     let _ = writeln!(out, "### Evidence: flakelab session `{}`\n", e.session);
 
     match &e.signature {
+        Some(_) if e.signatures.len() > 1 => {
+            let patterns: Vec<String> = (e.signatures.iter().enumerate())
+                .map(|(i, p)| format!("pattern {} {}", i + 1, code(p)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "Signatures under investigation: {} (each failure counts for the first it matches; a failure matching none is an other failure: a real failure, never green)",
+                patterns.join(", ")
+            );
+        }
         Some(sig) => {
             let _ = writeln!(out, "Signature under investigation: {}", code(sig));
         }
@@ -229,7 +239,10 @@ pub fn render(e: &Evidence) -> String {
                 "| {} | {} | {} | {} | {} | {} |",
                 cell_code(&t.cell),
                 cell_code(&t.test),
-                t.count,
+                match &t.split {
+                    Some(split) => format!("{} ({})", t.count, cell_text(split)),
+                    None => t.count.clone(),
+                },
                 t.interval,
                 cell_text(&t.versus),
                 t.signature.as_deref().map(cell_code).unwrap_or_default()

@@ -19,11 +19,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::record::{HostInfo, RepoInfo};
-use crate::record::{LadderRecord, Outcome, RunRecord, RungStatus, SessionRecord};
+use crate::record::{LadderRecord, Outcome, RungStatus, SessionRecord};
 use crate::redact::Redaction;
 use crate::report::{self, Report};
 use crate::repro;
-use crate::store::LoadStats;
 
 use classify::{Classification, CoverageRow};
 
@@ -121,6 +120,10 @@ pub struct CellLine {
     /// SIGSEGV (signal 11)`), as the report's cell says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal_reason: Option<String>,
+    /// With `--signature`: the counted runs per pattern and the other
+    /// failures (the report's `by_pattern`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_pattern: Option<report::per_test::PatternSplit>,
 }
 
 /// One per-test row that differs from the baseline or failed.
@@ -140,6 +143,10 @@ pub struct TestLine {
     pub differs: bool,
     /// Its most frequent failure signature.
     pub signature: Option<String>,
+    /// With `--signature`, when it says more than `count`: its failures
+    /// per pattern and its other failures, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
 }
 
 /// A reproduction line.
@@ -203,8 +210,13 @@ pub struct Evidence {
     pub runs_per_cell: u32,
     /// Runs in flight at once (`-j`).
     pub jobs: usize,
-    /// The signature under investigation (`--signature`), if any.
+    /// The signature under investigation (`--signature`), if any: the first
+    /// pattern when several were given.
     pub signature: Option<String>,
+    /// Every `--signature` pattern, in the order given (numbered from 1 in
+    /// the splits).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<String>,
     /// The first failure signature that repeats, else the first seen.
     pub recurring_signature: Option<RecurringSignature>,
     /// The cells against the baseline.
@@ -393,7 +405,8 @@ struct SignatureSeen {
 
 impl RunFacts {
     /// The facts of `runs`.
-    pub fn of(runs: &[RunRecord]) -> RunFacts {
+    #[cfg(test)]
+    pub fn of(runs: &[crate::record::RunRecord]) -> RunFacts {
         let mut facts = RunFacts::default();
         for r in runs {
             facts.add(&crate::store::RunView::of(r));
@@ -478,12 +491,6 @@ impl RunFacts {
     }
 }
 
-/// The first failure signature seen in two failing runs or more (in plan
-/// order of first appearance), else the first signature seen at all.
-pub fn recurring_signature(runs: &[RunRecord]) -> Option<RecurringSignature> {
-    RunFacts::of(runs).recurring_signature()
-}
-
 fn cell_lines(report: &Report) -> Vec<CellLine> {
     report
         .cells
@@ -506,6 +513,7 @@ fn cell_lines(report: &Report) -> Vec<CellLine> {
             errored: c.errored,
             error_reason: c.error_reason.clone(),
             signal_reason: c.signal_reason.clone(),
+            by_pattern: c.by_pattern.clone(),
         })
         .collect()
 }
@@ -545,6 +553,9 @@ fn test_lines(report: &Report, apart: &[String]) -> Vec<TestLine> {
             versus: report::test_versus_text(c, t),
             differs: t.differs(),
             signature: t.signatures.first().map(|s| s.signature.clone()),
+            split: (t.by_pattern.as_ref())
+                .filter(|s| report::shows_split(report, s))
+                .map(|s| report::split_text(s, t.n)),
         })
         .collect()
 }
@@ -593,10 +604,11 @@ fn ladder_line(l: &LadderRecord) -> LadderLine {
 
 /// Builds the evidence of `session` from its runs, the ladder that holds it
 /// (if any) and the runner version found for it.
+#[cfg(test)]
 pub fn build(
     session: &SessionRecord,
-    runs: &[RunRecord],
-    load: LoadStats,
+    runs: &[crate::record::RunRecord],
+    load: crate::store::LoadStats,
     ladder: Option<&LadderRecord>,
     version: RunnerVersion,
     redaction: &Redaction,
@@ -635,6 +647,18 @@ pub fn build_from(
             note: f.repro_note.clone(),
         })
         .collect();
+    // Failures matching no `--signature` pattern are real: each cell's
+    // first is reproducible too.
+    reproductions.extend(
+        report::shown_other_failures(&report)
+            .into_iter()
+            .map(|(c, f)| Reproduction {
+                cell: format!("{} (other failure)", c.name),
+                run: f.run.clone(),
+                line: redaction.line(&f.repro),
+                note: f.repro_note.clone(),
+            }),
+    );
     if let Some(l) = ladder {
         for r in &l.rungs {
             if let Some((run, line)) = &r.first_reproduction {
@@ -685,6 +709,7 @@ pub fn build_from(
         runs_per_cell: session.plan.runs_per_cell,
         jobs: session.jobs,
         signature: session.signature.clone(),
+        signatures: session.patterns().into_iter().map(str::to_string).collect(),
         recurring_signature: facts.recurring_signature(),
         cells: cell_lines(&report),
         tests: test_lines(

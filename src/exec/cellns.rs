@@ -73,14 +73,6 @@ impl Drop for Held {
     }
 }
 
-/// How many cell namespaces are held now (for tests).
-pub fn held_count() -> usize {
-    SCOPE
-        .lock()
-        .map(|s| s.cells.values().flatten().count())
-        .unwrap_or(0)
-}
-
 /// The namespace of the cell `key` (made on first use), or `None` outside
 /// a scope or when it cannot be made.
 pub fn for_cell(key: &str) -> Option<Arc<CellNetns>> {

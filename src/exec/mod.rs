@@ -32,9 +32,4 @@ mod sweep;
 pub mod warden;
 
 pub use executor::{Executor, ProbeAnswer, ProbeCall};
-pub use job::{Job, Measured};
 pub use query::query;
-
-pub use child::{become_subreaper, run_child, run_child_watched};
-pub use launch::{ChildLimits, Launch, PreloadCleanup};
-pub use result::{ChildResult, Stop};

@@ -25,6 +25,13 @@ pub enum Event {
     /// A run was started.
     Started {
         /// Its plan index.
+        #[cfg_attr(
+            not(test),
+            expect(
+                dead_code,
+                reason = "the session engine needs no index to count a start"
+            )
+        )]
         index: usize,
     },
     /// A run ended on its own or by timeout (interrupted runs are not

@@ -57,7 +57,7 @@ pub struct Fold {
     /// Runner-infrastructure notes, one per report, first seen first.
     pub infra: Vec<InfraNote>,
     /// The raw reports' heads, for the matrix-leg warning.
-    pub heads: Vec<super::identity::Head>,
+    pub heads: Vec<super::Head>,
 }
 
 impl Fold {
@@ -106,7 +106,7 @@ impl Fold {
         match item {
             Item::Report(r, obs) => {
                 self.keys.push(r.key.clone());
-                self.heads.push(super::identity::Head::of(r));
+                self.heads.push(super::Head::of(r));
                 if !r.infra.is_empty() {
                     self.note(InfraNote {
                         key: r.key.clone(),
@@ -793,7 +793,7 @@ fn associations(
 mod tests {
     use super::*;
     use crate::history::{Observation, Provenance, ReportRecord, REPORT_SCHEMA};
-    use crate::junit::CaseOutcome::{self, Failed, Passed, Skipped};
+    use crate::results::junit::CaseOutcome::{self, Failed, Passed, Skipped};
 
     fn ctx(pairs: &[(&str, &str)]) -> Context {
         pairs

@@ -19,10 +19,11 @@ use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
-use super::{Context, Observation};
-use crate::junit::{Case, CaseOutcome};
+use super::{Context, Head, Observation};
+use crate::results::junit::{Case, CaseOutcome};
 
 /// `sha256:` and the hex digest of `bytes`.
+#[cfg(test)]
 pub fn digest(bytes: &[u8]) -> String {
     let mut h = Sha256::new();
     h.update(bytes);
@@ -69,10 +70,10 @@ pub fn report_key(
 /// The observations of a report's cases, in document order, each with its
 /// repetition index (how many earlier cases have the same id). Each is its
 /// first attempt's outcome, "passed on a retry" kept apart; pytest's case
-/// per rerun attempt is one observation ([`crate::junit::fold_reruns`]).
+/// per rerun attempt is one observation ([`crate::results::junit::fold_reruns`]).
 /// The file and line are kept for failures and errors only.
 pub fn observations(cases: &[Case]) -> Vec<Observation> {
-    let cases = crate::junit::fold_reruns(cases);
+    let cases = crate::results::junit::fold_reruns(cases);
     let mut seen: HashMap<String, u32> = HashMap::with_capacity(cases.len());
     cases
         .iter()
@@ -92,31 +93,6 @@ pub fn observations(cases: &[Case]) -> Vec<Observation> {
             }
         })
         .collect()
-}
-
-/// What [`indistinct_legs`] needs of one recorded report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Head {
-    /// The provenance.
-    pub provenance: super::Provenance,
-    /// The context.
-    pub context: Context,
-    /// The report's path.
-    pub path: String,
-    /// Its digest.
-    pub digest: String,
-}
-
-impl Head {
-    /// The head of `r`.
-    pub fn of(r: &super::ReportRecord) -> Head {
-        Head {
-            provenance: r.provenance.clone(),
-            context: r.context.clone(),
-            path: r.path.clone(),
-            digest: r.digest.clone(),
-        }
-    }
 }
 
 /// Warnings for matrix legs the history cannot tell apart: several reports
@@ -219,7 +195,7 @@ mod tests {
             <testcase classname='p' name='TestB' file='b.go' line='7'/>\
             <testcase classname='p' name='TestA' file='a.go' line='3'><error/></testcase>\
             </testsuite>";
-        let parsed = crate::junit::parse(xml.as_bytes()).unwrap();
+        let parsed = crate::results::junit::parse(xml.as_bytes()).unwrap();
         let obs = observations(&parsed.cases);
         let reps: Vec<(&str, u32)> = obs.iter().map(|o| (o.test.as_str(), o.rep)).collect();
         assert_eq!(

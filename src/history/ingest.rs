@@ -17,16 +17,28 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::history::context::Recorded;
-use crate::history::{identity, Observation, ReportRecord, REPORT_SCHEMA};
+use crate::history::{identity, Head, Observation, ReportRecord, REPORT_SCHEMA};
 use crate::redact::{Redaction, REDACTED};
 
 /// Where ingested reports are recorded: the store's history file.
 pub trait Sink {
     /// The identity keys recorded already (complete and folded reports)
     /// and the complete reports' heads, first seen first.
-    fn index(&self) -> Result<(HashSet<String>, Vec<identity::Head>)>;
+    fn index(&self) -> Result<(HashSet<String>, Vec<Head>)>;
     /// Records one report and its observations, in one write.
     fn append(&self, report: &ReportRecord, obs: &[Observation]) -> Result<()>;
+}
+
+/// The store is where ingested reports go.
+impl Sink for crate::store::Store {
+    fn index(&self) -> Result<(HashSet<String>, Vec<Head>)> {
+        let index = self.history_index()?;
+        Ok((index.keys, index.heads))
+    }
+
+    fn append(&self, report: &ReportRecord, obs: &[Observation]) -> Result<()> {
+        self.append_report(report, obs)
+    }
 }
 
 /// What one ingest did.
@@ -44,7 +56,7 @@ pub struct IngestSummary {
     /// observation, as runner-infrastructure evidence).
     pub unreadable: Vec<String>,
     /// Matrix legs the history cannot tell apart
-    /// ([`identity::indistinct_legs`]), after this ingest.
+    /// (`identity::indistinct_legs`), after this ingest.
     pub indistinct_legs: Vec<String>,
 }
 
@@ -124,7 +136,7 @@ pub fn ingest_reports(
             infra: infra.iter().map(|i| text(i)).collect(),
         };
         store.append(&report, &obs)?;
-        heads.push(identity::Head::of(&report));
+        heads.push(Head::of(&report));
         keys.insert(key);
         if readable {
             summary.recorded += 1;
@@ -200,16 +212,19 @@ impl<R: Read> Read for Hashing<R> {
 /// rest after the root element too): the cases, `sha256:HEX`, the size.
 fn read_report(
     path: &Path,
-) -> std::result::Result<(crate::junit::Parsed, String, u64), crate::junit::JunitError> {
-    let io_error = |e: io::Error| crate::junit::JunitError::Io {
+) -> std::result::Result<
+    (crate::results::junit::Parsed, String, u64),
+    crate::results::junit::JunitError,
+> {
+    let io_error = |e: io::Error| crate::results::junit::JunitError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
     };
     let file = File::open(path).map_err(io_error)?;
     let size = file.metadata().map_err(io_error)?.len();
-    if size > crate::junit::MAX_INPUT {
-        return Err(crate::junit::JunitError::TooLarge {
-            limit: crate::junit::MAX_INPUT,
+    if size > crate::results::junit::MAX_INPUT {
+        return Err(crate::results::junit::JunitError::TooLarge {
+            limit: crate::results::junit::MAX_INPUT,
         });
     }
     let mut hashing = Hashing {
@@ -217,7 +232,7 @@ fn read_report(
         hash: Sha256::new(),
         bytes: 0,
     };
-    let parsed = crate::junit::parse_known_size(&mut hashing, size)?;
+    let parsed = crate::results::junit::parse_known_size(&mut hashing, size)?;
     io::copy(&mut hashing, &mut io::sink()).map_err(io_error)?;
     let hex: String = hashing
         .hash

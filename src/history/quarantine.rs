@@ -1,6 +1,6 @@
 //! Quarantine lists: the selected tests in each runner's own syntax.
 //!
-//! A test id is `classname::name` (see [`crate::junit::Case::id`]); it is
+//! A test id is `classname::name` (see [`crate::results::junit::Case::id`]); it is
 //! split at its first `::`, which is right for every dialect flakelab's
 //! recipes know (nextest's classname is the binary id, its name the test
 //! path; pytest's, go's and jest's classnames hold no `::`).

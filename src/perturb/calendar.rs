@@ -99,9 +99,12 @@ pub fn start_instant(
 
 /// The zone a cell sets with `tz=ZONE`, if any.
 pub fn zone_of(cell: &Cell) -> Option<&str> {
-    cell.perturbations.iter().find_map(|k| match k {
-        Kind::Tz { zone } => Some(zone.as_str()),
-        _ => None,
+    cell.perturbations.iter().find_map(|k| {
+        if let Kind::Tz { zone } = k {
+            Some(zone.as_str())
+        } else {
+            None
+        }
     })
 }
 

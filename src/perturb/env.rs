@@ -135,6 +135,24 @@ pub fn check_locale(locale: &str) -> Result<()> {
     ))
 }
 
+/// The zone the host's own processes are in: the harness's `TZ`, else the
+/// zone `/etc/localtime` links to, else UTC (glibc's default without it).
+/// None when that zone is not in the zoneinfo database (no sham then).
+pub fn host_zone(host: &super::HostFacts) -> Option<String> {
+    let zone = match host.tz.as_deref().map(|t| t.trim_start_matches(':')) {
+        Some(tz) if !tz.is_empty() => tz.to_string(),
+        _ => zone_of_link(Path::new("/etc/localtime")).unwrap_or_else(|| "UTC".into()),
+    };
+    host.zoneinfo.join(&zone).is_file().then_some(zone)
+}
+
+fn zone_of_link(link: &Path) -> Option<String> {
+    let target = std::fs::read_link(link).ok()?;
+    let text = target.to_string_lossy();
+    let at = text.find("zoneinfo/")? + "zoneinfo/".len();
+    Some(text[at..].to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,5 +225,14 @@ mod tests {
         let err = check_locale("xx_YY.UTF-8").unwrap_err().to_string();
         assert!(err.contains("not installed"), "{err}");
         assert!(err.contains("locale-gen"), "{err}");
+    }
+
+    #[test]
+    fn the_zone_of_a_localtime_link_is_its_path_below_zoneinfo() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("localtime");
+        std::os::unix::fs::symlink("/usr/share/zoneinfo/Europe/Berlin", &link).unwrap();
+        assert_eq!(zone_of_link(&link).as_deref(), Some("Europe/Berlin"));
+        assert_eq!(zone_of_link(dir.path()), None);
     }
 }

@@ -16,28 +16,6 @@ pub use crate::exec::setup::{cpu_list, Isolation, SETUP_FAILED};
 /// line it prints starts with [`SETUP_FAILED`].
 pub const SETUP_EXIT: i32 = 125;
 
-/// The `__exec` helper's argv prefix (ending in `--`) for `iso`, or nothing:
-/// the same setup as a cell's runs get, from a command line (`doctor`).
-pub fn helper_argv(iso: &Isolation, self_exe: &str) -> Vec<String> {
-    if iso.is_empty() {
-        return Vec::new();
-    }
-    let mut argv = vec![self_exe.to_string(), "__exec".to_string()];
-    if iso.netns {
-        argv.push("--netns".into());
-    }
-    for (res, v) in &iso.rlimits {
-        argv.push("--rlimit".into());
-        argv.push(format!("{res}:{v}"));
-    }
-    if let Some(cpus) = &iso.cpus {
-        argv.push("--cpus".into());
-        argv.push(cpu_list(cpus));
-    }
-    argv.push("--".into());
-    argv
-}
-
 /// The same setup with standard tools, for the repro line: `unshare -rn`
 /// with loopback brought up by `ip`, `taskset`, `prlimit`.
 pub fn repro_prefix(iso: &Isolation) -> Vec<String> {
@@ -139,30 +117,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn helper_and_repro_words() {
+    fn repro_words() {
         let iso = Isolation {
             netns: true,
             rlimits: vec![("nofile".into(), 64)],
             cpus: Some(vec![0]),
         };
-        assert_eq!(
-            helper_argv(&iso, "/bin/flakelab"),
-            [
-                "/bin/flakelab",
-                "__exec",
-                "--netns",
-                "--rlimit",
-                "nofile:64",
-                "--cpus",
-                "0",
-                "--"
-            ]
-        );
         let repro = repro_prefix(&iso);
         assert_eq!(&repro[..2], ["unshare", "-rn"]);
         assert!(repro.contains(&"taskset".to_string()));
         assert_eq!(repro.last().unwrap(), "--nofile=64:64");
-        assert!(helper_argv(&Isolation::default(), "x").is_empty());
     }
 
     #[test]

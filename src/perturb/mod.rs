@@ -3,25 +3,28 @@
 //!
 //! [`prepare`] validates every perturbation against this host (an unknown
 //! zone or an uninstalled locale is a usage error before anything runs) and
-//! returns the environment delta plus one [`Probe`] per perturbation. The
-//! probes are run by `exec` through the same launch path as the cell's runs;
+//! returns the environment delta plus one [`Probe`] per perturbation; what
+//! each kind changes, how its probe is judged, its sham and the flake
+//! classes it speaks to live in its own file under `kind`. The probes are
+//! run by `exec` through the same launch path as the cell's runs;
 //! [`probe::judge`] reads what the child reported. Nothing here spawns.
 
-pub mod calendar;
+pub(crate) mod calendar;
 pub mod clock;
-pub mod env;
+pub(crate) mod env;
 pub mod faketime;
-pub mod isolate;
+pub(crate) mod isolate;
+pub(crate) mod kind;
+pub mod orders;
 pub mod probe;
-pub mod proof;
-pub mod sham;
+pub(crate) mod proof;
+pub(crate) mod sham;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::catalog::recipe::Recipe;
-use crate::catalog::values::{self, ClockShift};
-use crate::catalog::{Cell, Kind};
+use crate::catalog::Cell;
 use crate::error::{Error, Result};
 use crate::exec::launch::PreloadCleanup;
 
@@ -128,6 +131,12 @@ pub struct Prepared {
     pub missing: Option<Missing>,
     /// The runner's own shuffle, with each run's seed (from the recipe).
     pub shuffle: bool,
+    /// Systematic orders through the recipe's `[ordered]` mode (`orders`):
+    /// each run takes its order from the session (`orders::cover`).
+    pub orders: bool,
+    /// Why an `orders` cell runs the seeded shuffle instead (the runner
+    /// runs no given order).
+    pub orders_fallback: Option<String>,
     /// The runner's workers (from the recipe).
     pub workers: Option<usize>,
     /// The runner's race detector (from the recipe), with the GOMAXPROCS
@@ -199,344 +208,23 @@ impl Prepared {
 }
 
 /// Validates a cell against this host and prepares its launch changes and
-/// probes. Two perturbations that touch the same variable are refused.
+/// probes, each perturbation in its kind's file (`kind`). Two perturbations
+/// that touch the same variable are refused.
 pub fn prepare(
     cell: &Cell,
     host: &HostFacts,
     recipe: Option<&Recipe>,
     redaction: &crate::redact::Redaction,
 ) -> Result<Prepared> {
-    let mut out = Prepared::default();
-    let exe = host.self_exe.display().to_string();
-    let own_probe = |args: &[&str]| -> Vec<String> {
-        let mut argv = vec![exe.clone(), "__probe".to_string()];
-        argv.extend(args.iter().map(|a| a.to_string()));
-        argv
-    };
-    let mut clock: Option<(String, ClockShift)> = None;
-    let now = jiff::Timestamp::now();
-    let mut own_clock: Option<PathBuf> = None;
-    for kind in &cell.perturbations {
-        let label = kind.recorded(redaction);
-        if let Some(reason) = host.unsupported.get(kind.name()) {
-            out.not_applicable = Some(format!("{label} is not applicable: {reason}"));
+    let mut p = kind::Preparing::new(cell, host, recipe, redaction);
+    for k in &cell.perturbations {
+        let label = k.recorded(redaction);
+        if let Some(reason) = host.unsupported.get(k.name()) {
+            p.out.not_applicable = Some(format!("{label} is not applicable: {reason}"));
         }
-        match kind {
-            Kind::Tz { zone } => {
-                let tz = env::load_zone(zone, &host.zoneinfo)?;
-                out.claim(&label, "TZ", Some(zone))?;
-                out.probes.push(Probe {
-                    perturbation: label,
-                    // One clock read: the offset at the instant the child sees.
-                    argv: vec!["date".into(), "+%s %z".into()],
-                    expect: Expect::Offset {
-                        zone: zone.clone(),
-                        tz,
-                    },
-                });
-            }
-            Kind::Locale { locale } => {
-                env::check_locale(locale)?;
-                out.claim(&label, "LC_ALL", Some(locale))?;
-                out.claim(&label, "LANG", Some(locale))?;
-                out.probes.push(Probe {
-                    perturbation: label,
-                    argv: vec!["locale".into()],
-                    expect: Expect::Locale {
-                        locale: locale.clone(),
-                    },
-                });
-            }
-            Kind::Env { set, unset } => {
-                for (k, v) in set {
-                    out.claim(&label, k, Some(v))?;
-                }
-                for k in unset {
-                    out.claim(&label, k, None)?;
-                }
-                let names: Vec<&str> = set.keys().chain(unset).map(String::as_str).collect();
-                let mut args = vec!["env"];
-                args.extend(names);
-                out.probes.push(Probe {
-                    perturbation: label,
-                    argv: own_probe(&args),
-                    expect: Expect::Env {
-                        set: set.clone(),
-                        unset: unset.clone(),
-                        secret: set
-                            .keys()
-                            .filter(|k| redaction.is_secret(k))
-                            .cloned()
-                            .collect(),
-                    },
-                });
-            }
-            Kind::Faketime { clock: text } => {
-                let shift = values::parse_clock_shift(text)
-                    .map_err(|m| Error::usage(m, "see `flakelab run --help`"))?;
-                // The mechanism is given a relative shift or a UTC instant.
-                let shift = match start_zone(cell, host)
-                    .and_then(|zone| {
-                        calendar::start_instant(&shift, zone.as_ref().map(|(n, tz)| (n.as_str(), tz)), now)
-                            .map_err(|m| Error::usage(format!("`{label}`: {m}"), "give a time that exists once in the zone, or a UTC instant @YYYY-MM-DDTHH:MM:SSZ"))
-                    })? {
-                    Some(at) => ClockShift::Instant { at },
-                    None => shift,
-                };
-                let needs = recipe.and_then(|r| r.faketime.as_ref().map(|f| (r, f)));
-                if host.faketime_override.is_none() && needs.is_none() {
-                    // flakelab's own preload; its clock variable is set
-                    // below, once the cell's zone is known.
-                    match clock::install(host.cache_dir.as_deref()) {
-                        Ok(lib) => {
-                            let env = clock::child_env(&lib, "", host.ld_preload.as_deref());
-                            out.claim(&label, &env[0].0, Some(&env[0].1))?;
-                            out.clock_record = true;
-                            own_clock = Some(lib);
-                            clock = Some((label, shift));
-                        }
-                        Err(e) => out.missing = Some(Missing::from_error(&e)),
-                    }
-                    continue;
-                }
-                // libfaketime, chosen by FAKETIME_LIB or by a recipe that
-                // declares its options.
-                match faketime::locate(host.faketime_override.as_deref()) {
-                    Ok(lib) => {
-                        let preload = host.ld_preload.as_deref();
-                        let options = needs.into_iter().flat_map(|(_, f)| &f.env);
-                        for (k, v) in
-                            faketime::child_env(&lib, &shift.faketime_value(), preload, options)
-                        {
-                            out.claim(&label, &k, Some(&v))?;
-                        }
-                        if let ClockShift::Instant { .. } = shift {
-                            let (k, v) = values::FAKETIME_FMT_EPOCH;
-                            out.claim(&label, k, Some(v))?;
-                        }
-                        if let Some((r, f)) = needs {
-                            let set: Vec<String> =
-                                f.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                            out.notes.push(format!(
-                                "{label}: the {} recipe sets {} for its runtime ({}); this changes how the subject's time flows beyond the shift",
-                                r.name,
-                                set.join(" "),
-                                f.why.trim()
-                            ));
-                        }
-                        out.notes.push(format!(
-                            "{label}: the clock is shifted by libfaketime ({}), not flakelab's own preload",
-                            lib.display()
-                        ));
-                        out.preload_cleanup = Some(PreloadCleanup::Faketime);
-                        out.checks.push(proof::Mechanism::Preload {
-                            perturbation: label.clone(),
-                            lib,
-                            var: "FAKETIME",
-                            value: out
-                                .set
-                                .get("FAKETIME")
-                                .cloned()
-                                .unwrap_or_else(|| shift.faketime_value()),
-                        });
-                        clock = Some((label, shift));
-                    }
-                    Err(e) => out.missing = Some(Missing::from_error(&e)),
-                }
-            }
-            Kind::Netns => {
-                out.isolation.netns = true;
-                out.probes.push(Probe {
-                    perturbation: label,
-                    argv: own_probe(&["net"]),
-                    expect: Expect::NoRoute,
-                });
-            }
-            Kind::CpuPin { cpus } => {
-                let k = *cpus as usize;
-                if k > host.cpus.len() {
-                    return Err(Error::usage(
-                        format!(
-                            "`{label}` asks for {k} CPUs but this process may use {}",
-                            host.cpus.len()
-                        ),
-                        format!("use cpu-pin=1 … cpu-pin={}", host.cpus.len()),
-                    ));
-                }
-                out.isolation.cpus = Some(host.cpus[..k].to_vec());
-                out.probes.push(Probe {
-                    perturbation: label,
-                    argv: own_probe(&["affinity"]),
-                    expect: Expect::Cpus { count: k },
-                });
-            }
-            Kind::Rlimit { resource, value } => {
-                out.isolation.rlimits.retain(|(r, _)| r != resource);
-                out.isolation.rlimits.push((resource.clone(), *value));
-                out.probes.push(Probe {
-                    perturbation: label,
-                    argv: own_probe(&["rlimit", resource]),
-                    expect: Expect::Rlimit {
-                        resource: resource.clone(),
-                        value: *value,
-                    },
-                });
-            }
-            Kind::Shuffle => match recipe {
-                Some(r) if r.shuffle.is_some() => out.shuffle = true,
-                Some(r) => {
-                    out.missing = Some(Missing {
-                        message: format!(
-                            "cannot shuffle: the {} recipe knows no seeded shuffle for this runner{}",
-                            r.name,
-                            r.unsupported.get("shuffle").map(|why| format!(" ({why})")).unwrap_or_default(),
-                        ),
-                        hint: format!("see `flakelab recipes show {}`", r.name),
-                    })
-                }
-                None => {
-                    out.missing = Some(Missing {
-                        message: "cannot shuffle: no recipe recognises this command, so flakelab does not know the runner's shuffle flag".into(),
-                        hint: "name the runner with --runner NAME (`flakelab recipes` lists them)".into(),
-                    })
-                }
-            },
-            Kind::Workers { amount } => {
-                let amount = values::parse_workers(amount).map_err(|m| Error::usage(m, "see `flakelab run --help`"))?;
-                match recipe.and_then(|r| r.default_workers(host.cpus.len()).map(|d| (r, d))) {
-                    Some((_, default)) => {
-                        out.workers = Some(match amount {
-                            values::StressAmount::Factor(f) => ((default as f64) * f).ceil().max(1.0) as usize,
-                            values::StressAmount::Threads(n) => n as usize,
-                        })
-                    }
-                    None => {
-                        // A recipe that says why its runner has no workers
-                        // is the runner's limit, not flakelab's ignorance:
-                        // naming another runner would not help.
-                        out.missing = Some(match recipe.and_then(|r| r.unsupported.get("workers").map(|why| (r, why))) {
-                            Some((r, why)) => Missing {
-                                message: format!("cannot set workers: {why}"),
-                                hint: format!("leave the workers cell out for this runner (`flakelab recipes show {}`)", r.name),
-                            },
-                            None => Missing {
-                                message: format!(
-                                    "cannot set workers: {}",
-                                    recipe.map_or("no recipe recognises this command".to_string(), |r| format!(
-                                        "the {} recipe knows no workers flag for this runner",
-                                        r.name
-                                    ))
-                                ),
-                                hint: "name the runner with --runner NAME (`flakelab recipes` lists them)".into(),
-                            },
-                        })
-                    }
-                }
-            }
-            Kind::Race { cpu } => match recipe.and_then(|r| r.race.as_ref().map(|race| (r, race))) {
-                Some((r, race)) if !cpu.is_empty() && race.cpu.is_none() => {
-                    out.missing = Some(Missing {
-                        message: format!(
-                            "cannot sweep GOMAXPROCS: the {} recipe's race detector has no cpu option",
-                            r.name
-                        ),
-                        hint: format!("use `race` alone (see `flakelab recipes show {}`)", r.name),
-                    })
-                }
-                Some(_) => out.race = Some(cpu.clone()),
-                None => {
-                    out.missing = Some(Missing {
-                        message: format!(
-                            "cannot run the race detector: {}",
-                            recipe.map_or("no recipe recognises this command".to_string(), |r| format!(
-                                "the {} recipe knows no race-detector build for this runner",
-                                r.name
-                            ))
-                        ),
-                        hint: "name the runner with --runner NAME (`flakelab recipes` lists them; go and cargo-test have one)".into(),
-                    })
-                }
-            },
-            Kind::CpuStress { amount } => {
-                let amount = values::parse_stress(amount)
-                    .map_err(|m| Error::usage(m, "see `flakelab run --help`"))?;
-                let threads = amount.threads(host.cpus.len());
-                out.stress = Some(StressPlan {
-                    threads,
-                    cpus: None,
-                    allowed: host.cpus.len(),
-                });
-                // No busy thread (the sham): nothing to measure; the run is
-                // still scheduled alone.
-                if threads > 0 {
-                    out.stress_label = Some(label.clone());
-                    out.probes.push(Probe {
-                        perturbation: label,
-                        argv: vec!["sleep".into(), "0.5".into()],
-                        expect: Expect::Stress,
-                    });
-                }
-            }
-        }
+        kind::prepare(k, label, &mut p)?;
     }
-    // Stress competes with a pinned child only on the child's CPUs.
-    if let (Some(stress), Some(cpus)) = (&mut out.stress, &out.isolation.cpus) {
-        stress.cpus = Some(cpus.clone());
-    }
-    if let Some((label, shift)) = clock {
-        let expect = match shift {
-            ClockShift::Relative { seconds } => Expect::ClockShift { seconds },
-            ClockShift::Instant { at } => Expect::ClockAt {
-                epoch: at.as_second(),
-            },
-            other => {
-                return Err(Error::harness(
-                    format!("`{label}`: {other:?} was not made an instant"),
-                    "report this as a bug",
-                ))
-            }
-        };
-        if let Some(lib) = own_clock {
-            // The preload reads epoch seconds: an absolute start is the
-            // instant the probe expects.
-            let value = match &expect {
-                Expect::ClockAt { epoch } => clock::value(None, Some(*epoch)),
-                Expect::ClockShift { seconds } => clock::value(Some(*seconds), None),
-                _ => clock::value(Some(0), None),
-            };
-            out.claim(&label, clock::CLOCK_VAR, Some(&value))?;
-            out.checks.push(proof::Mechanism::Preload {
-                perturbation: label.clone(),
-                lib,
-                var: clock::CLOCK_VAR,
-                value,
-            });
-        }
-        out.probes.push(Probe {
-            perturbation: label,
-            argv: vec!["date".into(), "+%s".into()],
-            expect,
-        });
-    }
-    Ok(out)
-}
-
-/// The zone a clock start in `cell` is local to: the cell's `tz=`, else
-/// the zone the host's processes are in (which the child inherits), with
-/// its rules; None when neither can be read (then only UTC instants and
-/// shifts can be given).
-fn start_zone(cell: &Cell, host: &HostFacts) -> Result<Option<(String, jiff::tz::TimeZone)>> {
-    if let Some(zone) = calendar::zone_of(cell) {
-        return Ok(Some((
-            zone.to_string(),
-            env::load_zone(zone, &host.zoneinfo)?,
-        )));
-    }
-    Ok(sham::host_zone(host).and_then(|zone| {
-        env::load_zone(&zone, &host.zoneinfo)
-            .ok()
-            .map(|tz| (zone, tz))
-    }))
+    kind::finish(p)
 }
 
 #[cfg(test)]

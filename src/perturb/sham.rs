@@ -12,60 +12,21 @@
 //!
 //! `locale`, `env`, `shuffle` and `workers` have no mechanism beside their
 //! parameter: the variable set, or the runner's own option, is the condition.
+//! Each kind's file under `perturb::kind` declares its sham.
 //! `race` has no null parameter (an instrumented build always detects); its
 //! instrumentation also slows the subject, so a `race` cell is read by its
 //! failures' signatures: a race report is the detector's finding, any other
 //! failure may be the slowdown's.
 
-use std::path::Path;
-
 use super::HostFacts;
 use crate::catalog::Kind;
 
-/// A mechanism's sham cell.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sham {
-    /// The mechanism, in words.
-    pub mechanism: &'static str,
-    /// The sham's cell spec.
-    pub spec: String,
-}
+pub use super::kind::Sham;
 
-/// The sham of the mechanism `kind` uses on this host, if it has one.
+/// The sham of the mechanism `kind` uses on this host, if it has one (each
+/// kind's file declares its own).
 pub fn of(kind: &Kind, host: &HostFacts) -> Option<Sham> {
-    let (mechanism, spec) = match kind {
-        Kind::Tz { .. } => ("TZ set", format!("tz={}", host_zone(host)?)),
-        Kind::Faketime { .. } => ("the clock preload", "faketime=+0".to_string()),
-        Kind::Netns | Kind::CpuPin { .. } | Kind::Rlimit { .. } => (
-            "the setup before exec",
-            format!("cpu-pin={}", host.cpus.len().max(1)),
-        ),
-        Kind::CpuStress { .. } => ("a run scheduled alone", "cpu-stress=0".to_string()),
-        Kind::Locale { .. }
-        | Kind::Env { .. }
-        | Kind::Shuffle
-        | Kind::Workers { .. }
-        | Kind::Race { .. } => return None,
-    };
-    Some(Sham { mechanism, spec })
-}
-
-/// The zone the host's own processes are in: the harness's `TZ`, else the
-/// zone `/etc/localtime` links to, else UTC (glibc's default without it).
-/// None when that zone is not in the zoneinfo database (no sham then).
-pub fn host_zone(host: &HostFacts) -> Option<String> {
-    let zone = match host.tz.as_deref().map(|t| t.trim_start_matches(':')) {
-        Some(tz) if !tz.is_empty() => tz.to_string(),
-        _ => zone_of_link(Path::new("/etc/localtime")).unwrap_or_else(|| "UTC".into()),
-    };
-    host.zoneinfo.join(&zone).is_file().then_some(zone)
-}
-
-fn zone_of_link(link: &Path) -> Option<String> {
-    let target = std::fs::read_link(link).ok()?;
-    let text = target.to_string_lossy();
-    let at = text.find("zoneinfo/")? + "zoneinfo/".len();
-    Some(text[at..].to_string())
+    super::kind::sham(kind, host)
 }
 
 #[cfg(test)]
@@ -117,15 +78,6 @@ mod tests {
         );
         // A harness zone the database does not hold gives no sham.
         host.tz = Some("Mars/Olympus".into());
-        assert_eq!(host_zone(&host), None);
-    }
-
-    #[test]
-    fn the_zone_of_a_localtime_link_is_its_path_below_zoneinfo() {
-        let dir = tempfile::tempdir().unwrap();
-        let link = dir.path().join("localtime");
-        std::os::unix::fs::symlink("/usr/share/zoneinfo/Europe/Berlin", &link).unwrap();
-        assert_eq!(zone_of_link(&link).as_deref(), Some("Europe/Berlin"));
-        assert_eq!(zone_of_link(dir.path()), None);
+        assert_eq!(super::super::env::host_zone(&host), None);
     }
 }

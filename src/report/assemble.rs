@@ -52,15 +52,34 @@ pub(crate) fn shown(
         }
         Ok(())
     })?;
+    let screen = store.screen_of(&session.id)?;
+    // A screen's later rounds (its cells run again, a shuffle cell's
+    // reversed order, the systematic orders) are screen runs too: the
+    // cells' and tests' counts hold them (the screen's own totals count
+    // them from its record).
+    for round in screen.iter().flat_map(|s| &s.rounds) {
+        store.each_view(&round.session, |r| {
+            fold.add(r);
+            Ok(())
+        })?;
+    }
     let mut report = fold.finish(load);
+    for round in screen.iter().flat_map(|s| &s.rounds) {
+        for (name, _) in &round.cells {
+            report.planned += u64::from(round.runs_per_cell);
+            if let Some(cell) = report.cells.iter_mut().find(|c| &c.name == name) {
+                cell.planned += u64::from(round.runs_per_cell);
+            }
+        }
+    }
     if session.records_end {
-        report.session_end = Some(crate::liveness::state(store, &session.id)?.word());
+        report.session_end = Some(crate::context::liveness::state(store, &session.id)?.word());
         if let Some(end) = store.session_end(&session.id)? {
             report.stop_reason = end.reason;
             report.warnings.extend(end.warnings);
         }
     }
-    if let Some(screen) = store.screen_of(&session.id)? {
+    if let Some(screen) = screen {
         along.screened(&mut report, &screen);
     } else {
         super::undecided::mark(&mut report, session.confidence);

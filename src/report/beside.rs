@@ -2,7 +2,7 @@
 //! a lab session measured, joined to the session's per-test rows.
 //!
 //! Test ids are joined as both sides spell them: each side's id is the one
-//! the same JUnit reader gives ([`crate::junit::Case::id`], `classname::name`),
+//! the same JUnit reader gives ([`crate::results::junit::Case::id`], `classname::name`),
 //! so an exact match is the rule. When CI ran from another directory than
 //! the lab (pytest's classname `tests.test_app` against `test_app`), a
 //! history id whose classname ends in the lab's at a `.` or `/` boundary
@@ -518,7 +518,7 @@ mod tests {
 
     fn analysis(ids: &[&str]) -> Analysis {
         use crate::history::{Item, Observation, Provenance, ReportRecord, REPORT_SCHEMA};
-        use crate::junit::CaseOutcome;
+        use crate::results::junit::CaseOutcome;
         let obs: Vec<Observation> = ids
             .iter()
             .map(|t| Observation {

@@ -23,7 +23,7 @@ pub struct Fold<'s> {
     by_name: HashMap<String, usize>,
     recorded: u64,
     executed: u64,
-    shards: crate::shard::ShardTally,
+    shards: crate::context::shard::ShardTally,
     /// Runs whose runner retried attempts its report keeps no trace of,
     /// and the first one's words.
     hidden_retries: (u64, Option<String>),
@@ -39,9 +39,12 @@ struct CellFold {
     errored: u64,
     not_applied: u64,
     stragglers: u64,
-    unmatched_failures: u64,
+    /// With patterns: the counted runs per pattern and the other failures.
+    by_pattern: Option<per_test::PatternSplit>,
     runs_without_tests: u64,
     first_failure: Option<(usize, FirstFailure)>,
+    /// With patterns, the first failed run that matched none.
+    first_other_failure: Option<(usize, FirstFailure)>,
     /// The first unmeasured (errored, timed out) run's reason.
     error_reason: Option<(usize, String)>,
     /// Failed runs that died by a signal, and the first one's reason.
@@ -180,7 +183,7 @@ impl<'s> Fold<'s> {
         let Some(i) = self.cell_of(r.cell()) else {
             return;
         };
-        let counting_signature = self.session.signature.is_some();
+        let patterns = self.session.patterns().len();
         let applied = self.session.cells[i].applied;
         let cell = &mut self.cells[i];
         let index = r.index();
@@ -206,15 +209,24 @@ impl<'s> Fold<'s> {
                 // With a signature, a run reproduced it when its output or
                 // a test's first attempt matched (as the ladder counts), so
                 // every reproduction a test row counts is in its cell's k.
-                let counted = if counting_signature {
-                    r.signature_match() == Some(true)
-                        || r.tests().any(|t| t.signature_match == Some(true))
+                // It counts for the first pattern it matched.
+                let matched = (patterns > 0).then(|| r.matched_pattern()).flatten();
+                let counted = if patterns > 0 {
+                    matched.is_some()
                 } else {
                     failed
                 };
-                if failed && !counted {
-                    cell.unmatched_failures += 1;
+                if failed || counted {
+                    if let Some(split) = cell.split(patterns) {
+                        split.add(matched);
+                    }
                 }
+                let first = |r: &RunView| FirstFailure {
+                    run: r.id().into_owned(),
+                    repro: r.repro(),
+                    log: r.log().map(|p| p.display().to_string()),
+                    repro_note: r.repro_note().map(str::to_string),
+                };
                 if counted {
                     cell.k += 1;
                     if cell
@@ -222,16 +234,13 @@ impl<'s> Fold<'s> {
                         .as_ref()
                         .is_none_or(|(at, _)| index < *at)
                     {
-                        cell.first_failure = Some((
-                            index,
-                            FirstFailure {
-                                run: r.id().into_owned(),
-                                repro: r.repro(),
-                                log: r.log().map(|p| p.display().to_string()),
-                                repro_note: r.repro_note().map(str::to_string),
-                            },
-                        ));
+                        cell.first_failure = Some((index, first(r)));
                     }
+                } else if failed
+                    && patterns > 0
+                    && (cell.first_other_failure.as_ref()).is_none_or(|(at, _)| index < *at)
+                {
+                    cell.first_other_failure = Some((index, first(r)));
                 }
                 if r.tests_missing().is_some() {
                     cell.runs_without_tests += 1;
@@ -273,7 +282,7 @@ impl<'s> Fold<'s> {
         if *r.end() != ProcessEnd::NotStarted {
             cell.cpu.add(r);
         }
-        cell.tests.add(r, counting_signature);
+        cell.tests.add(r, patterns);
     }
 
     /// The cell that takes the runs of cell `name`: the first of that name.
@@ -324,7 +333,7 @@ impl<'s> Fold<'s> {
             self.recorded,
             self.executed,
             load,
-            crate::shard::summary(session, &self.shards),
+            crate::context::shard::summary(session, &self.shards),
         );
         // A runner that retried attempts its report keeps no trace of:
         // those first attempts are not in the counts, said once.
@@ -343,7 +352,8 @@ fn finish_cell(
     f: CellFold,
 ) -> (CellReport, per_test::DataRuns) {
     let runs_with_tests = f.tests.runs_with_tests();
-    let (tests, data) = f.tests.finish(session.confidence);
+    let patterns = session.patterns().len();
+    let (tests, data) = f.tests.finish(session.confidence, patterns);
     let n = f.passed + f.failed;
     let mut applied = c.applied;
     let mut reason = c.reason.clone();
@@ -386,12 +396,26 @@ fn finish_cell(
         cpu: f.cpu.finish(),
         stragglers: f.stragglers,
         first_failure: f.first_failure.map(|(_, first)| first),
+        first_other_failure: f.first_other_failure.map(|(_, first)| first),
         error_reason: f.error_reason.map(|(_, why)| why),
         signaled: f.signaled,
         signal_reason: f.signal_reason.map(|(_, why)| why),
-        unmatched_failures: f.unmatched_failures,
+        by_pattern: f
+            .by_pattern
+            .or_else(|| per_test::PatternSplit::new(patterns)),
     };
     (cell, data)
+}
+
+impl CellFold {
+    /// Its pattern split, made at the first failure it counts (None
+    /// without patterns).
+    fn split(&mut self, patterns: usize) -> Option<&mut per_test::PatternSplit> {
+        if self.by_pattern.is_none() {
+            self.by_pattern = per_test::PatternSplit::new(patterns);
+        }
+        self.by_pattern.as_mut()
+    }
 }
 
 fn sort_counts(counts: BTreeMap<String, u64>) -> Vec<per_test::SignatureCount> {

@@ -57,6 +57,7 @@ fn make(
     r.tests_missing =
         (r.tests.is_empty() || flag && index.is_multiple_of(5)).then(|| "no report".into());
     r.signature_match = (sig == 1).then_some(true);
+    r.signature_pattern = (sig == 1 && flag).then_some(1);
     r.failure_signature = (sig > 0).then(|| format!("E{sig}"));
     r.tests = if outcome == Outcome::NotApplied || outcome == Outcome::Error {
         Vec::new()
@@ -81,6 +82,7 @@ fn make(
                     signature: matches!(o, 1 | 2).then(|| format!("S{}", (index + o as usize) % 3)),
                     message: None,
                     signature_match: (o == 1 && sig == 2).then_some(true),
+                    signature_pattern: (o == 1 && sig == 2).then_some(index as u32 % 2),
                 })
             })
             .collect()
@@ -112,11 +114,11 @@ proptest! {
     #[test]
     fn the_fold_in_any_order_equals_the_reference(
         specs in proptest::collection::vec(arb_run(), 0..80),
-        signature in any::<bool>(),
+        patterns in 0usize..3,
         order in any::<u64>(),
     ) {
         let mut s = session();
-        s.signature = signature.then(|| "E1".into());
+        s.set_patterns(["E1", "E2"][..patterns].iter().map(|p| p.to_string()).collect());
         let mut runs: Vec<RunRecord> =
             specs.into_iter().enumerate().map(|(i, spec)| make(&s, i, spec)).collect();
         let want = reference::build(&s, &runs, LoadStats::default());

@@ -108,7 +108,7 @@ impl Markup for Summary<'_> {
         let pct = (report.confidence * 100.0).round();
         let verdict = match report.exit_code() {
             0 => "no cell differs from the baseline",
-            1 => "**differs**: a cell or a test differs from the baseline",
+            1 => super::finding_text(report),
             3 => "a perturbation was **not applied**",
             2 => "nothing was measured",
             _ => "see the report",

@@ -10,11 +10,12 @@
 use super::Report;
 use crate::record::{LadderRecord, RungStatus};
 
-/// Whether a cell's perturbations shuffle the test order.
+/// Whether a cell's perturbations change the test order (a shuffle, or
+/// systematic orders).
 fn shuffles(perturbations: &[String]) -> bool {
     perturbations
         .iter()
-        .any(|p| p == "shuffle" || p.starts_with("shuffle="))
+        .any(|p| p == "shuffle" || p.starts_with("shuffle=") || p == "orders")
 }
 
 /// `flakelab bisect RUN --test ID`, quoted for a POSIX shell.
@@ -127,5 +128,6 @@ mod tests {
         assert!(shuffles(&["tz=UTC".into(), "shuffle=7".into()]));
         assert!(!shuffles(&["tz=UTC".into()]));
         assert!(!shuffles(&["shuffled-env=1".into()]));
+        assert!(shuffles(&["orders".into()]));
     }
 }

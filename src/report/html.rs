@@ -222,7 +222,16 @@ fn header(out: &mut String, report: &Report) {
         escape(&super::runs_text(report)),
         escape(&report.started_at)
     );
-    if let Some(sig) = &report.signature {
+    if report.signatures.len() > 1 {
+        let patterns: Vec<String> = (report.signatures.iter().enumerate())
+            .map(|(i, p)| format!("pattern {} <code>{}</code>", i + 1, escape(p)))
+            .collect();
+        let _ = write!(
+            out,
+            "<p>Counting runs that reproduced a signature, each for the first it matched: {}; failures matching none are other failures.</p>",
+            patterns.join(", ")
+        );
+    } else if let Some(sig) = &report.signature {
         let _ = write!(
             out,
             "<p>Counting runs that reproduced the signature <code>{}</code>.</p>",

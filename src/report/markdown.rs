@@ -59,7 +59,16 @@ impl Markup for Markdown {
             report.seed,
             runs_text(report)
         );
-        if let Some(sig) = &report.signature {
+        if report.signatures.len() > 1 {
+            let patterns: Vec<String> = (report.signatures.iter().enumerate())
+                .map(|(i, p)| format!("pattern {} {}", i + 1, md_code(p)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "Counting runs that reproduced a signature (in their output or a failing test's message), each for the first it matched: {}; failures matching none are other failures.\n",
+                patterns.join(", ")
+            );
+        } else if let Some(sig) = &report.signature {
             let _ = writeln!(
                 out,
                 "Counting runs that reproduced the signature {} (in their output or a failing test's message).\n",
@@ -141,7 +150,18 @@ impl Markup for Markdown {
                         "| {} | {} | {} | {} | {} | {} |",
                         md_cell_code(&c.name),
                         md_cell_code(&t.id),
-                        test_count_text(t),
+                        cell(&match t
+                            .by_pattern
+                            .as_ref()
+                            .filter(|s| super::shows_split(report, s))
+                        {
+                            Some(split) => format!(
+                                "{} ({})",
+                                test_count_text(t),
+                                super::split_text(split, t.n)
+                            ),
+                            None => test_count_text(t),
+                        }),
                         test_interval_text(t),
                         cell(&match super::test_shift_text(t) {
                             Some(shift) => format!("{}; {shift}", test_versus_text(c, t)),
@@ -186,10 +206,15 @@ impl Markup for Markdown {
                 let _ = writeln!(out, "- {}", one_line(&n));
             }
         }
-        for (c, f) in shown_failures(report) {
+        let firsts = shown_failures(report)
+            .into_iter()
+            .map(|(c, f)| (c, f, "First failure"));
+        let others = (super::shown_other_failures(report).into_iter())
+            .map(|(c, f)| (c, f, "First other failure (matching no pattern)"));
+        for (c, f, what) in firsts.chain(others) {
             let _ = writeln!(
                 out,
-                "\nFirst failure in {} (run {}):\n",
+                "\n{what} in {} (run {}):\n",
                 md_code(&c.name),
                 md_code(&f.run)
             );

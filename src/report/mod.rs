@@ -7,56 +7,61 @@
 //! into the format asked for, and `outputs` writes GitHub's step summary
 //! and artifacts; everything else here is pure.
 
-pub mod assemble;
-pub mod beside;
-pub mod bisect;
-pub mod catalog;
-pub mod color;
-pub mod fold;
+pub(crate) mod assemble;
+pub(crate) mod beside;
+pub(crate) mod bisect;
+pub(crate) mod catalog;
+pub(crate) mod color;
+pub(crate) mod dashboard;
+pub(crate) mod fold;
 #[cfg(test)]
 mod fold_tests;
-pub mod gha;
-pub mod github;
+pub(crate) mod gha;
+pub(crate) mod github;
 #[cfg(test)]
 mod github_tests;
-pub mod handover;
-pub mod history;
-pub mod html;
+pub(crate) mod handover;
+pub(crate) mod history;
+pub(crate) mod html;
 pub mod json;
-pub mod ladder;
-pub mod markdown;
+pub(crate) mod ladder;
+pub(crate) mod markdown;
 mod markup;
 pub(crate) mod outputs;
-pub mod per_test;
-pub mod progress;
+#[cfg(test)]
+mod patterns_tests;
+pub(crate) mod per_test;
+pub(crate) mod progress;
 #[doc(hidden)]
 pub mod reference;
 mod render;
-pub mod scan;
-pub mod screen;
+pub(crate) mod runs;
+pub(crate) mod scan;
+pub(crate) mod screen;
 pub use screen::{confirmed_rows, design_text, screen_candidates};
-pub mod sham;
+pub(crate) mod sham;
 #[cfg(test)]
 mod snapshots_test;
-pub mod svg;
-pub mod table;
+pub(crate) mod svg;
+pub(crate) mod table;
 pub(crate) mod text;
-pub mod undecided;
-pub mod verify;
-pub mod wording;
+pub(crate) mod undecided;
+pub(crate) mod verify;
+pub(crate) mod wording;
 
 use serde::Serialize;
 
 use crate::record::{Outcome, RunRecord, SessionRecord};
 use crate::stats;
+use crate::stats::verdict::{Findings, Verdict};
 use crate::store::LoadStats;
-use crate::verdict::{Findings, Verdict};
 
 pub use fold::Fold;
 pub(crate) use render::render;
 pub use wording::{
-    applied_text, counting_text, failure_heading, interval_text, notes, runs_text, short_p,
-    shown_failures, shown_name, shown_test_rows, test_count_text, test_counts, test_interval_text,
+    applied_text, counting_text, failure_heading, finding_text, interval_text, notes,
+    patterns_text, runs_text, short_p, shown_failures, shown_name, shown_other_failures,
+    shown_test_rows, shows_split, split_text, test_count_text, test_counts, test_interval_text,
     test_shift_text, test_versus_text, versus_text,
 };
 
@@ -71,12 +76,12 @@ pub struct VsBaseline {
     pub adjusted_p: f64,
     /// Whether the adjusted p-value is below 1 − confidence.
     pub differs: bool,
-    /// How much the rate changed, with its interval (`crate::effect`):
+    /// How much the rate changed, with its interval (`crate::stats::effect`):
     /// absent where the comparison is not of failure rates.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub effect: Option<crate::effect::Effect>,
+    pub effect: Option<crate::stats::effect::Effect>,
     /// Set when the design stopped before it could decide a pair whose raw
-    /// counts differ: never clean (`crate::verdict::Verdict::Undecided`).
+    /// counts differ: never clean (`crate::stats::verdict::Verdict::Undecided`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undecided: Option<Undecided>,
 }
@@ -108,7 +113,7 @@ impl VsBaseline {
             fisher_p: p,
             adjusted_p: adj,
             differs: adj < 1.0 - confidence,
-            effect: crate::effect::effect(cell, other, confidence),
+            effect: crate::stats::effect::effect(cell, other, confidence),
             undecided: None,
         }
     }
@@ -186,6 +191,10 @@ pub struct CellReport {
     pub stragglers: u64,
     /// The repro line of the first counted failure, in plan order.
     pub first_failure: Option<FirstFailure>,
+    /// With `--signature`: the repro line of the first other failure (a
+    /// failed run that matched no pattern), in plan order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_other_failure: Option<FirstFailure>,
     /// Why the first run of the cell that errored or timed out (in plan
     /// order) was not measured: `run`: the reason it recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -196,9 +205,11 @@ pub struct CellReport {
     /// The first of them (in plan order): `run: killed by SIGSEGV (signal 11)`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal_reason: Option<String>,
-    /// With a signature: failed runs that did not reproduce it.
-    #[serde(skip)]
-    pub unmatched_failures: u64,
+    /// With `--signature`: the counted runs per pattern (each run for the
+    /// first pattern it reproduced) and the other failures, failed runs
+    /// that matched none: real failures, never green.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_pattern: Option<per_test::PatternSplit>,
 }
 
 /// The CPU time a cell's runs got, from per-process and per-thread
@@ -332,8 +343,12 @@ pub struct Report {
     pub seed: u64,
     /// Confidence level.
     pub confidence: f64,
-    /// The signature regex, if any.
+    /// The first `--signature` regex, if any.
     pub signature: Option<String>,
+    /// Every `--signature` regex, in the order given (the patterns that
+    /// `by_pattern` counts are numbered from 1 in this order).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<String>,
     /// Session start.
     pub started_at: String,
     /// The run this session replays, if it is a replay.
@@ -382,7 +397,7 @@ pub struct Report {
     /// A sharded session: which hosts ran which shards, the shards missing,
     /// and per cell whether the rate differs between hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub shards: Option<crate::shard::ShardsReport>,
+    pub shards: Option<crate::context::shard::ShardsReport>,
     /// A `scan --prove` session: what it proves, and each finding's and
     /// control's status.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -420,7 +435,7 @@ pub struct Confirmation {
     /// failure), `timing` (fewer: timing is involved) or `unmeasured`.
     pub verdict: &'static str,
     /// What the replays bound the failure rate to at the session's
-    /// confidence (`rate > 0.368 at 95%` for 3 of 3; `crate::effect::bound_text`).
+    /// confidence (`rate > 0.368 at 95%` for 3 of 3; `crate::stats::effect::bound_text`).
     pub bound: String,
     /// The replay session.
     pub session: String,
@@ -446,7 +461,7 @@ pub fn confirmations(
             let failed = again
                 .iter()
                 .filter(|r| r.outcome == Outcome::Fail)
-                .filter(|r| session.signature.is_none() || r.signature_match == Some(true))
+                .filter(|r| session.patterns().is_empty() || r.signature_match == Some(true))
                 .count() as u64;
             let times = s.plan.runs_per_cell;
             Some(Confirmation {
@@ -458,7 +473,7 @@ pub fn confirmations(
                 measured,
                 failed,
                 verdict: confirmation_verdict(times, measured, failed),
-                bound: crate::effect::bound_text(failed, measured, session.confidence),
+                bound: crate::stats::effect::bound_text(failed, measured, session.confidence),
                 session: s.id.clone(),
             })
         })
@@ -503,16 +518,16 @@ impl Report {
             "failed {} of {} ({})",
             c.k,
             c.n,
-            crate::effect::bound_text(c.k, c.n, self.confidence)
+            crate::stats::effect::bound_text(c.k, c.n, self.confidence)
         ))
     }
 
     /// Where the per-test rows come from, in words.
     pub fn per_test_source(&self) -> &str {
-        (self.per_test_from.as_deref()).unwrap_or(crate::testreport::Format::Junit.label())
+        (self.per_test_from.as_deref()).unwrap_or(crate::results::testreport::Format::Junit.label())
     }
 
-    /// What the report found, for [`crate::verdict::Verdict::of`] (the
+    /// What the report found, for `crate::stats::verdict::Verdict::of` (the
     /// caller adds whether the session was interrupted).
     pub fn findings(&self) -> Findings {
         let differs = self.cells.iter().any(|c| {
@@ -520,9 +535,15 @@ impl Report {
                 || c.timeouts_vs_baseline.as_ref().is_some_and(|v| v.differs)
                 || c.tests.iter().any(per_test::TestRow::differs)
         });
-        // With a signature, or in a replay, any counted failure is the finding.
-        let reproduced = (self.signature.is_some() || self.replay_of.is_some())
-            && self.cells.iter().any(|c| c.k > 0);
+        // With a signature, or in a replay, any counted failure is the
+        // finding; so is any failure of a session with no cell to compare
+        // (one cell: no contrast, a failure is what it found).
+        let reproduced =
+            (self.signature.is_some() || self.replay_of.is_some() || self.uncontrasted())
+                && self.cells.iter().any(|c| c.k > 0);
+        // A failure that matches none of the patterns is a real failure,
+        // never green, whatever the matched rows say.
+        let other_failures = self.other_failures() > 0;
         let undecided_in =
             |v: &Option<VsBaseline>| v.as_ref().is_some_and(|v| v.undecided.is_some());
         let undecided = self.cells.iter().any(|c| {
@@ -530,7 +551,7 @@ impl Report {
         });
         Findings {
             interrupted: false,
-            differs: differs || reproduced,
+            differs: differs || reproduced || other_failures,
             undecided,
             not_applied: self.cells.iter().any(|c| !c.applied || c.not_applied > 0),
             // Every cell that ran must have measured something (a pass or a
@@ -543,6 +564,23 @@ impl Report {
                 _ => self.cells.iter().all(|c| !c.unmeasured()),
             },
         }
+    }
+
+    /// Whether the session has no cell to compare: one cell only (the
+    /// baseline alone, or one perturbed cell with `--no-baseline`). Such a
+    /// session measures whether the subject fails at all, so a failure is
+    /// its finding, as in a replay.
+    pub fn uncontrasted(&self) -> bool {
+        self.cells.len() == 1
+    }
+
+    /// With `--signature`: the failed runs, in every cell, that matched no
+    /// pattern (0 without patterns).
+    pub fn other_failures(&self) -> u64 {
+        (self.cells.iter())
+            .filter_map(|c| c.by_pattern.as_ref())
+            .map(|s| s.other)
+            .sum()
     }
 
     /// The exit code of this report as it stands (not interrupted).
@@ -572,7 +610,7 @@ fn finish_report(
     recorded: u64,
     executed: u64,
     load: LoadStats,
-    shards: Option<crate::shard::ShardsReport>,
+    shards: Option<crate::context::shard::ShardsReport>,
 ) -> Report {
     if let Some(base) = cells
         .iter()
@@ -646,6 +684,7 @@ fn finish_report(
         seed: session.seed,
         confidence: session.confidence,
         signature: session.signature.clone(),
+        signatures: session.patterns().into_iter().map(str::to_string).collect(),
         started_at: session.started_at.clone(),
         replay_of: session.replay_of.clone(),
         runner: session.runner.clone(),

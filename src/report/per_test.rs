@@ -119,6 +119,48 @@ pub struct SignatureCount {
     pub count: u64,
 }
 
+/// How the failures of a cell or a test split over the `--signature`
+/// patterns: each failure counts for the first pattern it matches, and one
+/// that matches none is an *other failure* — a real failure, never green.
+/// The parts add up to the failures (for a cell, to its failed runs plus
+/// runs that passed on a retry and matched).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PatternSplit {
+    /// Failures counted for each pattern, in the order the patterns were given.
+    pub matched: Vec<u64>,
+    /// Failures that matched no pattern.
+    pub other: u64,
+}
+
+impl PatternSplit {
+    /// A split with nothing counted yet, for `patterns` patterns; None
+    /// without patterns.
+    pub fn new(patterns: usize) -> Option<PatternSplit> {
+        (patterns > 0).then(|| PatternSplit {
+            matched: vec![0; patterns],
+            other: 0,
+        })
+    }
+
+    /// Counts one failure: for pattern `matched`, or as an other failure.
+    /// A pattern index beyond the patterns (a damaged record) counts for
+    /// the last one, so the parts still add up.
+    pub fn add(&mut self, matched: Option<usize>) {
+        match matched {
+            Some(i) => {
+                let last = self.matched.len() - 1;
+                self.matched[i.min(last)] += 1;
+            }
+            None => self.other += 1,
+        }
+    }
+
+    /// Failures that matched a pattern.
+    pub fn matched_total(&self) -> u64 {
+        self.matched.iter().sum()
+    }
+}
+
 /// One test in one cell.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TestRow {
@@ -136,6 +178,9 @@ pub struct TestRow {
     pub absent: u64,
     /// Failures that did not match `--signature`.
     pub other_failures: u64,
+    /// With `--signature`: the failures per pattern and the other failures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_pattern: Option<PatternSplit>,
     /// Failures whose retry passed (k still counts them).
     pub passed_on_rerun: u64,
     /// k / n.
@@ -205,6 +250,7 @@ impl TestRow {
             skipped: 0,
             absent: outcomes.absent,
             other_failures: 0,
+            by_pattern: None,
             passed_on_rerun: 0,
             rate: 0.0,
             low: 0.0,
@@ -314,6 +360,8 @@ struct Tally {
     rerun: u64,
     signatures: BTreeMap<String, u64>,
     first_failure: Option<String>,
+    /// With patterns: the failures per pattern and the other failures.
+    by_pattern: Option<PatternSplit>,
 }
 
 /// Counts signatures, most frequent first (ties by text).
@@ -336,7 +384,8 @@ fn sorted_counts(counts: BTreeMap<String, u64>) -> Vec<SignatureCount> {
 
 /// The rows of one cell from its runs (counted runs with per-test data),
 /// all held at once: the reference [`TestsFold`] is tested against.
-pub fn rows(runs: &[&RunRecord], confidence: f64, counting_signature: bool) -> Vec<TestRow> {
+/// `patterns`: how many `--signature` patterns the session counts (0: none).
+pub fn rows(runs: &[&RunRecord], confidence: f64, patterns: usize) -> Vec<TestRow> {
     let with_data: Vec<&&RunRecord> = runs
         .iter()
         .filter(|r| matches!(r.outcome, Outcome::Pass | Outcome::Fail) && !r.tests.is_empty())
@@ -352,7 +401,11 @@ pub fn rows(runs: &[&RunRecord], confidence: f64, counting_signature: bool) -> V
                 TestOutcome::Pass => tally.n += 1,
                 TestOutcome::Fail | TestOutcome::Error => {
                     tally.n += 1;
-                    if counting_signature && t.signature_match != Some(true) {
+                    let matched = t.matched_pattern();
+                    if let Some(split) = tally.split(patterns) {
+                        split.add(matched);
+                    }
+                    if patterns > 0 && matched.is_none() {
                         tally.other += 1;
                     } else {
                         tally.k += 1;
@@ -370,11 +423,28 @@ pub fn rows(runs: &[&RunRecord], confidence: f64, counting_signature: bool) -> V
             }
         }
     }
-    finish_rows(tallies, with_data.len() as u64, confidence)
+    finish_rows(tallies, with_data.len() as u64, confidence, patterns)
+}
+
+impl Tally {
+    /// Its pattern split, made at the first failure it counts (None
+    /// without patterns).
+    fn split(&mut self, patterns: usize) -> Option<&mut PatternSplit> {
+        if self.by_pattern.is_none() {
+            self.by_pattern = PatternSplit::new(patterns);
+        }
+        self.by_pattern.as_mut()
+    }
 }
 
 /// The rows from each test's tally over `total` runs with per-test data.
-fn finish_rows(tallies: BTreeMap<String, Tally>, total: u64, confidence: f64) -> Vec<TestRow> {
+/// With `patterns`, every row has its pattern split.
+fn finish_rows(
+    tallies: BTreeMap<String, Tally>,
+    total: u64,
+    confidence: f64,
+    patterns: usize,
+) -> Vec<TestRow> {
     tallies
         .into_iter()
         .map(|(id, t)| {
@@ -397,6 +467,7 @@ fn finish_rows(tallies: BTreeMap<String, Tally>, total: u64, confidence: f64) ->
                 skipped: t.skipped,
                 absent: total - t.seen,
                 other_failures: t.other,
+                by_pattern: t.by_pattern.or_else(|| PatternSplit::new(patterns)),
                 passed_on_rerun: t.rerun,
                 rate: p.rate,
                 low: p.low,
@@ -561,7 +632,8 @@ pub struct TestsFold {
 
 impl TestsFold {
     /// Adds one run of the cell.
-    pub fn add(&mut self, run: &crate::store::RunView, counting_signature: bool) {
+    /// `patterns`: how many `--signature` patterns the session counts.
+    pub fn add(&mut self, run: &crate::store::RunView, patterns: usize) {
         if !run.has_tests() {
             return;
         }
@@ -585,7 +657,11 @@ impl TestsFold {
                     TestOutcome::Pass => tally.n += 1,
                     TestOutcome::Fail | TestOutcome::Error => {
                         tally.n += 1;
-                        if counting_signature && t.signature_match != Some(true) {
+                        let matched = t.matched_pattern();
+                        if let Some(split) = tally.split(patterns) {
+                            split.add(matched);
+                        }
+                        if patterns > 0 && matched.is_none() {
                             tally.other += 1;
                         } else {
                             tally.k += 1;
@@ -655,8 +731,8 @@ impl TestsFold {
     }
 
     /// The rows ([`rows`]), each with its outcomes set, and the runs with
-    /// per-test data ([`outcomes`]).
-    pub fn finish(self, confidence: f64) -> (Vec<TestRow>, DataRuns) {
+    /// per-test data ([`outcomes`]). `patterns`: as for [`TestsFold::add`].
+    pub fn finish(self, confidence: f64, patterns: usize) -> (Vec<TestRow>, DataRuns) {
         let data = self.data;
         let outcomes: BTreeMap<String, Outcomes> = self
             .outcomes
@@ -671,7 +747,7 @@ impl TestsFold {
                 (id, o)
             })
             .collect();
-        let mut rows = finish_rows(self.tallies, self.counted_with_data, confidence);
+        let mut rows = finish_rows(self.tallies, self.counted_with_data, confidence, patterns);
         for t in &mut rows {
             t.outcomes = outcomes.get(&t.id).copied().unwrap_or_default();
         }
@@ -685,11 +761,22 @@ mod tests {
     use crate::record::TestRecord;
 
     fn run(id: &str, tests: &[(&str, TestOutcome, Option<bool>)]) -> RunRecord {
+        patterned(
+            id,
+            &tests
+                .iter()
+                .map(|&(t, o, m)| (t, o, m, None))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    /// A run whose tests carry a match and the pattern index it matched.
+    fn patterned(id: &str, tests: &[(&str, TestOutcome, Option<bool>, Option<u32>)]) -> RunRecord {
         let mut r = crate::record::fixture::run("s", 0, "c");
         r.id = id.to_string();
         r.tests = tests
             .iter()
-            .map(|(tid, o, m)| TestRecord {
+            .map(|(tid, o, m, p)| TestRecord {
                 id: tid.to_string(),
                 family: None,
                 outcome: *o,
@@ -698,6 +785,7 @@ mod tests {
                 signature: matches!(o, TestOutcome::Fail).then(|| "boom <n>".to_string()),
                 message: None,
                 signature_match: *m,
+                signature_pattern: *p,
             })
             .collect();
         r
@@ -718,7 +806,7 @@ mod tests {
             run("r3", &[("a", Fail, None), ("b", Skip, None)]),
         ];
         let refs: Vec<&RunRecord> = runs.iter().collect();
-        let rows = rows(&refs, 0.95, false);
+        let rows = rows(&refs, 0.95, 0);
         let get = |id: &str| rows.iter().find(|r| r.id == id).unwrap();
         assert_eq!(
             (get("a").k, get("a").n, get("a").status),
@@ -748,8 +836,88 @@ mod tests {
             run("r3", &[("a", Pass, None)]),
         ];
         let refs: Vec<&RunRecord> = runs.iter().collect();
-        let rows = rows(&refs, 0.95, true);
+        let rows = rows(&refs, 0.95, 1);
         assert_eq!((rows[0].k, rows[0].other_failures, rows[0].n), (1, 1, 3));
+        assert_eq!(
+            rows[0].by_pattern,
+            Some(PatternSplit {
+                matched: vec![1],
+                other: 1
+            })
+        );
+    }
+
+    #[test]
+    fn each_pattern_gets_its_own_count_and_the_rest_are_other_failures() {
+        use TestOutcome::*;
+        let runs = [
+            patterned(
+                "r1",
+                &[
+                    ("a", Fail, Some(true), Some(0)),
+                    ("b", Fail, Some(true), Some(1)),
+                ],
+            ),
+            patterned(
+                "r2",
+                &[("a", Fail, Some(true), Some(1)), ("b", Pass, None, None)],
+            ),
+            patterned(
+                "r3",
+                &[("a", Fail, Some(false), None), ("b", Pass, None, None)],
+            ),
+            // A match recorded before patterns had indexes: the first's.
+            patterned(
+                "r4",
+                &[("a", Fail, Some(true), None), ("b", Pass, None, None)],
+            ),
+            patterned("r5", &[("a", Pass, None, None), ("b", Pass, None, None)]),
+        ];
+        let refs: Vec<&RunRecord> = runs.iter().collect();
+        let want = rows(&refs, 0.95, 2);
+        // The fold counts as the reference does.
+        let mut fold = TestsFold::default();
+        for r in &runs {
+            fold.add(&crate::store::RunView::of(r), 2);
+        }
+        let (got, _) = fold.finish(0.95, 2);
+        for rows in [&want, &got] {
+            let get = |id: &str| rows.iter().find(|r| r.id == id).unwrap();
+            let a = get("a");
+            assert_eq!((a.k, a.other_failures, a.n), (3, 1, 5));
+            assert_eq!(
+                a.by_pattern,
+                Some(PatternSplit {
+                    matched: vec![2, 1],
+                    other: 1
+                })
+            );
+            // A test that never failed still says its split: nothing of N.
+            let b = get("b");
+            assert_eq!((b.k, b.other_failures), (1, 0));
+            assert_eq!(
+                b.by_pattern,
+                Some(PatternSplit {
+                    matched: vec![0, 1],
+                    other: 0
+                })
+            );
+        }
+        // Without patterns there is no split and every failure is k.
+        let plain = rows(&refs, 0.95, 0);
+        let a = plain.iter().find(|r| r.id == "a").unwrap();
+        assert_eq!((a.k, a.other_failures, a.by_pattern.as_ref()), (4, 0, None));
+    }
+
+    #[test]
+    fn a_split_adds_up_and_an_index_beyond_the_patterns_counts_for_the_last() {
+        let mut s = PatternSplit::new(2).unwrap();
+        for m in [Some(0), Some(1), Some(7), None, None] {
+            s.add(m);
+        }
+        assert_eq!((s.matched.clone(), s.other), (vec![1, 2], 2));
+        assert_eq!(s.matched_total() + s.other, 5);
+        assert_eq!(PatternSplit::new(0), None);
     }
 
     #[test]
@@ -762,8 +930,8 @@ mod tests {
             .map(|i| run(&format!("c{i}"), &[("x", Pass, None), ("y", Fail, None)]))
             .collect();
         let mut cells = vec![
-            rows(&base.iter().collect::<Vec<_>>(), 0.95, false),
-            rows(&cell.iter().collect::<Vec<_>>(), 0.95, false),
+            rows(&base.iter().collect::<Vec<_>>(), 0.95, 0),
+            rows(&cell.iter().collect::<Vec<_>>(), 0.95, 0),
         ];
         compare(&mut cells, 0, 0.95);
         assert_eq!(cells[1][0].id, "y", "the differing test comes first");
@@ -778,7 +946,7 @@ mod tests {
         let mut data = Vec::new();
         for runs in [base, cell] {
             let refs: Vec<&RunRecord> = runs.iter().collect();
-            let mut r = rows(&refs, 0.95, false);
+            let mut r = rows(&refs, 0.95, 0);
             let (o, d) = outcomes(&refs);
             for t in &mut r {
                 t.outcomes = o[&t.id];

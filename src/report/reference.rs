@@ -12,7 +12,7 @@ use crate::store::LoadStats;
 /// Builds the report of `session` from its `runs`, sorted by index, all
 /// held at once.
 pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Report {
-    let counting_signature = session.signature.is_some();
+    let patterns = session.patterns().len();
     let mut data_runs: Vec<per_test::DataRuns> = Vec::new();
     let cells: Vec<CellReport> = session
         .cells
@@ -50,18 +50,20 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                 cpu: None,
                 stragglers: 0,
                 first_failure: None,
+                first_other_failure: None,
                 error_reason: None,
                 signaled: 0,
                 signal_reason: None,
-                unmatched_failures: 0,
+                by_pattern: super::per_test::PatternSplit::new(patterns),
             };
             for r in mine {
                 cell.stragglers += u64::from(r.stragglers);
                 // With a signature, a run reproduced it when its output or a
                 // test's first attempt matched (as the ladder counts), so
                 // every reproduction a test row counts is in its cell's k.
-                let reproduced = r.signature_match == Some(true)
-                    || r.tests.iter().any(|t| t.signature_match == Some(true));
+                let matched =
+                    crate::record::matched_pattern(r.signature_match, r.signature_pattern)
+                        .or_else(|| r.tests.iter().filter_map(|t| t.matched_pattern()).min());
                 match r.outcome {
                     Outcome::Pass | Outcome::Fail => {
                         let failed = r.outcome == Outcome::Fail;
@@ -80,24 +82,27 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
                         } else {
                             cell.passed += 1;
                         }
-                        let counted = if counting_signature {
-                            reproduced
+                        let counted = if patterns > 0 {
+                            matched.is_some()
                         } else {
                             failed
                         };
-                        if failed && !counted {
-                            cell.unmatched_failures += 1;
+                        if let (Some(split), true) = (&mut cell.by_pattern, failed || counted) {
+                            split.add(matched);
                         }
+                        let first = || FirstFailure {
+                            run: r.id.clone(),
+                            repro: r.repro.clone(),
+                            log: r.log.as_ref().map(|p| p.display().to_string()),
+                            repro_note: r.repro_note.clone(),
+                        };
                         if counted {
                             cell.k += 1;
                             if cell.first_failure.is_none() {
-                                cell.first_failure = Some(FirstFailure {
-                                    run: r.id.clone(),
-                                    repro: r.repro.clone(),
-                                    log: r.log.as_ref().map(|p| p.display().to_string()),
-                                    repro_note: r.repro_note.clone(),
-                                });
+                                cell.first_failure = Some(first());
                             }
+                        } else if failed && patterns > 0 && cell.first_other_failure.is_none() {
+                            cell.first_other_failure = Some(first());
                         }
                     }
                     Outcome::Timeout | Outcome::Error => {
@@ -145,7 +150,7 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
             cell.runs_with_tests = counted.iter().filter(|r| !r.tests.is_empty()).count() as u64;
             cell.runs_without_tests =
                 counted.iter().filter(|r| r.tests_missing.is_some()).count() as u64;
-            cell.tests = per_test::rows(&counted, session.confidence, counting_signature);
+            cell.tests = per_test::rows(&counted, session.confidence, patterns);
             let mine: Vec<&RunRecord> = runs.iter().filter(|r| r.cell == c.name).collect();
             let (outcomes, data) = per_test::outcomes(&mine);
             for t in &mut cell.tests {
@@ -171,10 +176,10 @@ pub fn build(session: &SessionRecord, runs: &[RunRecord], load: LoadStats) -> Re
         .iter()
         .filter(|r| r.outcome != Outcome::NotApplied)
         .count() as u64;
-    let mut shards = crate::shard::ShardTally::default();
+    let mut shards = crate::context::shard::ShardTally::default();
     for r in runs {
         shards.add(session, &crate::store::RunView::of(r));
     }
-    let shards = crate::shard::summary(session, &shards);
+    let shards = crate::context::shard::summary(session, &shards);
     finish_report(session, cells, data_runs, recorded, executed, load, shards)
 }

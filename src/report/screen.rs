@@ -65,9 +65,15 @@ pub fn design_text(d: &crate::screen::DesignSummary) -> String {
         let cells: Vec<String> = (d.rescreened.iter())
             .map(|(c, why)| format!("{c} ({why})"))
             .collect();
+        let orders = (d.rescreened.iter()).any(|(_, why)| why.starts_with("systematic orders"));
         text.push_str(&format!(
-            " Screened again, up to {} runs: {}.",
+            " Screened again, up to {} runs{}: {}.",
             d.screen_runs,
+            if orders {
+                " (an orders cell: one run of each of its orders)"
+            } else {
+                ""
+            },
             cells.join(", ")
         ));
     }
@@ -246,6 +252,7 @@ pub fn screen_candidates(report: &Report, runs: &[RunRecord]) -> Vec<crate::scre
                     .first_failure
                     .as_deref()
                     .and_then(|id| seed_of.get(id).copied()),
+                flip_run: t.first_failure.clone(),
             });
         }
     }
@@ -350,6 +357,11 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
         row.high = p.high;
         row.stage = Some("confirm");
         row.runs = Some(c.stage_runs);
+        // A candidate first flipped in a later screen round (the reversed
+        // order, a systematic order) starts its bisect from that run.
+        if row.first_failure.is_none() {
+            row.first_failure = c.candidate.flip_run.clone();
+        }
         row.boundary = Some(rule.boundary);
         row.verdict = Some(verdict);
         row.looks = c.looks.clone();
@@ -357,7 +369,7 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
             fisher_p: c.looks.last().map_or(1.0, |l| l.p),
             adjusted_p: adj,
             differs,
-            effect: crate::effect::effect(c.cell, c.baseline, rule.confidence),
+            effect: crate::stats::effect::effect(c.cell, c.baseline, rule.confidence),
             undecided,
         });
         // The confirmation ran the cell against the baseline only: the

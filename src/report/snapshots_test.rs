@@ -22,6 +22,7 @@ pub(super) fn session() -> SessionRecord {
         seed: 7,
         confidence: 0.95,
         signature: None,
+        signatures: Vec::new(),
         timeout_s: Some(2.0),
         jobs: 1,
         cells: cells
@@ -100,6 +101,7 @@ pub(super) fn run(
         exit_code: None,
         signal: None,
         signature_match: None,
+        signature_pattern: None,
         reason: None,
         log: None,
         output_bytes: 0,
@@ -131,6 +133,7 @@ pub(super) fn run(
                     signature: failing.then(|| "AssertionError: offset is <n>".into()),
                     message: None,
                     signature_match: None,
+                    signature_pattern: None,
                 },
                 TestRecord {
                     id: "test_billing::test_total".into(),
@@ -141,6 +144,7 @@ pub(super) fn run(
                     signature: None,
                     message: None,
                     signature_match: None,
+                    signature_pattern: None,
                 },
             ]
         } else {

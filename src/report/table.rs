@@ -13,7 +13,8 @@ use super::{
     versus_text, Report,
 };
 
-/// Renders the report as a plain-text table.
+/// Renders the report as a plain-text table (the snapshots' form).
+#[cfg(test)]
 pub fn render(report: &Report) -> String {
     render_colored(report, false)
 }
@@ -67,7 +68,13 @@ impl Markup for Table {
         if let Some(runner) = &report.runner {
             let _ = writeln!(out, "runner: {} (recipe)", one_line(runner));
         }
-        if let Some(sig) = &report.signature {
+        if report.signatures.len() > 1 {
+            let _ = writeln!(
+                out,
+                "counting runs that reproduced a signature (in their output or a failing test's message), each for the first it matched: {}; failures matching none are other failures",
+                one_line(&super::patterns_text(report))
+            );
+        } else if let Some(sig) = &report.signature {
             let _ = writeln!(
                 out,
                 "counting runs that reproduced the signature (in their output or a failing test's message): {}",
@@ -184,6 +191,25 @@ impl Markup for Table {
                 if let Some(log) = &f.log {
                     let _ = writeln!(out, "  log (in the store): {}", one_line(log));
                 }
+            }
+        }
+        let others = super::shown_other_failures(report);
+        if !others.is_empty() {
+            let _ = writeln!(out);
+        }
+        for (c, f) in others {
+            let _ = writeln!(
+                out,
+                "first other failure in {} (run {}), matching no pattern:",
+                one_line(&c.name),
+                one_line(&f.run)
+            );
+            let _ = writeln!(out, "  {}", one_line(&f.repro));
+            if let Some(note) = &f.repro_note {
+                let _ = writeln!(out, "  note: {}", one_line(note));
+            }
+            if let Some(log) = &f.log {
+                let _ = writeln!(out, "  log (in the store): {}", one_line(log));
             }
         }
     }
@@ -308,12 +334,12 @@ fn render_tests(report: &Report, out: &mut String, color: bool) {
                 one_line(bisect)
             );
         }
-        if t.other_failures > 0 {
-            let _ = writeln!(
-                out,
-                "      {} other failure(s) not matching the signature",
-                t.other_failures
-            );
+        if let Some(split) = t
+            .by_pattern
+            .as_ref()
+            .filter(|s| super::shows_split(report, s))
+        {
+            let _ = writeln!(out, "      {}", super::split_text(split, t.n));
         }
         if t.passed_on_rerun > 0 {
             let _ = writeln!(out, "      {} of these failures passed on a retry (still counted: the first attempt is the sample; a test that passes only on a retry is not clean)", t.passed_on_rerun);

@@ -57,7 +57,7 @@ fn versus_words(cell: &CellReport, vs: Option<&VsBaseline>) -> String {
             Some(e) => format!(
                 "differs ({}; {})",
                 stats::p_text(v.adjusted_p),
-                crate::effect::short(e)
+                crate::stats::effect::short(e)
             ),
             None => format!("differs ({})", stats::p_text(v.adjusted_p)),
         },
@@ -159,7 +159,7 @@ pub fn notes(report: &Report) -> Vec<String> {
         )),
         _ => {}
     }
-    out.extend(report.shards.iter().flat_map(crate::shard::notes));
+    out.extend(report.shards.iter().flat_map(crate::context::shard::notes));
     if report.executed > 0 && report.cells.iter().all(|c| c.n == 0 && c.timed_out == 0) {
         out.push(
             "nothing was measured: every run errored (see each record's `reason`)".to_string(),
@@ -249,14 +249,61 @@ pub fn notes(report: &Report) -> Vec<String> {
                 c.name, c.stragglers
             ));
         }
-        if report.signature.is_some() && c.unmatched_failures > 0 {
-            out.push(format!(
-                "{}: {} failure(s) did not match the signature and are counted as not reproducing it",
-                c.name, c.unmatched_failures
-            ));
+        if let Some(split) = c.by_pattern.as_ref().filter(|s| shows_split(report, s)) {
+            let what = if split.other > 0 {
+                " (matching no pattern: real failures, never green)"
+            } else {
+                ""
+            };
+            out.push(format!("{}: {}{what}", c.name, split_text(split, c.n)));
         }
     }
     out
+}
+
+/// Whether a cell's or a test's pattern split says more than its k of N
+/// does: it has other failures, or several patterns share its failures.
+pub fn shows_split(report: &Report, split: &per_test::PatternSplit) -> bool {
+    split.other > 0 || (report.signatures.len() > 1 && split.matched_total() > 0)
+}
+
+/// A pattern split in words, each part of the same N: `pattern 1: 2 of 6,
+/// pattern 2: 1 of 6, other failures: 1 of 6`.
+pub fn split_text(split: &per_test::PatternSplit, n: u64) -> String {
+    let mut parts: Vec<String> = (split.matched.iter().enumerate())
+        .map(|(i, k)| format!("pattern {}: {k} of {n}", i + 1))
+        .collect();
+    parts.push(format!("other failures: {} of {n}", split.other));
+    parts.join(", ")
+}
+
+/// The patterns a session counts, numbered as [`split_text`] numbers them:
+/// `pattern 1 /ECONNRESET/, pattern 2 /ETIMEDOUT/`.
+pub fn patterns_text(report: &Report) -> String {
+    (report.signatures.iter().enumerate())
+        .map(|(i, p)| format!("pattern {} /{p}/", i + 1))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What an exit-1 report found, in words, most telling first: failures
+/// matching no `--signature` pattern, a difference from the baseline, a
+/// reproduced pattern, or (a replay, or a session with one cell) failures.
+pub fn finding_text(report: &Report) -> &'static str {
+    let differs = report.cells.iter().any(|c| {
+        c.vs_baseline.as_ref().is_some_and(|v| v.differs)
+            || c.timeouts_vs_baseline.as_ref().is_some_and(|v| v.differs)
+            || c.tests.iter().any(per_test::TestRow::differs)
+    });
+    if report.other_failures() > 0 {
+        "**failures**: runs failed with no `--signature` pattern matching (real failures, never green)"
+    } else if differs {
+        "**differs**: a cell or a test differs from the baseline"
+    } else if report.signature.is_some() {
+        "**reproduced**: a failure matched a `--signature` pattern"
+    } else {
+        "**failed**: with no other cell to compare, its failures are the finding"
+    }
 }
 
 /// The cells whose first failure a report shows: those that differ from the
@@ -270,6 +317,14 @@ pub fn shown_failures(report: &Report) -> Vec<(&CellReport, &FirstFailure)> {
                 || ((report.signature.is_some() || report.replay_of.is_some()) && c.k > 0)
         })
         .filter_map(|c| c.first_failure.as_ref().map(|f| (c, f)))
+        .collect()
+}
+
+/// With `--signature`, the cells whose first other failure (a failed run
+/// that matched no pattern) a report shows: every cell that has one.
+pub fn shown_other_failures(report: &Report) -> Vec<(&CellReport, &FirstFailure)> {
+    (report.cells.iter())
+        .filter_map(|c| c.first_other_failure.as_ref().map(|f| (c, f)))
         .collect()
 }
 
@@ -386,6 +441,12 @@ pub fn runs_text(report: &Report) -> String {
 /// What the cell rows and the per-test rows count, in words: the same
 /// thing, runs; with a signature, runs that reproduced it.
 pub fn counting_text(report: &Report) -> String {
+    if report.signatures.len() > 1 {
+        return format!(
+            "cell rows count runs that reproduced any of {} in their output or a failing test's message, each for the first pattern it matched; test rows count runs in which that test's first attempt failed with a message matching one, each also counted in its cell's row; failures matching none are other failures",
+            patterns_text(report)
+        );
+    }
     match &report.signature {
         Some(sig) => format!(
             "cell rows count runs that reproduced /{sig}/ in their output or a failing test's message; test rows count runs in which that test's first attempt failed with a matching message, each also counted in its cell's row"
@@ -404,8 +465,8 @@ pub fn failure_heading(report: &Report) -> &'static str {
 }
 
 /// Formats a p-value compactly (`0.032`, `1.5e-11`), for `p=…` texts;
-/// at [`stats::P_FLOOR`] or below, `<1e-300` (never 0). Prefer
-/// [`stats::p_text`], which writes the whole `p=0.032` / `p < 1e-300`.
+/// at `stats::P_FLOOR` or below, `<1e-300` (never 0). Prefer
+/// `stats::p_text`, which writes the whole `p=0.032` / `p < 1e-300`.
 pub fn short_p(p: f64) -> String {
     if p <= stats::P_FLOOR {
         "<1e-300".to_string()

@@ -188,6 +188,32 @@ pub struct ProveRecord {
     pub controls: Vec<Control>,
 }
 
+impl crate::store::Keyed for ProveRecord {
+    fn key(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(&self.session)
+    }
+}
+
+impl crate::store::DesignRecord for ProveRecord {
+    const FILE: &'static str = crate::store::PROVES_FILE;
+    fn session(&self) -> &str {
+        &self.session
+    }
+}
+
+/// `scan --prove`'s records in the store.
+impl crate::store::Store {
+    /// Appends one record to `proves.jsonl` and flushes it.
+    pub fn append_prove(&self, record: &ProveRecord) -> crate::error::Result<()> {
+        self.append_record(record)
+    }
+
+    /// What `scan --prove` concluded in `session`, if it was a prove session.
+    pub fn prove_of(&self, session: &str) -> crate::error::Result<Option<ProveRecord>> {
+        Ok(self.records_of(session)?.pop())
+    }
+}
+
 /// The findings of one runner that share a cell: one prove session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Group {

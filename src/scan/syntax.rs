@@ -22,15 +22,6 @@ pub enum Lang {
 }
 
 impl Lang {
-    /// Every language, in report order.
-    pub const ALL: [Lang; 5] = [
-        Lang::Python,
-        Lang::Go,
-        Lang::JavaScript,
-        Lang::TypeScript,
-        Lang::Rust,
-    ];
-
     /// The language of a file name, by its extension.
     pub fn of(name: &str) -> Option<Lang> {
         let ext = name.rsplit_once('.')?.1;

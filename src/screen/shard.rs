@@ -204,6 +204,7 @@ mod tests {
             screen_cell: (1, 1),
             screen_baseline: (0, 1),
             flip_seed: None,
+            flip_run: None,
         }
     }
 

@@ -11,11 +11,11 @@ use super::finish::finish_record;
 use super::job::plan_process;
 use super::launch::probe_cell;
 use super::{JunitSource, SessionSpec};
+use crate::context::host;
 use crate::error::Result;
 use crate::exec::job::Job;
 use crate::exec::result::Stop;
 use crate::exec::schedule::{self, Event};
-use crate::host;
 use crate::plan::{self, RunSpec};
 use crate::record::{CellRecord, Outcome, RunRecord, SessionRecord, SESSION_SCHEMA};
 use crate::report::progress::Progress;
@@ -53,6 +53,10 @@ pub struct SessionDone {
     /// The most runs it held in memory at once (each a job and its starting
     /// record, from just before it started until it was stored): the runs
     /// in flight and one ahead, whatever the plan's length.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "read by the memory-bound test only")
+    )]
     pub held_at_most: usize,
 }
 
@@ -119,7 +123,15 @@ pub async fn run_session_looking(
         cwd: settings.dir.clone(),
         seed: settings.seed,
         confidence: settings.confidence,
-        signature: settings.signature.as_ref().map(|r| r.as_str().to_string()),
+        signature: (settings.signatures.first()).map(|r| r.as_str().to_string()),
+        signatures: match settings.signatures.as_slice() {
+            [_, _, ..] => settings
+                .signatures
+                .iter()
+                .map(|r| r.as_str().to_string())
+                .collect(),
+            _ => Vec::new(),
+        },
         timeout_s: settings.limits.timeout.map(|t| t.as_secs_f64()),
         jobs: settings.jobs,
         cells: cell_records.clone(),
@@ -155,17 +167,21 @@ pub async fn run_session_looking(
             Some(JunitSource::Runner) => (settings.recipe.as_ref())
                 .and_then(|r| r.per_test.as_ref())
                 .map(|p| p.format.label().to_string()),
-            Some(_) => Some(crate::testreport::Format::Junit.label().to_string()),
+            Some(_) => Some(
+                crate::results::testreport::Format::Junit
+                    .label()
+                    .to_string(),
+            ),
             None => None,
         },
     };
     super::scrub::session(&settings.redaction, &mut session);
     if let Some(s) = &settings.sharding {
-        session.shards = Some(crate::shard::shard_set(&session, s.shard));
+        session.shards = Some(crate::context::shard::shard_set(&session, s.shard));
     }
     // Held until the end record is appended, so a reader tells a running
     // session from one killed without a stop (see `liveness`).
-    let running = crate::liveness::Running::start(&settings.store, &session_id)?;
+    let running = crate::context::liveness::Running::start(&settings.store, &session_id)?;
     if settings.sharding.is_some()
         && (settings.store.session(Some(&session_id))?).is_some_and(|s| s.id == session_id)
     {
@@ -186,7 +202,12 @@ pub async fn run_session_looking(
 
         // One display for the whole session, however many blocks it runs in.
         // The recorded (redacted) cell names: a cell's name can hold a value.
-        let mut progress = Progress::new(planned(settings, &plan, &session.cells), settings.jobs);
+        let shown = if settings.quiet {
+            Vec::new()
+        } else {
+            planned(settings, &plan, &session.cells)
+        };
+        let mut progress = Progress::new(shown, settings.jobs);
         let progress = &mut progress;
         let interrupted = match on_block.as_mut() {
             None => {

@@ -221,19 +221,24 @@ fn classify(
     if record.outcome != Outcome::Fail {
         return;
     }
-    if let Some(sig) = &settings.signature {
-        // The run reproduced the signature when its output or a failing
-        // test's message did: the per-test rows count within these runs.
-        record.signature_match = Some(
-            sig.is_match(&text) || record.tests.iter().any(|t| t.signature_match == Some(true)),
-        );
+    if !settings.signatures.is_empty() {
+        // The run reproduced a signature when its output or a failing
+        // test's message did: the per-test rows count within these runs. It
+        // counts for the first pattern (in the order given) that any of
+        // them matched.
+        let pattern = crate::results::signature::first_match(&settings.signatures, &text)
+            .into_iter()
+            .chain(record.tests.iter().filter_map(|t| t.matched_pattern()))
+            .min();
+        record.signature_match = Some(pattern.is_some());
+        record.signature_pattern = pattern.map(|i| i as u32);
     }
     record.failure_signature = record
         .tests
         .iter()
         .find(|t| t.failed())
         .and_then(|t| t.signature.clone())
-        .or_else(|| crate::signature::from_log(&text));
+        .or_else(|| crate::results::signature::from_log(&text));
 }
 
 /// Reads the run's per-test outcomes into the record; `Some` names the
@@ -264,7 +269,7 @@ fn read_tests(
                     record.output_dropped
                 ));
             }
-            let parsed = crate::testreport::parse(p.format, log, &record.cwd);
+            let parsed = crate::results::testreport::parse(p.format, log, &record.cwd);
             (
                 parsed.map_err(|e| e.to_string()),
                 "the run's output".to_string(),
@@ -291,17 +296,19 @@ fn read_tests(
                 }
             };
             let parsed = match (per_test, masked) {
-                (Some(p), Some(bytes)) => crate::testreport::parse(p.format, &bytes, &record.cwd)
-                    .map_err(|e| e.to_string()),
+                (Some(p), Some(bytes)) => {
+                    crate::results::testreport::parse(p.format, &bytes, &record.cwd)
+                        .map_err(|e| e.to_string())
+                }
                 (Some(p), None) => match std::fs::read(&path) {
-                    Ok(bytes) => crate::testreport::parse(p.format, &bytes, &record.cwd)
+                    Ok(bytes) => crate::results::testreport::parse(p.format, &bytes, &record.cwd)
                         .map_err(|e| e.to_string()),
                     Err(e) => Err(format!("cannot read the report {}: {e}", path.display())),
                 },
                 (None, Some(bytes)) => {
-                    crate::junit::parse(bytes.as_slice()).map_err(|e| e.to_string())
+                    crate::results::junit::parse(bytes.as_slice()).map_err(|e| e.to_string())
                 }
-                (None, None) => crate::junit::parse_file(&path).map_err(|e| e.to_string()),
+                (None, None) => crate::results::junit::parse_file(&path).map_err(|e| e.to_string()),
             };
             (parsed, format!("the report {}", path.display()))
         }
@@ -309,14 +316,7 @@ fn read_tests(
     };
     match parsed {
         Ok(parsed) => {
-            let sig = settings.signature.clone();
-            let matches = move |text: &str| sig.as_ref().is_some_and(|r| r.is_match(text));
-            let matcher: Option<&dyn Fn(&str) -> bool> = if settings.signature.is_some() {
-                Some(&matches)
-            } else {
-                None
-            };
-            record.tests = crate::outcomes::records(&parsed, matcher);
+            record.tests = crate::results::outcomes::records(&parsed, &settings.signatures);
             // A runner that says it retried while its report holds no retry
             // hid first attempts: never silently.
             if let Some(r) = settings.recipe.as_ref().and_then(|r| r.retries.as_ref()) {

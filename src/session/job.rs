@@ -66,9 +66,10 @@ pub(super) fn plan_process(
     };
     let seed = spec.seed.to_string();
     let shared = cache.cell(spec.cell, copy, || cell.recorded(&settings.redaction));
-    let (launch, env, repro, watch) = if own_values(&ask) {
+    let own_order = settings.cell_orders.contains_key(&cell.name);
+    let (launch, env, repro, watch) = if own_values(&ask) || own_order {
         // The command holds this run's values: everything built anew.
-        let (command, extra_env) = command_for(settings, &cell.name, ask)?;
+        let (command, extra_env) = command_for(settings, &cell.name, spec.replicate, ask)?;
         let watch = prepared.watch(&command);
         let mut launch = launch_for(
             settings,
@@ -86,7 +87,7 @@ pub(super) fn plan_process(
         let fixed = match &mut shared.fixed {
             Some(fixed) => fixed,
             empty => {
-                let (command, extra_env) = command_for(settings, &cell.name, ask)?;
+                let (command, extra_env) = command_for(settings, &cell.name, spec.replicate, ask)?;
                 empty.insert(Fixed::new(
                     settings, prepared, &cell.name, command, &extra_env, dir,
                 ))
@@ -142,6 +143,7 @@ pub(super) fn plan_process(
         exit_code: None,
         signal: None,
         signature_match: None,
+        signature_pattern: None,
         reason: None,
         log: None,
         output_bytes: 0,
@@ -196,18 +198,21 @@ fn own_values(ask: &argv::RunArgv<'_>) -> bool {
     ask.shuffle_seed.is_some() || !matches!(ask.report, None | Some(argv::Report::Runner(None)))
 }
 
-/// The command of a run of `cell` as the recipe builds it, and the
-/// variables the recipe adds.
+/// The command of a run of `cell` (replicate `replicate`) as the recipe
+/// builds it, and the variables the recipe adds.
 fn command_for(
     settings: &SessionSpec,
     cell: &str,
+    replicate: u32,
     ask: argv::RunArgv<'_>,
 ) -> Result<(Vec<String>, std::collections::BTreeMap<String, String>)> {
+    let ordered = (settings.cell_orders.get(cell))
+        .filter(|o| !o.is_empty())
+        .map(|o| &o[replicate as usize % o.len()]);
     argv::for_run(
         settings.recipe.as_ref(),
-        settings
-            .cell_commands
-            .get(cell)
+        ordered
+            .or(settings.cell_commands.get(cell))
             .unwrap_or(&settings.command),
         ask,
     )

@@ -81,7 +81,7 @@ pub struct Shams {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sharding {
     /// Which shard.
-    pub shard: crate::shard::Shard,
+    pub shard: crate::context::shard::Shard,
     /// The shared session id.
     pub session_id: String,
 }
@@ -105,8 +105,9 @@ pub struct SessionSpec {
     pub seed: u64,
     /// Confidence level.
     pub confidence: f64,
-    /// Only failures matching this count.
-    pub signature: Option<regex::Regex>,
+    /// The `--signature` patterns, in the order given: a failure counts for
+    /// the first it matches; one that matches none is an other failure.
+    pub signatures: Vec<regex::Regex>,
     /// Per-run limits.
     pub limits: ChildLimits,
     /// Where per-test outcomes come from.
@@ -135,6 +136,9 @@ pub struct SessionSpec {
     /// The command a named cell runs instead of `command` (a screen
     /// confirmation's arms, each running its own ordered list).
     pub cell_commands: BTreeMap<String, Vec<String>>,
+    /// The commands a named cell's runs take in turn, replicate `r` the
+    /// `r mod len`-th (an `orders` cell's systematic orders).
+    pub cell_orders: BTreeMap<String, Vec<Vec<String>>>,
     /// The session this one is part of (a confirmation of it).
     pub part_of: Option<String>,
     /// What this session replays, if anything.
@@ -158,6 +162,9 @@ pub struct SessionSpec {
     pub design_chosen: Option<String>,
     /// A `scan --prove` session: what it proves, in words.
     pub scan_prove: Option<String>,
+    /// No progress display: the design that runs the session reports its
+    /// own progress (`flakelab bisect`'s questions).
+    pub quiet: bool,
     /// Every recipe known here (for a derived command's runner).
     recipes: Vec<Recipe>,
 }
@@ -277,6 +284,12 @@ impl SessionSpec {
         self
     }
 
+    /// The same session without its progress display.
+    pub fn quiet(mut self) -> SessionSpec {
+        self.quiet = true;
+        self
+    }
+
     /// Part of the session `id` (a confirmation of it): `flakelab report`
     /// without an id skips it and shows `id` with it.
     pub fn part_of(mut self, id: &str) -> SessionSpec {
@@ -291,7 +304,7 @@ impl SessionSpec {
     }
 
     /// A ladder rung.
-    pub fn as_rung(mut self, rung: SessionRung) -> SessionSpec {
+    pub fn with_rung(mut self, rung: SessionRung) -> SessionSpec {
         self.rung = Some(rung);
         self
     }
@@ -313,6 +326,12 @@ impl SessionSpec {
     /// The same session with cell `name` running `command` instead.
     pub fn with_cell_command(mut self, name: &str, command: Vec<String>) -> SessionSpec {
         self.cell_commands.insert(name.to_string(), command);
+        self
+    }
+
+    /// The same session with cell `name`'s runs taking `commands` in turn.
+    pub fn with_cell_orders(mut self, name: &str, commands: Vec<Vec<String>>) -> SessionSpec {
+        self.cell_orders.insert(name.to_string(), commands);
         self
     }
 
@@ -461,7 +480,7 @@ mod tests {
         // The file's layer alone (the process's variables are not read here).
         let file = Layers {
             env: None,
-            file: crate::config::load(dir.path()).unwrap(),
+            file: crate::context::config::load(dir.path()).unwrap(),
             matrix: true,
         };
         let layered = spec(dir.path(), &["tz=UTC"], &file);

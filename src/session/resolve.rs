@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::{JunitSource, Replay, SessionSpec, Shams, LOG_HEAD, LOG_TAIL};
 use crate::catalog::recipe::{self, Detection, Recipe};
 use crate::catalog::{Catalog, Cell, Kind};
-use crate::config::{self, Origin, ProjectConfig, RunFlags, RunSettings, Setting};
+use crate::context::config::{self, Origin, ProjectConfig, RunFlags, RunSettings, Setting};
 use crate::error::{Error, Result};
 use crate::exec::{launch::ChildLimits, Executor};
 use crate::perturb::{self, HostFacts};
@@ -33,8 +33,8 @@ pub struct Intent {
     pub no_baseline: bool,
     /// The session seed.
     pub seed: Option<u64>,
-    /// `--signature`.
-    pub signature: Option<String>,
+    /// `--signature`, each pattern in the order given.
+    pub signatures: Vec<String>,
     /// `--runner`.
     pub runner: Option<String>,
     /// The settings that lower layers may supply.
@@ -58,7 +58,7 @@ impl Intent {
             cells: flags.perturb.clone(),
             no_baseline: flags.no_baseline,
             seed: flags.seed,
-            signature: flags.signature.clone(),
+            signatures: flags.signature.clone(),
             runner: flags.runner.clone(),
             flags: RunFlags {
                 runs: flags.runs,
@@ -164,9 +164,17 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
     }
     let given = matches!(command.origin, Origin::Flag(_));
     let command = command.value;
-    let signature = intent
-        .signature
-        .as_deref()
+    if let Some((i, twice)) =
+        (intent.signatures.iter().enumerate()).find(|(i, s)| intent.signatures[..*i].contains(s))
+    {
+        return Err(Error::usage(
+            format!("--signature `{twice}` is given twice (pattern {})", i + 1),
+            "give each pattern once: a failure counts for the first pattern it matches, so a repeat would count nothing",
+        ));
+    }
+    let signatures = intent
+        .signatures
+        .iter()
         .map(|s| {
             regex::Regex::new(s).map_err(|e| {
                 Error::usage(
@@ -175,7 +183,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
                 )
             })
         })
-        .transpose()?;
+        .collect::<Result<Vec<_>>>()?;
     let redaction = Redaction::new(&config::redact_names(&dir)?);
     let catalog = Catalog::load(Some(&dir.join(".flakelab").join("perturbations")))?;
     let recipes = recipe::load(Some(&dir.join(".flakelab").join("recipes")))?;
@@ -191,9 +199,12 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         wanted
             .iter()
             .flat_map(|c| &c.perturbations)
-            .filter_map(|k| match k {
-                Kind::Env { set, .. } => Some(set),
-                _ => None,
+            .filter_map(|k| {
+                if let Kind::Env { set, .. } = k {
+                    Some(set)
+                } else {
+                    None
+                }
             })
             .flatten(),
     );
@@ -214,14 +225,17 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
     for c in wanted {
         let mut p = perturb::prepare(&c, &facts, recipe.as_ref(), &redaction)?;
         let by_hand = intent.cells.contains(&c.name);
+        // A matrix's orders cell on a runner that only shuffles by seed
+        // would repeat the shuffle cell: left out, and said so.
+        if let (Some(why), false) = (&p.orders_fallback, by_hand) {
+            left_out.push((c.name.clone(), why.clone()));
+            continue;
+        }
         let Some(missing) = p.missing.take() else {
             cells.push((c, p));
             continue;
         };
-        let needs_recipe = c
-            .perturbations
-            .iter()
-            .any(|k| matches!(k, Kind::Shuffle | Kind::Workers { .. } | Kind::Race { .. }));
+        let needs_recipe = c.perturbations.iter().any(perturb::kind::needs_recipe);
         if by_hand {
             // Asked for by hand: an error before anything runs.
             return Err(Error::usage(
@@ -257,7 +271,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
             .seed
             .unwrap_or_else(|| u64::from(rand::random::<u32>())),
         confidence: layered.confidence.value,
-        signature,
+        signatures,
         limits: ChildLimits {
             timeout: layered.timeout.value,
             grace: layered.kill_grace.value,
@@ -275,6 +289,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         rung: None,
         cell_dirs: Vec::new(),
         cell_commands: std::collections::BTreeMap::new(),
+        cell_orders: std::collections::BTreeMap::new(),
         part_of: None,
         replay: Replay::default(),
         sharding: None,
@@ -284,6 +299,7 @@ pub fn resolve(intent: Intent, layers: &Layers, executor: &Executor) -> Result<S
         scan_prove: None,
         executor: executor.clone(),
         shams,
+        quiet: false,
         recipes,
     })
 }
@@ -309,7 +325,7 @@ pub fn recorded(
         },
         no_baseline: !baseline,
         seed: Some(session.seed),
-        signature: session.signature.clone(),
+        signatures: session.patterns().into_iter().map(str::to_string).collect(),
         runner: Some(session.runner.clone().unwrap_or_else(|| "none".into())),
         flags: RunFlags {
             runs: Some(1),

@@ -78,6 +78,7 @@ pub fn session(r: &Redaction, record: &mut SessionRecord) {
     all(r, &mut record.left_out);
     some(r, &mut record.junit);
     some(r, &mut record.signature);
+    all(r, &mut record.signatures);
 }
 
 /// A ladder record with every masked value replaced.

@@ -187,7 +187,8 @@ impl Writer {
                 && t.retries == 0
                 && t.signature.is_none()
                 && t.message.is_none()
-                && t.signature_match.is_none();
+                && t.signature_match.is_none()
+                && t.signature_pattern.is_none();
             if !plain {
                 exceptions.push(TestLine {
                     k,
@@ -197,6 +198,7 @@ impl Writer {
                     sig: t.signature.clone(),
                     msg: t.message.clone(),
                     sm: t.signature_match,
+                    sp: t.signature_pattern,
                 });
             }
         }
@@ -274,6 +276,7 @@ impl Writer {
             n: n as u32,
             ab,
             t: exceptions,
+            sp: r.signature_pattern,
         };
 
         // A run line is a few hundred bytes: one allocation for most.

@@ -28,6 +28,7 @@ fn test(id: &str, outcome: TestOutcome) -> TestRecord {
         signature: failed.then(|| "AssertionError: <n> != <n>".to_string()),
         message: failed.then(|| "AssertionError: 3 != 4".to_string()),
         signature_match: None,
+        signature_pattern: None,
     }
 }
 
@@ -86,6 +87,7 @@ pub(super) fn run(index: usize, cell: &str, tests: Vec<TestRecord>) -> RunRecord
         exit_code: Some(0),
         signal: None,
         signature_match: None,
+        signature_pattern: None,
         reason: None,
         log: Some(PathBuf::from(format!("logs/{SESSION}/{index:05}.log"))),
         output_bytes: 120,
@@ -408,8 +410,9 @@ fn arb_test() -> impl Strategy<Value = TestRecord> {
         0u32..3,
         proptest::option::of("[a-z {}]{0,8}"),
         proptest::option::of(any::<bool>()),
+        proptest::option::of(0u32..3),
     )
-        .prop_map(|(i, outcome, rerun, retries, sig, sm)| TestRecord {
+        .prop_map(|(i, outcome, rerun, retries, sig, sm, sp)| TestRecord {
             id: if i % 2 == 0 {
                 format!("m::t{i}[x]")
             } else {
@@ -422,6 +425,7 @@ fn arb_test() -> impl Strategy<Value = TestRecord> {
             message: sig.clone().map(|s| format!("{s}!")),
             signature: sig,
             signature_match: sm,
+            signature_pattern: sp,
         })
 }
 
@@ -437,6 +441,7 @@ fn a_failing_run_keeps_the_order_it_ran_in_and_a_passing_one_comes_back_in_table
         message: None,
         signature: None,
         signature_match: None,
+        signature_pattern: None,
     };
     let ids = |r: &RunRecord| -> Vec<String> { r.tests.iter().map(|t| t.id.clone()).collect() };
     let pass = TestOutcome::Pass;

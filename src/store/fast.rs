@@ -85,6 +85,7 @@ fn run_field(key: &str) -> Option<usize> {
         "n" => 25,
         "ab" => 26,
         "t" => 27,
+        "sp" => 28,
         _ => return None,
     })
 }
@@ -98,6 +99,7 @@ fn test_field(key: &str) -> Option<usize> {
         "sig" => 4,
         "msg" => 5,
         "sm" => 6,
+        "sp" => 7,
         _ => return None,
     })
 }
@@ -395,6 +397,7 @@ impl<'a> Cursor<'a> {
             sig: None,
             msg: None,
             sm: None,
+            sp: None,
         };
         self.object(test_field, |c, at| {
             match at {
@@ -404,7 +407,8 @@ impl<'a> Cursor<'a> {
                 3 => t.re = c.u32()?,
                 4 => t.sig = Some(c.str()?.to_string()),
                 5 => t.msg = Some(c.str()?.to_string()),
-                _ => t.sm = Some(c.bool()?),
+                6 => t.sm = Some(c.bool()?),
+                _ => t.sp = Some(c.u32()?),
             }
             Some(())
         })?;
@@ -456,7 +460,7 @@ impl<'a> Cursor<'a> {
         let (mut x, mut end, mut codes, mut sm, mut why) = (None, None, None, None, None);
         let (mut ob, mut od, mut busy, mut cpu, mut strag) = (0, 0, None, None, 0);
         let (mut warn, mut tm, mut fs, mut topo, mut procs) = (Vec::new(), None, None, None, None);
-        let (mut n, mut ab, mut t) = (0, Vec::new(), Vec::new());
+        let (mut n, mut ab, mut t, mut sp) = (0, Vec::new(), Vec::new(), None);
         // The writer's start, checked at once (the reader has checked it).
         let known = self.text.starts_with(PREFIX);
         let text = self.text;
@@ -490,7 +494,8 @@ impl<'a> Cursor<'a> {
                 24 => procs = Some(Box::new(c.serde()?)),
                 25 => n = c.u32()?,
                 26 => ab = c.array(Cursor::u32)?,
-                _ => t = c.array(Cursor::test_line)?,
+                27 => t = c.array(Cursor::test_line)?,
+                _ => sp = Some(c.u32()?),
             }
             Some(())
         };
@@ -536,6 +541,7 @@ impl<'a> Cursor<'a> {
             n,
             ab,
             t,
+            sp,
         })
     }
 }

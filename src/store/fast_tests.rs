@@ -109,8 +109,9 @@ fn arb_test_line() -> impl Strategy<Value = TestLine> {
         proptest::option::of(arb_str()),
         proptest::option::of(arb_str()),
         proptest::option::of(any::<bool>()),
+        proptest::option::of(any::<u32>()),
     )
-        .prop_map(|(k, o, rr, re, sig, msg, sm)| TestLine {
+        .prop_map(|(k, o, rr, re, sig, msg, sm, sp)| TestLine {
             k,
             o,
             rr,
@@ -118,6 +119,7 @@ fn arb_test_line() -> impl Strategy<Value = TestLine> {
             sig,
             msg,
             sm,
+            sp,
         })
 }
 
@@ -212,11 +214,12 @@ fn arb_line() -> impl Strategy<Value = String> {
         prop_oneof![Just(0u32), any::<u32>()],
         proptest::collection::vec(any::<u32>(), 0..5),
         proptest::collection::vec(arb_test_line(), 0..4),
+        proptest::option::of(any::<u32>()),
     );
     (head, ends, tail).prop_map(|(head, ends, tail)| {
         let (w, i, id, c, r, s, at, d, o): Head = head;
         let (x, end, codes, sm, why, ob, od, busy, cpu) = ends;
-        let (strag, warn, tm, fs, (topo, procs), n, ab, t) = tail;
+        let (strag, warn, tm, fs, (topo, procs), n, ab, t, sp) = tail;
         let line = RunLine {
             schema: Cow::Borrowed(crate::record::RUN_SCHEMA),
             w: Cow::Owned(w),
@@ -246,6 +249,7 @@ fn arb_line() -> impl Strategy<Value = String> {
             n,
             ab,
             t,
+            sp,
         };
         serde_json::to_string(&line).expect("a run line serializes")
     })

@@ -30,8 +30,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{append_bytes, Store, HINT_READ, HINT_WRITE};
 use crate::error::{Error, Result};
-use crate::history::identity::Head;
-use crate::history::{
+use crate::record::history::Head;
+use crate::record::history::{
     observation_code, outcome_of, CountsRecord, FoldedRecord, Item, Observation, ReportRecord,
     COUNTS_SCHEMA, FOLDED_SCHEMA, OBSERVATION_SCHEMA, REPORT_SCHEMA, RETRIED_CODE,
 };
@@ -254,7 +254,7 @@ impl Store {
     }
 
     /// The keys ([`Store::history_keys`]) and the heads of the complete
-    /// reports (for [`crate::history::identity::indistinct_legs`]), in one
+    /// reports (for the history's check of indistinct matrix legs), in one
     /// read of report lines and entry counts.
     pub fn history_index(&self) -> Result<HistoryIndex> {
         let mut keys = HashSet::new();
@@ -509,22 +509,11 @@ fn decode_entry(e: &[serde_json::Value]) -> Option<Observation> {
     })
 }
 
-impl crate::history::ingest::Sink for Store {
-    fn index(&self) -> Result<(HashSet<String>, Vec<Head>)> {
-        let index = self.history_index()?;
-        Ok((index.keys, index.heads))
-    }
-
-    fn append(&self, report: &ReportRecord, obs: &[Observation]) -> Result<()> {
-        self.append_report(report, obs)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{Context, Provenance};
-    use crate::junit::CaseOutcome;
+    use crate::record::history::{Context, Provenance};
+    use crate::record::CaseOutcome;
 
     fn report(key: &str, n: u64) -> ReportRecord {
         ReportRecord {

@@ -231,6 +231,8 @@ pub(super) struct TestLine {
     pub(super) msg: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) sm: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) sp: Option<u32>,
 }
 
 /// One run, compact.
@@ -297,6 +299,9 @@ pub(super) struct RunLine<'a> {
     pub(super) ab: Vec<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(super) t: Vec<TestLine>,
+    /// The `--signature` pattern the run reproduced (`signature_pattern`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) sp: Option<u32>,
 }
 
 /// A run number at or above this is remembered by id, not as a bit: a bit

@@ -18,7 +18,7 @@ mod fast;
 #[cfg(test)]
 mod fast_tests;
 pub mod foreign;
-pub mod history;
+pub(crate) mod history;
 mod lines;
 pub(crate) mod open;
 mod runs;
@@ -54,9 +54,9 @@ pub const RUNS_FILE: &str = "runs.jsonl";
 pub const RUNS_DIR: &str = "runs";
 /// File holding one [`SessionRecord`] per line.
 pub const SESSIONS_FILE: &str = "sessions.jsonl";
-/// File holding one [`crate::screen::ScreenRecord`] per line.
+/// File holding one screen record (`flakelab.screen/1`) per line.
 pub const SCREENS_FILE: &str = "screens.jsonl";
-/// File holding one [`crate::scan::prove::ProveRecord`] per line.
+/// File holding one `scan --prove` record (`flakelab.prove/1`) per line.
 pub const PROVES_FILE: &str = "proves.jsonl";
 /// File holding one [`LadderRecord`] per line.
 pub const LADDERS_FILE: &str = "ladders.jsonl";
@@ -105,8 +105,19 @@ pub struct LoadStats {
     pub duplicate_ids: usize,
 }
 
+/// A design's record, kept one JSON line each in its own file of the store
+/// (the screen's, `scan --prove`'s, bisect's). The design implements it
+/// beside its record type, so the store depends on no design.
+pub trait DesignRecord: Serialize + serde::de::DeserializeOwned + Keyed {
+    /// Its file, directly under the store.
+    const FILE: &'static str;
+    /// The session it belongs to.
+    fn session(&self) -> &str;
+}
+
 /// A record with an id, which a tolerant read deduplicates on.
-trait Keyed {
+pub trait Keyed {
+    /// The id: of two records with one id, the first read is kept.
     fn key(&self) -> Cow<'_, str>;
 }
 
@@ -125,20 +136,6 @@ impl Keyed for SessionEndRecord {
 impl Keyed for LadderRecord {
     fn key(&self) -> Cow<'_, str> {
         Cow::Borrowed(&self.id)
-    }
-}
-
-impl Keyed for crate::scan::prove::ProveRecord {
-    fn key(&self) -> Cow<'_, str> {
-        Cow::Borrowed(&self.session)
-    }
-}
-
-/// A screened session's record, its pending screen and each shard's part
-/// are kept apart (`crate::screen::shard::join` joins them).
-impl Keyed for crate::screen::ScreenRecord {
-    fn key(&self) -> Cow<'_, str> {
-        self.key()
     }
 }
 
@@ -377,40 +374,28 @@ impl Store {
         Ok(found.pop())
     }
 
-    /// Appends one record to `screens.jsonl` and flushes it.
-    pub fn append_screen(&self, record: &crate::screen::ScreenRecord) -> Result<()> {
-        append_line(&self.root.join(SCREENS_FILE), record)
+    /// Appends `record` to its design's file and flushes it.
+    pub fn append_record<R: DesignRecord>(&self, record: &R) -> Result<()> {
+        append_line(&self.root.join(R::FILE), record)
     }
 
-    /// The screen design's confirmations of `session`, if it was screened:
-    /// a sharded confirmation stage's parts joined
-    /// (`crate::screen::shard::join`).
-    pub fn screen_of(&self, session: &str) -> Result<Option<crate::screen::ScreenRecord>> {
-        Ok(crate::screen::shard::join(self.screen_records_of(session)?))
-    }
-
-    /// Every record `screens.jsonl` holds for `session`, in file order, as
-    /// written: a whole record, or a pending screen and shards' parts.
-    pub fn screen_records_of(&self, session: &str) -> Result<Vec<crate::screen::ScreenRecord>> {
-        let (found, _) = read_lines(
-            &self.root.join(SCREENS_FILE),
-            |r: &crate::screen::ScreenRecord| r.session == session,
-        )?;
+    /// Every record of `R`'s file that belongs to `session`, in file order
+    /// (deduplicated on its key, as every tolerant read is).
+    pub fn records_of<R: DesignRecord>(&self, session: &str) -> Result<Vec<R>> {
+        let (found, _) = read_lines(&self.root.join(R::FILE), |r: &R| r.session() == session)?;
         Ok(found)
     }
 
-    /// Appends one record to `proves.jsonl` and flushes it.
-    pub fn append_prove(&self, record: &crate::scan::prove::ProveRecord) -> Result<()> {
-        append_line(&self.root.join(PROVES_FILE), record)
-    }
-
-    /// What `scan --prove` concluded in `session`, if it was a prove session.
-    pub fn prove_of(&self, session: &str) -> Result<Option<crate::scan::prove::ProveRecord>> {
-        let (mut found, _) = read_lines(
-            &self.root.join(PROVES_FILE),
-            |r: &crate::scan::prove::ProveRecord| r.session == session,
-        )?;
-        Ok(found.pop())
+    /// Writes `text` to `name` in the directory `dir` under the store
+    /// (created if needed), replacing what was there; returns the file's
+    /// path. For what a design hands its subjects (a runner plugin, the list
+    /// of one ordered run).
+    pub fn write_support_file(&self, dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
+        let dir = self.root.join(dir);
+        fs::create_dir_all(&dir).map_err(|e| Error::store_io(&dir, &e, HINT_WRITE))?;
+        let file = dir.join(name);
+        fs::write(&file, text).map_err(|e| Error::store_io(&file, &e, HINT_WRITE))?;
+        Ok(file)
     }
 
     /// Reads every run of every session, in file order (see
@@ -680,6 +665,7 @@ mod tests {
             exit_code: Some(1),
             signal: None,
             signature_match: Some(true),
+            signature_pattern: None,
             reason: None,
             log: Some(PathBuf::from(format!("logs/{session}/{index:05}.log"))),
             output_bytes: 10,
@@ -714,6 +700,7 @@ mod tests {
             seed: 1,
             confidence: 0.95,
             signature: None,
+            signatures: Vec::new(),
             timeout_s: Some(10.0),
             jobs: 1,
             cells: vec![],

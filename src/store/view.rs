@@ -152,6 +152,8 @@ pub struct TestView<'a> {
     pub message: Option<&'a str>,
     /// Whether the failure matched `--signature`.
     pub signature_match: Option<bool>,
+    /// Which `--signature` it matched (its index), when recorded.
+    pub signature_pattern: Option<u32>,
 }
 
 impl<'a> TestView<'a> {
@@ -165,6 +167,11 @@ impl<'a> TestView<'a> {
         matches!(self.outcome, TestOutcome::Fail | TestOutcome::Error)
     }
 
+    /// The `--signature` its failure matched ([`crate::record::matched_pattern`]).
+    pub fn matched_pattern(&self) -> Option<usize> {
+        crate::record::matched_pattern(self.signature_match, self.signature_pattern)
+    }
+
     /// The owned record.
     pub fn to_record(&self) -> TestRecord {
         TestRecord {
@@ -176,6 +183,7 @@ impl<'a> TestView<'a> {
             signature: self.signature.map(str::to_string),
             message: self.message.map(str::to_string),
             signature_match: self.signature_match,
+            signature_pattern: self.signature_pattern,
         }
     }
 }
@@ -191,6 +199,7 @@ impl<'a> From<&'a TestRecord> for TestView<'a> {
             signature: t.signature.as_deref(),
             message: t.message.as_deref(),
             signature_match: t.signature_match,
+            signature_pattern: t.signature_pattern,
         }
     }
 }
@@ -206,6 +215,7 @@ fn entry_view<'t>(entry: &'t Entry, exception: Option<&'t TestLine>) -> TestView
             signature: t.sig.as_deref(),
             message: t.msg.as_deref(),
             signature_match: t.sm,
+            signature_pattern: t.sp,
         },
         None => TestView {
             id: &entry.id,
@@ -216,6 +226,7 @@ fn entry_view<'t>(entry: &'t Entry, exception: Option<&'t TestLine>) -> TestView
             signature: None,
             message: None,
             signature_match: None,
+            signature_pattern: None,
         },
     }
 }
@@ -345,6 +356,22 @@ impl<'a> RunView<'a> {
         }
     }
 
+    /// Its seed.
+    pub fn seed(&self) -> u64 {
+        match self {
+            RunView::Whole(r) => r.seed,
+            RunView::Compact(c) => c.line.s,
+        }
+    }
+
+    /// Its exit code, when its process exited on its own.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self {
+            RunView::Whole(r) => r.exit_code,
+            RunView::Compact(c) => c.exit_code,
+        }
+    }
+
     /// When it started (RFC 3339).
     pub fn started_at(&self) -> &str {
         match self {
@@ -383,6 +410,18 @@ impl<'a> RunView<'a> {
             RunView::Whole(r) => r.signature_match,
             RunView::Compact(c) => c.line.sm,
         }
+    }
+
+    /// Which `--signature` it reproduced: its recorded pattern index; a
+    /// match recorded without one (older records) is the first pattern's,
+    /// as is a failing test's match in a run whose own field says nothing.
+    pub fn matched_pattern(&self) -> Option<usize> {
+        let (matched, pattern) = match self {
+            RunView::Whole(r) => (r.signature_match, r.signature_pattern),
+            RunView::Compact(c) => (c.line.sm, c.line.sp),
+        };
+        crate::record::matched_pattern(matched, pattern)
+            .or_else(|| self.tests().filter_map(|t| t.matched_pattern()).min())
     }
 
     /// Why it was not applied.
@@ -512,6 +551,7 @@ impl<'a> RunView<'a> {
                     exit_code: c.exit_code,
                     signal: c.signal,
                     signature_match: line.sm,
+                    signature_pattern: line.sp,
                     reason: line.why.clone(),
                     log: path(&ctx.log, &vars),
                     output_bytes: line.ob,

@@ -46,9 +46,16 @@ fn id(i: usize) -> String {
 /// then caches its assertion rewrite of the generated suite (up to 3,000
 /// tests) at the first run instead of redoing it at every run of a search.
 /// The cache sits in the lab's `tests/__pycache__` and changes no outcome.
+///
+/// The runs get a temporary directory of their own (in the lab): files
+/// other processes write into a shared one at the same time would show in
+/// the state snapshots.
 fn flakelab(lab: &Lab, args: &[&str]) -> std::process::Output {
+    let tmp = lab.path().join(".tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     lab.cmd()
         .env_remove("PYTHONDONTWRITEBYTECODE")
+        .env("TMPDIR", &tmp)
         .args(args)
         .output()
         .unwrap()
@@ -465,7 +472,7 @@ fn the_budget_stops_the_search_and_keeps_how_far_it_got() {
         _ => None,
     });
     let run = failing_run(&lab);
-    let (code, r, stderr) = bisect(&lab, &[&run, "--budget", "5"]);
+    let (code, r, stderr) = bisect(&lab, &[&run, "--budget", "5", "--confirm", "1"]);
     assert_eq!(code, 2, "{r} {stderr}");
     assert_eq!(r["kind"], "unsettled");
     assert_eq!(r["runs"], 5);
@@ -506,7 +513,7 @@ fn ctrl_c_keeps_what_was_learned() {
     std::fs::remove_file(&count).unwrap();
     let child = lab
         .cmd()
-        .args(["bisect", "--format", "json", &run])
+        .args(["bisect", "--format", "json", "--confirm", "1", &run])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -534,6 +541,31 @@ fn ctrl_c_keeps_what_was_learned() {
         .unwrap();
     assert_eq!(stored[0].left_count, Some(19));
     assert!(stored[0].left.contains(&id(5)));
+    // Run again, it resumes: the three stored answers are not asked again
+    // (the victim's counter shows the runs), and the polluter is named.
+    let before = std::fs::read_to_string(&count).unwrap();
+    let (code, again, stderr) = bisect(&lab, &[&run, "--confirm", "1", "--no-cleaners"]);
+    assert_eq!(code, 1, "{again} {stderr}");
+    assert_eq!(strings(&again["polluters"]), [id(5)]);
+    assert_eq!(again["resumed_from"], r["id"], "{again}");
+    assert_eq!(again["resumed_runs"], 3, "{again}");
+    let after: u64 = std::fs::read_to_string(&count).unwrap().parse().unwrap();
+    let fresh = after - before.parse::<u64>().unwrap();
+    assert_eq!(
+        u64::from(again["runs"].as_u64().unwrap() as u32),
+        fresh + 3,
+        "every run but the three stored ones ran the victim: {again}"
+    );
+    assert!(stderr.contains("victim failed 1/1"), "{stderr}");
+    assert!(!stderr.contains("baseline"), "{stderr}");
+    let stored = flakelab::store::Store::at(&lab.store())
+        .bisects_of(r["session"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        stored.len(),
+        1,
+        "the resumed bisection replaces the stopped one"
+    );
 }
 
 #[test]
@@ -552,4 +584,340 @@ fn a_runner_that_cannot_run_an_order_is_refused_before_anything_runs() {
     let none = lab.run(&["bisect"]);
     assert_eq!(none.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&none.stderr).contains("--seed"));
+}
+
+/// Writes `files` (path, text) under the lab.
+fn write_files(lab: &Lab, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let at = lab.path().join(path);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, text).unwrap();
+    }
+}
+
+/// A recorded run of `args` (a pytest command line); returns its run id
+/// and whether it failed.
+fn recorded(lab: &Lab, args: &[&str]) -> (String, String) {
+    let mut all = vec![
+        "run",
+        "-n",
+        "1",
+        "--no-sham",
+        "--",
+        "python3",
+        "-m",
+        "pytest",
+    ];
+    all.extend_from_slice(args);
+    let out = flakelab(lab, &all);
+    let runs = lab.runs();
+    let run = runs
+        .last()
+        .unwrap_or_else(|| panic!("no run: {}", String::from_utf8_lossy(&out.stderr)));
+    (
+        run["id"].as_str().unwrap().to_string(),
+        run["outcome"].as_str().unwrap().to_string(),
+    )
+}
+
+fn state_lines(r: &serde_json::Value) -> Vec<String> {
+    r["state"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| {
+                    format!(
+                        "{} {} {} {} ({} -> {}){}",
+                        c["role"].as_str().unwrap(),
+                        c["test"].as_str().unwrap(),
+                        c["verb"].as_str().unwrap(),
+                        c["target"].as_str().unwrap(),
+                        c["before"].as_str().unwrap(),
+                        c["after"].as_str().unwrap(),
+                        if c["victim_reads"] == true {
+                            " reads"
+                        } else {
+                            ""
+                        }
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const APP: &str = "STATE = {'ready': False, 'dirty': 0}\nCACHE = {}\nFLAG = {}\n";
+
+#[test]
+fn a_brittle_test_broken_by_a_pair_is_bisected_from_a_passing_order_to_setter_and_pair() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    write_files(
+        &lab,
+        &[
+            ("tests/__init__.py", ""),
+            ("tests/app.py", APP),
+            (
+                "tests/test_a.py",
+                "from tests import app\n\ndef test_setter():\n    app.STATE['ready'] = True\n\ndef test_get_item():\n    assert app.STATE['ready'] and app.STATE['dirty'] < 2\n",
+            ),
+            (
+                "tests/test_b.py",
+                "from tests import app\n\ndef test_p1():\n    app.STATE['dirty'] += 1\n\ndef test_p2():\n    app.STATE['dirty'] += 1\n\ndef test_plain():\n    pass\n",
+            ),
+        ],
+    );
+    // In file order the victim passes (setter first, the pair after it);
+    // with test_b.py first the pair runs before it and it fails, after
+    // every other test as well.
+    let (passing, outcome) = recorded(&lab, &["tests"]);
+    assert_eq!(outcome, "pass");
+    let (failing, outcome) = recorded(&lab, &["tests/test_b.py", "tests/test_a.py"]);
+    assert_eq!(outcome, "fail");
+    let victim = "tests.test_a::test_get_item";
+    let (code, r, stderr) = bisect(&lab, &[&failing, "--test", victim, "--confirm", "1"]);
+    assert_eq!(code, 1, "{r} {stderr}");
+    assert_eq!(r["kind"], "brittle", "{r}");
+    assert_eq!(strings(&r["setters"]), ["tests.test_a::test_setter"]);
+    assert_eq!(
+        strings(&r["polluters"]),
+        ["tests.test_b::test_p1", "tests.test_b::test_p2"],
+        "the pair, as a pair"
+    );
+    assert_eq!(
+        r["start"],
+        format!("the order of run {passing}, where it passed"),
+        "{r}"
+    );
+    // The named state: the setter and each of the pair mutate app.STATE,
+    // which the victim's failure shows it reads.
+    let state = state_lines(&r);
+    // (The state run keeps the failing order: the pair, then the setter.)
+    assert!(
+        state.contains(&"state-setter tests.test_a::test_setter mutates tests.app.STATE ({'dirty': 2, 'ready': False} -> {'dirty': 2, 'ready': True}) reads".to_string()),
+        "{state:?}"
+    );
+    assert!(
+        state
+            .iter()
+            .any(|l| l.starts_with("polluter tests.test_b::test_p2 mutates tests.app.STATE (")),
+        "{state:?}"
+    );
+    // The repro runs the pair and the setter in their failing order, then
+    // the victim: it fails.
+    let repro = r["repro"].as_str().unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(repro)
+        .env_remove("PYTHONDONTWRITEBYTECODE")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1 failed, 3 passed"), "{repro}: {text}");
+    let at = |t: &str| {
+        repro
+            .find(t)
+            .unwrap_or_else(|| panic!("{t} not in {repro}"))
+    };
+    assert!(
+        at("test_p1") < at("test_p2")
+            && at("test_p2") < at("test_setter")
+            && at("test_setter") < at("test_get_item"),
+        "{repro}"
+    );
+    // Shown in the evidence (Markdown and HTML) of the failing run's session.
+    let session = r["session"].as_str().unwrap();
+    let md = String::from_utf8_lossy(
+        &lab.run(&["evidence", session, "--format", "markdown"])
+            .stdout,
+    )
+    .to_string();
+    assert!(md.contains("together: the 2 polluters"), "{md}");
+    assert!(
+        md.contains("state: state-setter tests.test_a::test_setter mutates tests.app.STATE"),
+        "{md}"
+    );
+    let html = String::from_utf8_lossy(&lab.run(&["evidence", session, "--format", "html"]).stdout)
+        .to_string();
+    assert!(html.contains("Bisections"), "{html}");
+    assert!(
+        html.contains("mutates tests.app.STATE ({&#39;dirty&#39;: 2, &#39;ready&#39;: False}"),
+        "values are escaped in HTML"
+    );
+}
+
+#[test]
+fn each_polluter_and_the_state_it_planted_are_named() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    write_files(
+        &lab,
+        &[
+            ("tests/__init__.py", ""),
+            ("tests/app.py", APP),
+            (
+                // Each run starts without the file a polluter leaves.
+                "conftest.py",
+                "import os\n\ndef pytest_configure(config):\n    p = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'leftover.lock')\n    if os.path.exists(p):\n        os.remove(p)\n",
+            ),
+            (
+                "tests/test_state.py",
+                "import os\nfrom tests import app\nROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n\n\
+def test_env_polluter():\n    os.environ['APP_CURRENCY'] = 'EUR'\n    os.environ['APP_TOKEN'] = 'hunter2'\n    os.environ['APP_NOTE'] = 'a\\n::error::forged'\n\n\
+def test_dict_polluter():\n    app.CACHE['user'] = 'mallory'\n\n\
+def test_file_polluter():\n    with open(os.path.join(ROOT, 'leftover.lock'), 'w') as f:\n        f.write('x')\n\n\
+def test_cwd_polluter():\n    os.chdir(os.path.join(ROOT, 'tests'))\n\n\
+def test_env_victim():\n    assert os.environ.get('APP_CURRENCY', 'USD') == 'USD'\n\n\
+def test_dict_victim():\n    assert 'user' not in app.CACHE\n\n\
+def test_file_victim():\n    assert not os.path.exists(os.path.join(ROOT, 'leftover.lock'))\n\n\
+def test_cwd_victim():\n    assert os.path.isdir('tests')\n",
+            ),
+        ],
+    );
+    let (failing, outcome) = recorded(&lab, &["tests"]);
+    assert_eq!(outcome, "fail");
+    let t = |name: &str| format!("tests.test_state::test_{name}");
+    let cases: [(&str, &str, &str); 4] = [
+        (
+            "env",
+            "sets os.environ['APP_CURRENCY'] (None -> 'EUR')",
+            " reads",
+        ),
+        (
+            "dict",
+            "mutates tests.app.CACHE ({} -> {'user': 'mallory'})",
+            " reads",
+        ),
+        (
+            "file",
+            "creates file 'leftover.lock' (absent -> 1 bytes)",
+            " reads",
+        ),
+        ("cwd", "changes the working directory (", ""),
+    ];
+    for (name, change, reads) in cases {
+        let (code, r, stderr) = bisect(
+            &lab,
+            &[
+                &failing,
+                "--test",
+                &t(&format!("{name}_victim")),
+                "--confirm",
+                "1",
+                "--no-cleaners",
+            ],
+        );
+        assert_eq!(code, 1, "{name}: {r} {stderr}");
+        assert_eq!(r["kind"], "polluted", "{name}: {r}");
+        assert_eq!(
+            strings(&r["polluters"]),
+            [t(&format!("{name}_polluter"))],
+            "{name}"
+        );
+        let state = state_lines(&r);
+        let want = format!("polluter {} {change}", t(&format!("{name}_polluter")));
+        assert!(
+            state
+                .iter()
+                .any(|l| l.starts_with(&want) && (reads.is_empty() || l.ends_with(reads))),
+            "{name}: want {want:?}{reads} in {state:?}"
+        );
+        if name != "env" {
+            assert_eq!(state.len(), 1, "{name}: only the planted change: {state:?}");
+        }
+        if name == "env" {
+            // Values are user data: a credential-named variable's value is
+            // never shown, a line break in one never starts a line.
+            assert_eq!(state.len(), 3, "{state:?}");
+            assert!(
+                state.contains(&format!(
+                    "polluter {} sets os.environ['APP_TOKEN'] (None -> <redacted>)",
+                    t("env_polluter")
+                )),
+                "{state:?}"
+            );
+            assert!(!r.to_string().contains("hunter2"), "{r}");
+            let session = r["session"].as_str().unwrap();
+            for format in ["markdown", "html"] {
+                let out = lab.run(&["evidence", session, "--format", format]);
+                let text = String::from_utf8_lossy(&out.stdout);
+                assert!(text.contains("APP_NOTE"), "{text}");
+                assert!(!text.contains("hunter2"), "{text}");
+                assert!(
+                    !text.lines().any(|l| l.trim_start().starts_with("::error")),
+                    "{text}"
+                );
+            }
+            // The result's lines (the table, the evidence) say it in the
+            // issue's words.
+            let stored = flakelab::store::Store::at(&lab.store())
+                .bisects_of(r["session"].as_str().unwrap())
+                .unwrap();
+            let lines = stored.last().unwrap().lines();
+            assert!(
+                lines.contains(&"state: polluter tests.test_state::test_env_polluter sets os.environ['APP_CURRENCY'] (None -> 'EUR'); victim tests.test_state::test_env_victim reads it".to_string()),
+                "{lines:?}"
+            );
+        }
+        if name == "cwd" {
+            assert!(state[0].contains("/tests')"), "{state:?}");
+            assert!(
+                !state[0].ends_with(" reads"),
+                "nothing shows the victim reads the cwd"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_intermittent_victim_is_bisected_with_each_answer_decided() {
+    if !pytest_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let counter = lab.path().join("turns");
+    let victim = format!(
+        "import os\nfrom tests import app\n\n\
+def test_flag_polluter():\n    app.FLAG['on'] = True\n\n\
+def test_neutral():\n    pass\n\n\
+def test_flaky_victim():\n    if app.FLAG.get('on'):\n        n = int(open({c:?}).read()) if os.path.exists({c:?}) else 0\n        open({c:?}, 'w').write(str(n + 1))\n        assert n % 2 == 1, 'FLAG on, an even turn'\n",
+        c = counter.display().to_string()
+    );
+    write_files(
+        &lab,
+        &[
+            ("tests/__init__.py", ""),
+            ("tests/app.py", APP),
+            ("tests/test_flag.py", &victim),
+        ],
+    );
+    // Turn 0 fails; after its polluter the victim then passes and fails in
+    // turn: 1 of 2 runs of its order fail, so each "no" takes 5 runs in a
+    // row at 95%.
+    let (failing, outcome) = recorded(&lab, &["tests"]);
+    assert_eq!(outcome, "fail");
+    let (code, r, stderr) = bisect(&lab, &[&failing, "--confirm", "2", "--no-cleaners"]);
+    assert_eq!(code, 1, "{r} {stderr}");
+    assert_eq!(
+        strings(&r["polluters"]),
+        ["tests.test_flag::test_flag_polluter"]
+    );
+    assert_eq!(r["repeat"]["shown"], 1, "{r}");
+    assert_eq!(r["repeat"]["runs"], 2, "{r}");
+    assert_eq!(r["repeat"]["per_question"], 5, "{r}");
+    assert!(
+        stderr.contains("flakelab bisect: intermittent: the victim failed 1 of 2 runs of its reference order; each question took up to 5 run(s)"),
+        "{stderr}"
+    );
+    assert_eq!(r["confirmation"]["intermittent"], true, "{r}");
+    assert_eq!(r["confirmation"]["alone"], 2, "{r}");
+    let state = state_lines(&r);
+    assert!(
+        state.contains(&"polluter tests.test_flag::test_flag_polluter mutates tests.app.FLAG ({} -> {'on': True}) reads".to_string()),
+        "{state:?}"
+    );
 }

@@ -14,8 +14,8 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn loaded(dir: &Path) -> flakelab::config::ProjectConfig {
-    flakelab::config::load(dir)
+fn loaded(dir: &Path) -> flakelab::context::config::ProjectConfig {
+    flakelab::context::config::load(dir)
         .unwrap_or_else(|e| panic!("flakelab.toml does not load: {e}"))
         .expect("a flakelab.toml")
 }

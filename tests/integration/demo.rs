@@ -22,7 +22,7 @@ fn test_k(report: &serde_json::Value, cell_name: &str, id: &str) -> (u64, u64) {
 fn demo_runs_every_cell_and_each_flips_its_planted_test() {
     let lab = Lab::new();
     // Two runs a cell: the default seed's first shuffle run puts the
-    // polluter first, its second does not (src/demo.rs holds this).
+    // polluter first, its second does not (src/onboard/demo.rs holds this).
     let out = lab.run(&["demo", "-n", "2", "--format", "json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -95,4 +95,62 @@ fn the_suite_prints_the_seed_and_workers_it_was_given() {
     assert!(text.starts_with("seed: "), "{text}");
     let (code, _) = suite(&["--seed", "1", "--shuffle"]);
     assert_eq!(code, Some(2), "a seed and --shuffle conflict");
+}
+
+/// The demo's runner runs a given order (`--order FILE`): the bisect its
+/// report hands over for the order victim names the polluter.
+#[test]
+fn the_demos_bisect_hint_names_the_polluter() {
+    let lab = Lab::new();
+    let out = lab.run(&["demo", "-n", "2", "--format", "json", "--keep"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kept = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("flakelab demo: kept "))
+        .and_then(|l| l.split(" (store").next())
+        .unwrap_or_else(|| panic!("{stderr}"))
+        .to_string();
+    let _cleanup = KeptDir(std::path::PathBuf::from(&kept));
+    let row = cell(&report, "systematic-orders")["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "state::invoice_in_dollars")
+        .cloned()
+        .unwrap_or_else(|| panic!("{report}"));
+    let run = row["first_failure"].as_str().unwrap();
+    let found = lab
+        .cmd()
+        .current_dir(&kept)
+        .args([
+            "bisect",
+            "--format",
+            "json",
+            "--no-cleaners",
+            "--confirm",
+            "1",
+            run,
+            "--test",
+            "state::invoice_in_dollars",
+        ])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&found.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&found.stderr)));
+    assert_eq!(json["kind"], "polluted", "{json}");
+    assert_eq!(
+        json["polluters"],
+        serde_json::json!(["state::sets_euro_default"]),
+        "{json}"
+    );
+}
+
+/// Removes the demo's kept directory.
+struct KeptDir(std::path::PathBuf);
+
+impl Drop for KeptDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

@@ -516,7 +516,7 @@ fn quarantine_lists_deselect_exactly_the_proven_tests_in_real_pytest_and_go() {
             "{}",
             String::from_utf8_lossy(&out.stdout)
         );
-        let ran = flakelab::junit::parse_file(&py.join("out.xml")).unwrap();
+        let ran = flakelab::results::junit::parse_file(&py.join("out.xml")).unwrap();
         let mut names: Vec<String> = ran.cases.iter().map(|c| c.name.clone()).collect();
         names.sort();
         assert_eq!(

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use flakelab::junit::{self, Case, CaseOutcome, JunitError, MAX_DETAIL, MAX_MESSAGE};
+use flakelab::results::junit::{self, Case, CaseOutcome, JunitError, MAX_DETAIL, MAX_MESSAGE};
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/junit-corpus");
 

@@ -1,6 +1,7 @@
 //! Integration tests: the real flakelab binary against small shell subjects.
 //! One test binary; this file declares the modules and the [`Lab`] helper.
 
+mod action;
 mod bisect;
 mod book;
 mod calendar;
@@ -9,9 +10,11 @@ mod clock;
 mod clock_runtimes;
 mod concurrent;
 mod config_init;
+mod dashboard;
 mod demo;
 mod durable;
 mod evidence;
+mod evidence_classes;
 mod fake;
 mod fuzz_replay;
 mod history;
@@ -25,9 +28,12 @@ mod junit_e2e;
 mod kernel;
 mod ladder;
 mod measured;
+mod orders;
+mod packaging;
 mod per_test;
 mod progress;
 mod proof;
+mod quarantine_ledger;
 mod reasons;
 mod recipes;
 mod redaction;
@@ -43,12 +49,14 @@ mod runner_node;
 mod runner_php;
 mod runner_playwright;
 mod runner_ruby;
+mod runs;
 mod sandbox;
 mod scan;
 mod scan_prove;
 mod screen;
 mod sham;
 mod shard;
+mod signatures;
 mod store;
 mod stress;
 mod survive;

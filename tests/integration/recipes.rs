@@ -186,6 +186,10 @@ fn shuffle_without_a_recipe_is_refused_by_hand_and_left_out_of_a_matrix() {
         left.iter().any(|l| l.starts_with("workers-2x:")),
         "{left:?}"
     );
+    assert!(
+        left.iter().any(|l| l.starts_with("systematic-orders:")),
+        "{left:?}"
+    );
 }
 
 #[test]

@@ -206,7 +206,7 @@ fn the_quarantine_list_runs_every_test_but_the_proven_one_on_the_installed_phpun
         .unwrap();
     let report = std::fs::read(lab.path().join("out.xml"))
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&run.stdout)));
-    let mut ran: Vec<String> = flakelab::junit::parse(&report[..])
+    let mut ran: Vec<String> = flakelab::results::junit::parse(&report[..])
         .unwrap()
         .cases
         .iter()

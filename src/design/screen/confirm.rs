@@ -22,7 +22,7 @@ pub(super) struct Context<'a> {
     /// The shard confirming its share of a screen run alone: its
     /// confirmation sessions are named after it, and probe afresh (the
     /// screen ran on another machine).
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<crate::context::shard::Shard>,
 }
 
 /// Confirms every candidate, round after round: in each round the

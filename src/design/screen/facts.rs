@@ -9,9 +9,9 @@ use crate::session::SessionSpec;
 /// session's tests in first-seen order, not each run's): `None` without a
 /// kept report or tests.
 pub(super) fn order_of(r: &RunRecord) -> Option<Vec<String>> {
-    let parsed = crate::junit::parse_file(r.junit.as_deref()?).ok()?;
+    let parsed = crate::results::junit::parse_file(r.junit.as_deref()?).ok()?;
     let mut seen = std::collections::HashSet::new();
-    let ids: Vec<String> = (crate::outcomes::records(&parsed, None).into_iter())
+    let ids: Vec<String> = (crate::results::outcomes::records(&parsed, &[]).into_iter())
         .map(|t| t.id)
         .filter(|id| seen.insert(id.clone()))
         .collect();
@@ -31,18 +31,19 @@ pub(super) fn executions(runs: &[RunRecord]) -> u64 {
 }
 
 /// Whether cell `name` of `spec` is random by nature (its runs differ by
-/// seed or schedule: shuffle, workers, stress), and its kind for the
+/// seed, order or schedule: shuffle, orders, workers, stress), and its kind for the
 /// confirmation's ladder.
 pub(super) fn kind_of(spec: &SessionSpec, name: &str) -> (bool, CellKind) {
     let Some(p) = spec.cell_index(name).map(|i| &spec.cells[i].1) else {
         return (false, CellKind::Fixed);
     };
-    let kind = if p.shuffle {
+    let kind = if p.shuffle || p.orders {
         CellKind::Shuffled
     } else if p.workers.is_some() {
         CellKind::Concurrent
     } else {
         CellKind::Fixed
     };
-    (p.shuffle || p.workers.is_some() || p.stress.is_some(), kind)
+    let random = p.shuffle || p.orders || p.workers.is_some() || p.stress.is_some();
+    (random, kind)
 }

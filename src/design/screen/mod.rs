@@ -25,6 +25,7 @@ pub(crate) mod rules;
 #[cfg(test)]
 mod rules_tests;
 mod sharded;
+mod systematic;
 #[cfg(test)]
 mod tests;
 
@@ -112,7 +113,7 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
     let mut settings = full.clone().with_runs(1);
     if let Some(id) = &ask.named {
         if !ask.seed_given {
-            settings = settings.with_seed(crate::shard::seed_of(id));
+            settings = settings.with_seed(crate::context::shard::seed_of(id));
         }
         settings = settings.named(id);
     }
@@ -133,14 +134,31 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
         .collect();
     // Round two: the cells one run cannot tell about.
     let first = rules::candidates(&runs, &applied);
+    // Cells of systematic orders: their first run collected the tests,
+    // their next round runs every order.
+    let orders_cells: Vec<String> = (crate::design::orders::cells(&settings).into_iter())
+        .filter(|c| applied.contains(c))
+        .collect();
     let again: Vec<(String, String)> = (applied.iter())
-        .filter(|c| c.as_str() != "baseline")
+        .filter(|c| c.as_str() != "baseline" && !orders_cells.contains(c))
         .filter_map(|c| {
             let flagged = first.iter().filter(|x| &x.cell == c).count();
             rules::rescreen(kind_of(&settings, c).0, flagged).map(|why| (c.clone(), why.into()))
         })
         .collect();
-    let Some((rounds, reversed_seeds)) = again::screen_again(
+    let mut ordered_rounds = Vec::new();
+    let mut ordered_seeds = Vec::new();
+    if !orders_cells.is_empty() {
+        match systematic::orders_round(&full, &done.session, &orders_cells, &mut runs, stop).await?
+        {
+            Some((round, seeds)) => {
+                ordered_rounds.extend(round);
+                ordered_seeds = seeds;
+            }
+            None => return Ok(Screened::Stopped),
+        }
+    }
+    let Some((mut rounds, mut reversed_seeds)) = again::screen_again(
         &full,
         &settings,
         &done.session,
@@ -153,6 +171,8 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
     else {
         return Ok(Screened::Stopped);
     };
+    rounds.splice(0..0, ordered_rounds);
+    reversed_seeds.extend(ordered_seeds);
     let mut candidates = rules::candidates(&runs, &applied);
     // The confirmations spend their runs where they can still decide: the
     // largest raw differences first (a budget or a stop leaves the rest).

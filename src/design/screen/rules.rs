@@ -153,7 +153,7 @@ pub fn arm(runs: &[crate::record::RunRecord], cell: &str, test: &str) -> (u64, u
 pub fn candidates(runs: &[crate::record::RunRecord], cells: &[String]) -> Vec<Candidate> {
     use crate::record::TestOutcome;
     use std::collections::BTreeMap;
-    type Counts = BTreeMap<(String, String), ((u64, u64), Option<u64>)>;
+    type Counts = BTreeMap<(String, String), ((u64, u64), Option<(u64, String)>)>;
     let mut counts: Counts = BTreeMap::new();
     for r in runs {
         for t in &r.tests {
@@ -165,7 +165,7 @@ pub fn candidates(runs: &[crate::record::RunRecord], cells: &[String]) -> Vec<Ca
                 TestOutcome::Fail | TestOutcome::Error => {
                     e.0 .0 += 1;
                     e.0 .1 += 1;
-                    e.1.get_or_insert(r.seed);
+                    e.1.get_or_insert_with(|| (r.seed, r.id.clone()));
                 }
                 TestOutcome::Skip => {}
             }
@@ -173,7 +173,8 @@ pub fn candidates(runs: &[crate::record::RunRecord], cells: &[String]) -> Vec<Ca
     }
     let mut out = Vec::new();
     for cell in cells.iter().filter(|c| c.as_str() != "baseline") {
-        for ((c, test), &((k, n), seed)) in counts.range((cell.clone(), String::new())..) {
+        for ((c, test), ((k, n), flip)) in counts.range((cell.clone(), String::new())..) {
+            let (k, n) = (*k, *n);
             if c != cell {
                 break;
             }
@@ -188,7 +189,8 @@ pub fn candidates(runs: &[crate::record::RunRecord], cells: &[String]) -> Vec<Ca
                 test: test.clone(),
                 screen_cell: (k, n),
                 screen_baseline: (bk, bn),
-                flip_seed: seed,
+                flip_seed: flip.as_ref().map(|f| f.0),
+                flip_run: flip.as_ref().map(|f| f.1.clone()),
             });
         }
     }

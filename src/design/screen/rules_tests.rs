@@ -321,6 +321,7 @@ fn the_largest_raw_differences_are_confirmed_first() {
         screen_cell: (k, 4),
         screen_baseline: (bk, 4),
         flip_seed: None,
+        flip_run: None,
     };
     let mut cands = vec![
         c("a", "t1", 1, 0),
@@ -333,4 +334,41 @@ fn the_largest_raw_differences_are_confirmed_first() {
         .map(|c| (c.cell.as_str(), c.test.as_str()))
         .collect();
     assert_eq!(order, [("a", "t2"), ("b", "t2"), ("b", "t1"), ("a", "t1")]);
+}
+
+#[test]
+fn a_candidate_names_the_first_run_it_failed_in_even_in_a_later_round() {
+    use crate::record::{fixture, TestOutcome, TestRecord};
+    let with = |mut r: crate::record::RunRecord, seed: u64, fails: bool| {
+        r.seed = seed;
+        r.tests = vec![TestRecord {
+            id: "t::v".into(),
+            family: None,
+            outcome: if fails {
+                TestOutcome::Fail
+            } else {
+                TestOutcome::Pass
+            },
+            passed_on_rerun: false,
+            retries: 0,
+            signature: None,
+            message: None,
+            signature_match: None,
+            signature_pattern: None,
+        }];
+        r
+    };
+    let runs = vec![
+        with(fixture::run("s", 0, "baseline"), 1, false),
+        with(fixture::run("s", 1, "orders"), 1, false),
+        // A later round's runs: their own session.
+        with(fixture::run("r", 0, "orders"), 5, false),
+        with(fixture::run("r", 1, "orders"), 6, true),
+        with(fixture::run("r", 2, "orders"), 7, true),
+    ];
+    let found = candidates(&runs, &["baseline".into(), "orders".into()]);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].screen_cell, (2, 4));
+    assert_eq!(found[0].flip_seed, Some(6));
+    assert_eq!(found[0].flip_run.as_deref(), Some(runs[3].id.as_str()));
 }

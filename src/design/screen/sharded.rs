@@ -13,7 +13,7 @@ use crate::session::SessionSpec;
 /// and ready to confirm.
 pub(crate) struct ShardPlan {
     /// This shard.
-    pub shard: crate::shard::Shard,
+    pub shard: crate::context::shard::Shard,
     /// The screened session's id.
     pub id: String,
     /// The session every confirmation derives from.
@@ -38,7 +38,7 @@ pub(crate) struct ShardPlan {
 /// holds this shard already, and another plan than the screen's.
 pub(crate) fn shard_of(
     full: SessionSpec,
-    shard: crate::shard::Shard,
+    shard: crate::context::shard::Shard,
     id: String,
     seed_given: bool,
 ) -> Result<ShardPlan> {

@@ -159,3 +159,64 @@ fn a_stop_before_the_screen_runs_yields_no_screen() {
     let screened = block_on(screen(spec, &ask, &stop)).unwrap();
     assert!(!matches!(screened, Screened::Done(_)));
 }
+
+#[test]
+fn an_orders_cell_runs_every_systematic_order_as_a_round_and_its_flip_names_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pass = junit(&[("test_a", None), ("test_p", None), ("test_v", None)]);
+    let fail = junit(&[
+        ("test_a", None),
+        ("test_p", None),
+        ("test_v", Some("dirty")),
+    ]);
+    // Only the second systematic order fails the victim.
+    let script = format!(
+        "version = \"pytest 9.2.0\"\n\
+         [[run]]\nargv = \"order-0001.txt\"\nexit = 1\njunit = \"{fail}\"\n\
+         [[run]]\njunit = \"{pass}\"\n"
+    );
+    let path = dir.path().join("fake.toml");
+    std::fs::write(&path, script).unwrap();
+    let executor = Executor::from_script(Some(&path)).unwrap();
+    let intent = Intent {
+        command: vec!["pytest".into(), "tests".into()],
+        dir: Some(dir.path().to_path_buf()),
+        cells: vec!["orders".into()],
+        seed: Some(3),
+        ..Intent::default()
+    };
+    let spec = resolve(intent, &Layers::none(), &executor).unwrap();
+    let store = spec.store.clone();
+    let (_tx, stop) = tokio::sync::watch::channel(Stop::Run);
+    let ask = ask(None);
+    block_on(async {
+        let Screened::Done(done) = screen(spec, &ask, &stop).await.unwrap() else {
+            panic!("the screen did not finish");
+        };
+        // One module of three tests: w(3) = 4 orders, one round.
+        assert_eq!(done.rounds.len(), 1, "{:?}", done.rounds);
+        let round = &done.rounds[0];
+        assert_eq!((round.runs_per_cell, round.runs), (4, 4));
+        assert!(round.cells[0].1.contains("(4 orders)"), "{:?}", round.cells);
+        let [c] = done.candidates.as_slice() else {
+            panic!("{:?}", done.candidates);
+        };
+        assert_eq!(
+            (c.cell.as_str(), c.test.as_str()),
+            ("orders", "tests.test_a::test_v")
+        );
+        assert_eq!(c.screen_cell, (1, 5));
+        // No seed makes an order: the order itself is replayed.
+        assert_eq!(c.flip_seed, None);
+        let (runs, _) = store.runs_of(&round.session).unwrap();
+        let flipped = runs
+            .iter()
+            .find(|r| r.outcome == crate::record::Outcome::Fail);
+        assert_eq!(c.flip_run.as_deref(), flipped.map(|r| r.id.as_str()));
+        assert!(flipped
+            .unwrap()
+            .argv
+            .iter()
+            .any(|a| a.ends_with("order-0001.txt")));
+    });
+}
