@@ -119,13 +119,29 @@ pub(crate) async fn systematic(spec: SessionSpec, stop: &StopRx) -> Result<Optio
         .map(crate::bisect::order_of)
         .unwrap_or_default();
     if tests.is_empty() {
-        return Err(Error::usage(
-            format!(
-                "the collection run of `{first}` reported no tests (session {})",
-                done.session.id
-            ),
-            "check that the command runs tests and writes a report (`flakelab report` on that session)",
-        ));
+        let why = format!(
+            "the collection run of `{first}` reported no tests (session {}): there is nothing to build its orders from",
+            done.session.id
+        );
+        let rest: Vec<String> = (spec.cells.iter())
+            .map(|(c, _)| c.name.clone())
+            .filter(|n| !cells.contains(n))
+            .collect();
+        if rest.len() < 2 {
+            return Err(Error::usage(
+                why,
+                "check that the command runs tests and writes a report (`flakelab report` on that session)",
+            ));
+        }
+        // Beside other cells (a matrix), the orders cells are left out and
+        // said so; the other cells still run.
+        let names: Vec<&str> = rest.iter().map(String::as_str).collect();
+        let mut spec = spec.only_cells(&names)?;
+        for c in &cells {
+            spec.left_out.push((c.clone(), why.clone()));
+        }
+        eprintln!("flakelab: {why}; the orders cells are left out");
+        return Ok(Some(spec));
     }
     let name = format!("orders-{id}");
     let (spec, count) = with_orders(spec, &cells, &tests, &name)?;

@@ -345,3 +345,37 @@ fn a_zero_timeout_is_refused_before_anything_runs() {
     }
     assert!(lab.runs().is_empty());
 }
+
+#[test]
+fn an_orders_cell_with_no_tests_collected_is_left_out_beside_others_and_refused_alone() {
+    let lab = Lab::new();
+    // The fake runs write no report: the collection run names no test.
+    let beside = fake(
+        &lab,
+        "",
+        &[
+            "run", "-n", "1", "-p", "orders", "-p", "tz=UTC", "--format", "json", "--", "pytest",
+        ],
+    );
+    let said = String::from_utf8_lossy(&beside.stderr).into_owned();
+    assert!(
+        said.contains("reported no tests") && said.contains("the orders cells are left out"),
+        "{said}"
+    );
+    let report = json(&beside);
+    let names: Vec<&str> = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.contains(&"orders"), "{names:?}");
+    assert!(names.contains(&"tz=UTC"), "{names:?}");
+    let alone = fake(
+        &lab,
+        "",
+        &["run", "-n", "1", "-p", "orders", "--", "pytest"],
+    );
+    assert_eq!(code(&alone), 2);
+    assert!(String::from_utf8_lossy(&alone.stderr).contains("reported no tests"));
+}
