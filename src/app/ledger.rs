@@ -6,20 +6,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use jiff::civil::Date;
-
 use crate::cli::QuarantineArgs;
 use crate::error::{Error, Result, EXIT_OK};
-use crate::history::ledger::{self, Ledger, LedgerEntry};
+use crate::history::ledger::{self, expiry, today, Ledger, LedgerEntry};
 use crate::record::{Outcome, TestOutcome};
 use crate::store::Store;
-
-/// Today, in UTC.
-fn today() -> Date {
-    jiff::Timestamp::now()
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .date()
-}
 
 /// The ledger at `path`; none yet is an empty one.
 fn read(path: &Path) -> Result<Ledger> {
@@ -37,22 +28,6 @@ fn read(path: &Path) -> Result<Ledger> {
         Error::usage(
             format!("{}: {e}", path.display()),
             "fix the entry (keys: id, owner, ticket, added, expires, evidence, fixed)",
-        )
-    })
-}
-
-/// `YYYY-MM-DD`, or `N` days from `today` (`30d`).
-fn expiry(text: &str, today: Date) -> Result<Date> {
-    let days = text.strip_suffix('d').and_then(|n| n.parse::<i32>().ok());
-    let date = match days {
-        Some(n) if n > 0 => today.checked_add(jiff::Span::new().days(n)).ok(),
-        Some(_) => None,
-        None => text.parse::<Date>().ok(),
-    };
-    date.filter(|d| *d >= today).ok_or_else(|| {
-        Error::usage(
-            format!("--expires {text} is not a day from today on (YYYY-MM-DD, or days: 30d)"),
-            "e.g. --expires 30d",
         )
     })
 }

@@ -155,6 +155,29 @@ pub fn clean_runs_needed(target: f64, confidence: f64) -> u64 {
     crate::plan::runs_needed(target, confidence)
 }
 
+/// Today, in UTC.
+pub(crate) fn today() -> Date {
+    jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+}
+
+/// `YYYY-MM-DD`, or `N` days from `today` (`30d`).
+pub(crate) fn expiry(text: &str, today: Date) -> crate::error::Result<Date> {
+    let days = text.strip_suffix('d').and_then(|n| n.parse::<i32>().ok());
+    let date = match days {
+        Some(n) if n > 0 => today.checked_add(jiff::Span::new().days(n)).ok(),
+        Some(_) => None,
+        None => text.parse::<Date>().ok(),
+    };
+    date.filter(|d| *d >= today).ok_or_else(|| {
+        crate::error::Error::usage(
+            format!("--expires {text} is not a day from today on (YYYY-MM-DD, or days: 30d)"),
+            "e.g. --expires 30d",
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

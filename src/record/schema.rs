@@ -59,3 +59,5 @@ pub const VERIFY_SCHEMA: &str = "flakelab.verify/1";
 pub const SCAN_SCHEMA: &str = "flakelab.scan/1";
 /// The evidence document.
 pub const EVIDENCE_SCHEMA: &str = "flakelab.evidence/1";
+/// `history --dashboard --format json`.
+pub const DASHBOARD_SCHEMA: &str = "flakelab.dashboard/1";

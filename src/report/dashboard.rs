@@ -166,7 +166,7 @@ pub fn build(
             .then_with(|| a.test.cmp(&b.test))
     });
     Dashboard {
-        schema: "flakelab.dashboard/1",
+        schema: crate::record::schema::DASHBOARD_SCHEMA,
         reports: all.reports,
         tests,
     }
