@@ -17,28 +17,15 @@
 //! Run with `cargo bench --bench clock` (optionally `-- RUNS ROUNDS`).
 //! Target: the clock cell at most 1.05x the baseline cell.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+#[path = "common/mod.rs"]
+mod common;
 
-fn time(mut cmd: Command) -> Duration {
-    let start = Instant::now();
-    let status = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("benchmark command runs");
-    let elapsed = start.elapsed();
-    assert!(status.success(), "benchmark command failed: {status}");
-    elapsed
-}
+use common::time;
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let runs: u32 = args.first().and_then(|a| a.parse().ok()).unwrap_or(400);
-    let rounds: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5);
+    let (runs, rounds) = common::runs_and_rounds(400);
     let flakelab = env!("CARGO_BIN_EXE_flakelab");
     let dir = tempfile::tempdir().expect("temp dir");
     cell_costs(flakelab, dir.path(), runs);

@@ -18,28 +18,15 @@
 //! Targets (issue #15): flakelab at most 1.10x the shell loop, a netns cell
 //! at most 1.3x the baseline cell, faketime at most 1.1x.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+#[path = "common/mod.rs"]
+mod common;
 
-fn time(mut cmd: Command) -> Duration {
-    let start = Instant::now();
-    let status = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("benchmark command runs");
-    let elapsed = start.elapsed();
-    assert!(status.success(), "benchmark command failed: {status}");
-    elapsed
-}
+use common::time;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let runs: u32 = args.first().and_then(|a| a.parse().ok()).unwrap_or(500);
-    let rounds: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5);
+    let (runs, rounds) = common::runs_and_rounds(500);
     let flakelab = env!("CARGO_BIN_EXE_flakelab");
     let dir = tempfile::tempdir().expect("temp dir");
     let loop_script = format!("i=0; while [ $i -lt {runs} ]; do /bin/true; i=$((i+1)); done");
