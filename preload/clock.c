@@ -26,6 +26,12 @@
  *                          executes a program the preload cannot reach (a
  *                          static or Go binary). Opened without O_CREAT: the
  *                          preload never creates a file.
+ *   FLAKELAB_CLOCK_EXES    optional: lines "path<TAB>exe", the programs
+ *                          flakelab resolved before the spawn (the path an
+ *                          exec names, the canonical executable it runs). A
+ *                          process whose AT_EXECFN is one of those paths
+ *                          announces that exe without reading
+ *                          /proc/self/exe, its costliest system call.
  *
  * No malloc anywhere: the exec wrappers may run in a vfork child.
  * Built by flakelab's build.rs with the machine's C compiler
@@ -42,6 +48,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -138,6 +145,31 @@ static void record_line(char kind, const char *what, const char *path) {
     record(line, (size_t)(p - line));
 }
 
+/* The executable flakelab resolved for `execfn` (the path this process was
+ * exec'd by) in FLAKELAB_CLOCK_EXES, copied to exe (NUL-terminated); its
+ * length, or 0 when the path is not listed (or its exe does not fit). The
+ * path must match whole: an absolute path flakelab resolved names one file
+ * whatever the process's directory. No system call. */
+static ssize_t known_exe(const char *execfn, char *exe, size_t size) {
+    const char *list = getenv("FLAKELAB_CLOCK_EXES");
+    if (!list || !execfn || execfn[0] != '/') return 0;
+    size_t len = strlen(execfn);
+    for (const char *line = list; *line;) {
+        const char *tab = strchr(line, '\t');
+        const char *eol = strchr(line, '\n');
+        if (!eol) eol = line + strlen(line);
+        if (tab && tab < eol && (size_t)(tab - line) == len &&
+            memcmp(line, execfn, len) == 0) {
+            size_t n = (size_t)(eol - tab - 1);
+            if (n == 0 || n >= size) return 0;
+            memcpy(exe, tab + 1, n);
+            return (ssize_t)n;
+        }
+        line = *eol ? eol + 1 : eol;
+    }
+    return 0;
+}
+
 __attribute__((constructor)) static void flakelab_clock_init(void) {
     const char *spec = getenv("FLAKELAB_CLOCK");
     if (spec) {
@@ -162,7 +194,8 @@ __attribute__((constructor)) static void flakelab_clock_init(void) {
     const char *record_path = getenv("FLAKELAB_CLOCK_RECORD");
     if (!record_path || !*record_path) return;
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ssize_t n = known_exe((const char *)getauxval(AT_EXECFN), exe, sizeof exe);
+    if (n <= 0) n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
     record_line('A', enabled ? NULL : "off", n > 0 ? exe : "?");
 }

@@ -106,10 +106,14 @@ pub async fn run_child_watched(
             None
         }
     };
+    // The programs the launch execs, read from their files before the
+    // spawn: none of it is in the run's measured time.
+    let planned = watch.map(|w| Inspector::plan_for(w, launch, marker));
     let recorded;
     let launch = match &record {
         Some(record) => {
-            recorded = record.launch(launch);
+            let exes = planned.as_ref().map(Inspector::exes_for_preload);
+            recorded = record.launch(launch, exes.unwrap_or_default());
             &recorded
         }
         None => launch,
@@ -146,9 +150,6 @@ pub async fn run_child_watched(
         }
     };
 
-    // The programs the launch execs, read from their files before the
-    // spawn: none of it is in the run's measured time.
-    let planned = watch.map(|w| Inspector::plan_for(w, launch, marker));
     // Files the run's preload leaves behind are told apart by this.
     let wall_started = std::time::SystemTime::now();
     let (started, spawned) = match armed {

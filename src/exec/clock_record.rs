@@ -15,6 +15,12 @@ pub const ANCHOR_VAR: &str = "FLAKELAB_CLOCK_ANCHOR";
 /// The variable naming the run's record file.
 pub const RECORD_VAR: &str = "FLAKELAB_CLOCK_RECORD";
 
+/// The programs flakelab resolved for a clock run's launch, one
+/// `path<TAB>exe` line each: a process exec'd by one of those paths
+/// announces that exe without reading `/proc/self/exe` (the preload's
+/// costliest system call at start-up).
+pub const EXES_VAR: &str = "FLAKELAB_CLOCK_EXES";
+
 /// A run's record file, created empty (mode 0600, a name no one else has)
 /// and removed when dropped.
 pub(super) struct RunRecord {
@@ -40,9 +46,14 @@ impl RunRecord {
         })
     }
 
-    /// `launch` with the run's anchor (now) and the record's path.
-    pub(super) fn launch(&self, launch: &Launch) -> Launch {
+    /// `launch` with the run's anchor (now), the record's path and the
+    /// programs flakelab resolved for the launch (`exes`, see
+    /// [`EXES_VAR`]; not set when empty).
+    pub(super) fn launch(&self, launch: &Launch, exes: String) -> Launch {
         let mut with = launch.clone();
+        if !exes.is_empty() {
+            with.env_set.insert(EXES_VAR.into(), exes);
+        }
         let now = jiff::Timestamp::now().as_nanosecond();
         with.env_set.insert(ANCHOR_VAR.into(), now.to_string());
         with.env_set.insert(
@@ -96,7 +107,7 @@ mod tests {
             preload_cleanup: None,
             clock_record: true,
         };
-        let with = record.launch(&launch);
+        let with = record.launch(&launch, String::new());
         let path = std::path::PathBuf::from(&with.env_set[RECORD_VAR]);
         assert!(with.env_set[ANCHOR_VAR].parse::<i128>().unwrap() > 0);
         std::fs::write(&path, "A 1 0 /bin/true\n").unwrap();

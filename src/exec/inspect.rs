@@ -160,6 +160,9 @@ pub(super) struct Inspector {
     images: Vec<SeenProcess>,
     /// Programs known from the launch and not yet seen alive.
     planned: Vec<usize>,
+    /// The launch's dynamically linked programs: the path an exec names
+    /// (as the PATH search finds it) and the canonical executable it runs.
+    resolved: Vec<(PathBuf, String)>,
     /// pid → (start time, `exe` link, index of its latest program).
     known: HashMap<i32, (Option<u64>, String, usize)>,
     /// Our own children that are not this run's, by (pid, start time).
@@ -181,12 +184,31 @@ impl Inspector {
             leader: 0,
             images: Vec::new(),
             planned: Vec::new(),
+            resolved: Vec::new(),
             known: HashMap::new(),
             strangers: HashSet::new(),
             next: Instant::now(),
         };
         this.plan(launch);
         this
+    }
+
+    /// The launch's dynamically linked programs as the clock preload is told
+    /// them (`FLAKELAB_CLOCK_EXES`): one line per program, the path its
+    /// exec names and the canonical executable, tab-separated. A process
+    /// exec'd by one of those paths names its executable without reading
+    /// `/proc/self/exe`. Only absolute paths without a tab or newline are
+    /// listed (a relative one names another file in another directory).
+    pub(super) fn exes_for_preload(&self) -> String {
+        let mut out = String::new();
+        for (path, exe) in &self.resolved {
+            let path = path.to_string_lossy();
+            let clean = |s: &str| !s.contains(['\t', '\n']);
+            if path.starts_with('/') && clean(&path) && clean(exe) {
+                out.push_str(&format!("{path}\t{exe}\n"));
+            }
+        }
+        out
     }
 
     /// The inspection of the run whose leader `leader` was just spawned
@@ -361,10 +383,10 @@ impl Inspector {
             })
             .unwrap_or_default();
         for program in &self.watch.execs {
-            let Some(file) = resolve(program, &path_var, &launch.cwd) else {
+            let Some(exec_path) = resolve(program, &path_var, &launch.cwd) else {
                 break;
             };
-            let file = interpreter(&file, &path_var, &launch.cwd).unwrap_or(file);
+            let file = interpreter(&exec_path, &path_var, &launch.cwd).unwrap_or(exec_path.clone());
             let Ok(canonical) = file.canonicalize() else {
                 break;
             };
@@ -374,6 +396,10 @@ impl Inspector {
                 .as_ref()
                 .and_then(|f| f.metadata().ok())
                 .map(|m| gains_ids(&m, &canonical));
+            if elf.is_some_and(|e| !e.static_linked && !e.go) {
+                self.resolved
+                    .push((exec_path.clone(), canonical.display().to_string()));
+            }
             let parent = self.images.len().checked_sub(1);
             self.images.push(SeenProcess {
                 pid: self.leader,

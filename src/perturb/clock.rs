@@ -326,6 +326,52 @@ mod tests {
         assert!(install(None).unwrap_err().to_string().contains("HOME"));
     }
 
+    /// The record lines of `/bin/true` run once under the preload with
+    /// `exes` as `FLAKELAB_CLOCK_EXES` (unset when None).
+    fn announced_by_true(exes: Option<&str>) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = install(Some(&dir.path().join("cache"))).unwrap();
+        let record = dir.path().join("record");
+        std::fs::write(&record, "").unwrap();
+        let mut cmd = std::process::Command::new("/bin/true");
+        cmd.env("LD_PRELOAD", &lib)
+            .env(CLOCK_VAR, "+0")
+            .env(RECORD_VAR, &record)
+            .env_remove(crate::exec::clock_record::EXES_VAR);
+        if let Some(exes) = exes {
+            cmd.env(crate::exec::clock_record::EXES_VAR, exes);
+        }
+        assert!(cmd.status().unwrap().success());
+        std::fs::read_to_string(&record).unwrap()
+    }
+
+    #[test]
+    fn a_process_execd_by_a_listed_path_announces_the_listed_exe_and_others_their_own() {
+        let exe = |text: &str| match parse_record(text).as_slice() {
+            [Line::Loaded { exe, shifted, .. }] => {
+                assert!(*shifted, "{text}");
+                exe.clone()
+            }
+            other => panic!("one announcement expected: {other:?}"),
+        };
+        let own = std::fs::canonicalize("/bin/true").unwrap();
+        let own = own.to_string_lossy();
+        // Listed (a made-up exe, so the test sees where the name came from).
+        let listed = "/usr/bin/env\t/nowhere/env\n/bin/true\t/nowhere/true\n";
+        assert_eq!(exe(&announced_by_true(Some(listed))), "/nowhere/true");
+        // Not listed, a prefix of the path, or no list: /proc/self/exe.
+        for exes in [
+            None,
+            Some("/usr/bin/env\t/nowhere/env\n"),
+            Some("/bin/tru\t/nowhere/true\n"),
+            Some("/bin/true/\t/nowhere/true"),
+            Some("/bin/true\t\n"),
+            Some("/bin/true"),
+        ] {
+            assert_eq!(exe(&announced_by_true(exes)), own, "{exes:?}");
+        }
+    }
+
     #[test]
     fn the_library_makes_no_shared_memory_and_names_only_libc() {
         let has = |needle: &[u8]| LIBRARY.windows(needle.len()).any(|w| w == needle);
