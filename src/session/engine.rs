@@ -24,14 +24,38 @@ use crate::report::progress::Progress;
 /// returns true to stop the session there (a sequential decision).
 pub type OnBlock<'a> = &'a mut dyn FnMut(&[RunRecord]) -> bool;
 
-/// A new session id: the UTC time and 16 random bits.
+/// A new session id: the UTC time and 16 random bits, never one this
+/// process has handed out before. Sessions that start in the same second
+/// (a confirmation's replays, a screen's rounds, bisect's steps) would
+/// otherwise share an id one time in 65,536 per pair, and a second session
+/// under an id hides the first's record and joins its runs file.
 pub fn new_session_id() -> String {
-    let now = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC);
-    format!(
-        "{}-{:04x}",
-        now.strftime("%Y%m%d-%H%M%S"),
-        rand::random::<u16>()
-    )
+    static ISSUED: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let now = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC);
+        let id = format!(
+            "{}-{:04x}",
+            now.strftime("%Y%m%d-%H%M%S"),
+            rand::random::<u16>()
+        );
+        let mut issued = ISSUED.lock().unwrap_or_else(|e| e.into_inner());
+        if issued.insert(id.clone()) {
+            return id;
+        }
+    }
+}
+
+/// A new session id (see [`new_session_id`]) under which `store` holds no
+/// runs yet: an id another flakelab gave a session in the same second is
+/// passed over.
+fn unused_session_id(store: &crate::store::Store) -> String {
+    loop {
+        let id = new_session_id();
+        if !store.holds_runs_of(&id) {
+            return id;
+        }
+    }
 }
 
 /// Now, as recorded (RFC 3339, milliseconds).
@@ -92,7 +116,7 @@ pub async fn run_session_looking(
     let session_id = match (&settings.sharding, &settings.named) {
         (Some(s), _) => s.session_id.clone(),
         (None, Some(id)) => id.clone(),
-        (None, None) => new_session_id(),
+        (None, None) => unused_session_id(&settings.store),
     };
     let started_at = now_text();
     let names: Vec<String> = settings.cells.iter().map(|(c, _)| c.name.clone()).collect();
@@ -467,6 +491,24 @@ mod tests {
             .unwrap();
         let entries = fold.entries();
         (done.held_at_most, fold.finish(load), entries)
+    }
+
+    #[test]
+    fn session_ids_never_repeat_within_a_process_or_a_store() {
+        // 20,000 ids in a second or two: with 16 random bits a second,
+        // about 3,000 would repeat if nothing kept them apart.
+        let ids: Vec<String> = (0..20_000).map(|_| new_session_id()).collect();
+        let distinct: std::collections::BTreeSet<&String> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len());
+        // An id whose runs file the store already holds is passed over.
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::at(dir.path());
+        let taken = "20260101-000000-0001";
+        assert!(!store.holds_runs_of(taken));
+        std::fs::create_dir_all(dir.path().join("runs")).unwrap();
+        std::fs::write(dir.path().join("runs").join(format!("{taken}.jsonl")), "").unwrap();
+        assert!(store.holds_runs_of(taken));
+        assert_ne!(unused_session_id(&store), taken);
     }
 
     #[test]

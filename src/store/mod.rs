@@ -238,6 +238,13 @@ impl Store {
         Ok(self.root.join(RUNS_DIR).join(format!("{session}.jsonl")))
     }
 
+    /// Whether the store has a runs file for `session` (a session under
+    /// that id has recorded a run).
+    pub fn holds_runs_of(&self, session: &str) -> bool {
+        self.runs_path(session)
+            .is_ok_and(|p| fs::symlink_metadata(p).is_ok())
+    }
+
     /// Appends one run record to its session's runs file, compactly (with
     /// the test-table and context lines it needs first, in the same write),
     /// and flushes it.
