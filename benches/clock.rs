@@ -84,8 +84,10 @@ fn cell_costs(flakelab: &str, dir: &std::path::Path, runs: u32) {
 /// spawned directly (as flakelab spawns a run) with nothing preloaded, with
 /// an empty library preloaded (the dynamic loader maps one more library),
 /// with the clock preload and no record (its constructor reads its setting),
-/// and with the clock preload and its record (each process announces
-/// itself: `readlink /proc/self/exe` and one append). The four alternate
+/// with the clock preload and its record (each process announces
+/// itself: `readlink /proc/self/exe` and one append), and with its record
+/// and the executable flakelab resolved before the spawn
+/// (`FLAKELAB_CLOCK_EXES`: no `readlink`). The five alternate
 /// spawn by spawn, so a busy machine slows each alike; medians over
 /// `runs * rounds` spawns each.
 fn parts(dir: &std::path::Path, runs: u32, rounds: u32) {
@@ -106,6 +108,11 @@ fn parts(dir: &std::path::Path, runs: u32, rounds: u32) {
     let record = record.display().to_string();
     let empty = empty.display().to_string();
     let clock = ("FLAKELAB_CLOCK", "+31536000");
+    // What flakelab tells the preload when it spawns `/bin/true` itself.
+    let exes = format!(
+        "/bin/true\t{}\n",
+        std::fs::canonicalize("/bin/true").unwrap().display()
+    );
     let mut variants: Vec<(&str, Vec<(&str, &str)>)> = vec![
         ("nothing preloaded", vec![("FLAKELAB_BENCH", "1")]),
         ("empty library", vec![("LD_PRELOAD", &empty)]),
@@ -116,6 +123,15 @@ fn parts(dir: &std::path::Path, runs: u32, rounds: u32) {
                 ("LD_PRELOAD", &lib),
                 clock,
                 ("FLAKELAB_CLOCK_RECORD", &record),
+            ],
+        ),
+        (
+            "record, exe known",
+            vec![
+                ("LD_PRELOAD", &lib),
+                clock,
+                ("FLAKELAB_CLOCK_RECORD", &record),
+                ("FLAKELAB_CLOCK_EXES", &exes),
             ],
         ),
     ];
@@ -157,7 +173,7 @@ fn parts(dir: &std::path::Path, runs: u32, rounds: u32) {
     let lines = text.lines().count() as u32;
     assert_eq!(
         lines,
-        runs * rounds,
+        2 * runs * rounds,
         "each preloaded spawn with a record announces itself once"
     );
 }

@@ -396,7 +396,17 @@ impl Inspector {
                 .as_ref()
                 .and_then(|f| f.metadata().ok())
                 .map(|m| gains_ids(&m, &canonical));
-            if elf.is_some_and(|e| !e.static_linked && !e.go) {
+            // The path as the exec hands it to the kernel (`AT_EXECFN`):
+            // absolute only when the program is, or is found in an
+            // absolute PATH entry.
+            let named_absolute = program.starts_with('/')
+                || (!program.contains('/')
+                    && exec_path.parent().is_some_and(|d| {
+                        path_var
+                            .split(':')
+                            .any(|e| e.starts_with('/') && Path::new(e) == d)
+                    }));
+            if named_absolute && elf.is_some_and(|e| !e.static_linked && !e.go) {
                 self.resolved
                     .push((exec_path.clone(), canonical.display().to_string()));
             }
@@ -943,5 +953,45 @@ mod tests {
             None
         );
         assert_eq!(interpreter(&sh, "/usr/bin", dir.path()), None);
+    }
+
+    #[test]
+    fn the_preload_is_told_each_dynamic_program_by_the_path_its_exec_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("run.sh");
+        std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let launch = |argv0: &str| Launch {
+            argv: vec![argv0.into()],
+            cwd: dir.path().to_path_buf(),
+            env_set: [("PATH".to_string(), "/nonexistent:/usr/bin:/bin".to_string())].into(),
+            env_unset: Vec::new(),
+            isolation: Default::default(),
+            netns_cell: None,
+            preload_cleanup: None,
+            clock_record: true,
+        };
+        let told = |execs: &[&str], argv0: &str| {
+            let watch = Watch {
+                env: Vec::new(),
+                execs: execs.iter().map(|e| e.to_string()).collect(),
+            };
+            Inspector::plan_for(&watch, &launch(argv0), "m").exes_for_preload()
+        };
+        let canonical = |p: &str| std::fs::canonicalize(p).unwrap().display().to_string();
+        // Found on the PATH: the path execvp execs, the file it runs.
+        assert_eq!(
+            told(&["true"], "true"),
+            format!("/usr/bin/true\t{}\n", canonical("/usr/bin/true"))
+        );
+        // A script: the path the kernel is given, its interpreter's file.
+        let path = script.display().to_string();
+        assert_eq!(
+            told(&[&path], &path),
+            format!("{path}\t{}\n", canonical("/bin/sh"))
+        );
+        // A relative path names another file in another directory: not told.
+        assert_eq!(told(&["./run.sh"], "./run.sh"), "");
     }
 }
