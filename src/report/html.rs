@@ -5,7 +5,11 @@
 //! the cells' table, the per-test table (sortable, filterable, each repro
 //! line with a copy button), the screen design's looks and the
 //! confirmations, and whatever sections a caller adds (the evidence adds its
-//! ladder, classification and coverage). Pure: the report in, a string out.
+//! ladder, classification and coverage). The page fits a 1280 px window:
+//! code (ids, commands) wraps anywhere it must, a repro line wraps on
+//! screen while its text (what the copy button copies) stays the one line,
+//! and no element scrolls or clips sideways. Pure: the report in, a string
+//! out.
 
 use std::fmt::Write as _;
 

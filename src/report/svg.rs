@@ -5,7 +5,10 @@
 //! report in the output (each row carries `data-low`/`data-high` as the
 //! shortest round-trip decimal of the report's f64, the same digits the JSON
 //! report prints), where a plotting crate would round them to pixels.
-//! Pure: strings in, a string out.
+//! Row labels are monospace, in a column sized to the widest label
+//! ([`super::label`]); a label wider than 420 px wraps whole onto more
+//! lines, so no name is cut (the svg's `data-label-width` is where the axis
+//! starts). Pure: strings in, a string out.
 
 use std::fmt::Write as _;
 

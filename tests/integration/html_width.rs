@@ -185,6 +185,13 @@ fn the_html_report_fits_1280_px_with_long_test_names_and_repro_lines() {
     assert_eq!(misfits(&m), Vec::<String>::new(), "{m:#}");
     assert!(m["widest_right"].as_f64().unwrap() <= VIEWPORT, "{m:#}");
 
+    // The evidence page (the report's sections and its own) fits too.
+    let evidence = lab.run(&["evidence", "--format", "html"]);
+    let evidence = String::from_utf8(evidence.stdout).unwrap();
+    assert!(evidence.contains("id=\"coverage\""), "{evidence}");
+    let e = measure(&evidence, "wide-names-evidence", "", &|p| p.to_string());
+    assert_eq!(misfits(&e), Vec::<String>::new(), "{e:#}");
+
     // The screenshot at 1280 px, kept as an artifact to look at.
     let shot = artifact_dir().join("wide-names.png");
     let _ = std::fs::remove_file(&shot);
