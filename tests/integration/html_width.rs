@@ -25,9 +25,10 @@ const LONG_ARG: &str = "--config=/home/ci/builds/acme/monorepo/services/schedule
 /// A session whose differing test has a very long id and whose command
 /// gives a long repro line.
 fn fixture(lab: &Lab) {
-    let case = |fails: bool| {
+    // The long test, and a second long one beside it, fail in the zone.
+    let case = |name: &str, fails: bool| {
         format!(
-            "<testcase classname='{LONG_CLASS}' name='{LONG_NAME}'>{}</testcase>",
+            "<testcase classname='{LONG_CLASS}' name='{name}'>{}</testcase>",
             if fails {
                 "<failure message='offset'/>"
             } else {
@@ -37,8 +38,9 @@ fn fixture(lab: &Lab) {
     };
     let suite = |fails: bool| {
         format!(
-            "<testsuite name='s' tests='2'><testcase classname='tests.test_a' name='test_ok'/>{}</testsuite>",
-            case(fails)
+            "<testsuite name='s' tests='3'><testcase classname='tests.test_a' name='test_ok'/>{}{}</testsuite>",
+            case(LONG_NAME, fails),
+            case(&format!("{LONG_NAME}_again"), fails)
         )
     };
     let text = format!(
@@ -133,6 +135,16 @@ fn measure(page: &str, tag: &str, extra: &str, edit: &dyn Fn(&str) -> String) ->
 /// Every way the measured page does not fit, in words (empty: it fits).
 fn misfits(m: &Value) -> Vec<String> {
     let mut out = Vec::new();
+    // Row labels, each plot's in order, each below the one before.
+    let labels: Vec<&Value> = (m["texts"].as_array().unwrap().iter())
+        .filter(|t| t["cls"] == "label")
+        .collect();
+    for pair in labels.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        if a["plot"] == b["plot"] && b["top"].as_f64() < a["bottom"].as_f64() {
+            out.push(format!("row labels overlap: {a} and {b}"));
+        }
+    }
     let scroll = m["scroll"].as_f64().unwrap();
     if scroll > VIEWPORT {
         out.push(format!(
@@ -216,6 +228,12 @@ fn the_html_report_fits_1280_px_with_long_test_names_and_repro_lines() {
         .filter(|t| t["cls"] == "label" && t["test"] == id.as_str())
         .collect();
     assert!(!labels.is_empty(), "the long test is not plotted: {m:#}");
+    let rows = |plot: &str| {
+        (m["texts"].as_array().unwrap().iter())
+            .filter(|t| t["cls"] == "label" && t["plot"] == plot)
+            .count()
+    };
+    assert_eq!((rows("plot-cells"), rows("plot-tests")), (3, 2), "{m:#}");
     for t in labels {
         assert_eq!(
             t["text"].as_str().unwrap(),
@@ -266,10 +284,16 @@ fn the_width_check_sees_the_old_css_and_a_label_in_the_axis() {
     let m = measure(&page, "old-css", old_css, &|p| {
         let at = p.find("<text class=\"label\"").unwrap();
         let (head, tail) = p.split_at(at);
-        format!(
+        let p = format!(
             "{head}{}",
             tail.replacen("<tspan x=\"4\"", "<tspan x=\"300\"", 1)
-        )
+        );
+        // And the second test row's label moved 30 px up, onto the first.
+        let plot = p.find("id=\"plot-tests\"").unwrap();
+        let first = plot + p[plot..].find("<text class=\"label\"").unwrap() + 1;
+        let second = first + p[first..].find("<text class=\"label\"").unwrap();
+        let (head, tail) = p.split_at(second);
+        format!("{head}{}", tail.replacen("dy=\"0\"", "dy=\"-30\"", 1))
     });
     let found = misfits(&m);
     let has = |what: &str| found.iter().any(|f| f.starts_with(what));
@@ -281,4 +305,5 @@ fn the_width_check_sees_the_old_css_and_a_label_in_the_axis() {
         "{found:#?}"
     );
     assert!(has("row label runs into the axis"), "{found:#?}");
+    assert!(has("row labels overlap"), "{found:#?}");
 }
