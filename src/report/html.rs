@@ -5,7 +5,11 @@
 //! the cells' table, the per-test table (sortable, filterable, each repro
 //! line with a copy button), the screen design's looks and the
 //! confirmations, and whatever sections a caller adds (the evidence adds its
-//! ladder, classification and coverage). Pure: the report in, a string out.
+//! ladder, classification and coverage). The page fits a 1280 px window:
+//! code (ids, commands) wraps anywhere it must, a repro line wraps on
+//! screen while its text (what the copy button copies) stays the one line,
+//! and no element scrolls or clips sideways. Pure: the report in, a string
+//! out.
 
 use std::fmt::Write as _;
 
@@ -123,7 +127,8 @@ const STYLE: &str = r#"
 body{max-width:1100px;margin:0 auto;padding:1rem 1.5rem;line-height:1.4}
 h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #e5e7eb}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85rem}
-pre{background:#f3f4f6;padding:.5rem;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
+code,pre{overflow-wrap:anywhere}
+pre{background:#f3f4f6;padding:.5rem;white-space:pre-wrap;word-break:normal}
 table{border-collapse:collapse;width:100%;font-size:.85rem}
 caption{text-align:left;font-weight:600;padding:.3rem 0}
 th,td{border:1px solid #e5e7eb;padding:.25rem .4rem;vertical-align:top;text-align:left}
@@ -134,17 +139,18 @@ th[aria-sort=ascending] button::after{content:" ▲"}th[aria-sort=descending] bu
 tr.differs td:first-child{border-left:4px solid #b91c1c}
 .tag{display:inline-block;border-radius:3px;padding:0 .3rem;font-size:.75rem;font-weight:600}
 .tag.differs{background:#fee2e2;color:#991b1b}.tag.sham{background:#e5e7eb}.tag.not-applied{background:#fef3c7;color:#92400e}
-.controls{display:flex;gap:1rem;align-items:center;margin:.5rem 0}
+.controls{display:flex;flex-wrap:wrap;gap:1rem;align-items:center;margin:.5rem 0}
 .forest{max-width:100%;height:auto}
 .forest .differs line.ci,.forest .differs circle{stroke:#b91c1c;fill:#b91c1c}
 .forest .same line.ci,.forest .same circle,.forest .baseline line.ci,.forest .baseline rect{stroke:#1f2937;fill:#1f2937}
 .forest .sham line.ci{stroke:#6b7280}.forest .sham circle{stroke:#6b7280;fill:#fff;stroke-width:2}
 .forest .not-applied line.ci{stroke:#d97706;stroke-dasharray:4 3}.forest .not-applied circle{fill:#d97706}
 .legend{font-size:.8rem;color:#374151}
-.repro{display:flex;gap:.4rem;align-items:flex-start}.repro pre{flex:1;margin:0}
-td .repro pre{white-space:pre;overflow-x:auto;max-width:26rem;word-break:normal}
+.repro{display:flex;gap:.4rem;align-items:flex-start}.repro pre{flex:1;margin:0;min-width:0}
+#tests-table th[scope=row]{min-width:12rem}#tests-table th[scope=row] code{display:block;max-width:22rem}#tests-table td:nth-child(2){min-width:7rem}
+td .repro{min-width:17rem;max-width:30rem}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
-@media print{.controls,button.copy{display:none}td .repro pre{white-space:pre-wrap;word-break:break-all;max-width:none}body{max-width:none;padding:0}tr{break-inside:avoid}tr[hidden]{display:table-row}h2{break-after:avoid}.forest{break-inside:avoid}}
+@media print{.controls,button.copy{display:none}body{max-width:none;padding:0}tr{break-inside:avoid}tr[hidden]{display:table-row}h2{break-after:avoid}.forest{break-inside:avoid}}
 "#;
 
 const SCRIPT: &str = r#"

@@ -24,6 +24,7 @@ pub(crate) mod handover;
 pub(crate) mod history;
 pub(crate) mod html;
 pub mod json;
+mod label;
 pub(crate) mod ladder;
 pub(crate) mod markdown;
 mod markup;

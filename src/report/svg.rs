@@ -5,9 +5,14 @@
 //! report in the output (each row carries `data-low`/`data-high` as the
 //! shortest round-trip decimal of the report's f64, the same digits the JSON
 //! report prints), where a plotting crate would round them to pixels.
-//! Pure: strings in, a string out.
+//! Row labels are monospace, in a column sized to the widest label
+//! ([`super::label`]); a label wider than 420 px wraps whole onto more
+//! lines, so no name is cut (the svg's `data-label-width` is where the axis
+//! starts). Pure: strings in, a string out.
 
 use std::fmt::Write as _;
+
+use super::label;
 
 /// What a plotted row is, for its mark and its legend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,30 +96,89 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-const LABEL_W: f64 = 330.0;
+/// The narrowest and widest the label column gets, in px: a label wider
+/// than the widest wraps onto more lines (the plot then stays under 1000 px,
+/// inside the page's 1100 px column).
+const MIN_LABEL_W: f64 = 160.0;
+const MAX_LABEL_W: f64 = 420.0;
+/// Space left of a label (4) and between it and the axis (8).
+const LABEL_PAD: f64 = 12.0;
 const AXIS_W: f64 = 440.0;
 const COUNT_W: f64 = 130.0;
 const ROW_H: f64 = 22.0;
-const TOP: f64 = 28.0;
+/// The height each further line of a wrapped label adds to its row.
+const LINE_H: f64 = 14.0;
 
-fn x_of(rate: f64) -> f64 {
-    LABEL_W + rate.clamp(0.0, 1.0) * AXIS_W
+/// Where a plot's parts go: the label column sized to the widest label
+/// (each label's lines), the title's lines, and each row's top and height.
+struct Layout {
+    label_w: f64,
+    width: f64,
+    title: Vec<String>,
+    top: f64,
+    rows: Vec<(f64, f64, Vec<String>)>,
+    bottom: f64,
 }
 
-fn short(label: &str, max: usize) -> String {
-    if label.chars().count() <= max {
-        label.to_string()
-    } else {
-        let tail: String = label
-            .chars()
-            .rev()
-            .take(max - 1)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
+impl Layout {
+    fn new(title: &str, rows: &[PlotRow]) -> Layout {
+        let fit = ((MAX_LABEL_W - LABEL_PAD) / label::ADVANCE).floor() as usize;
+        let labels: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| label::wrap(&label_text(r), fit))
             .collect();
-        format!("…{tail}")
+        let widest = labels
+            .iter()
+            .flatten()
+            .map(|l| label::width(l))
+            .fold(0.0, f64::max);
+        let label_w = (widest + LABEL_PAD).ceil().clamp(MIN_LABEL_W, MAX_LABEL_W);
+        let width = label_w + AXIS_W + COUNT_W;
+        let title = label::wrap(title, ((width - 8.0) / label::ADVANCE).floor() as usize);
+        let top = 28.0 + LINE_H * (title.len() - 1) as f64;
+        let mut y = top;
+        let mut placed = Vec::with_capacity(rows.len());
+        for lines in labels {
+            let h = ROW_H + LINE_H * (lines.len() - 1) as f64;
+            placed.push((y, h, lines));
+            y += h;
+        }
+        let bottom = if rows.is_empty() { top + ROW_H } else { y };
+        Layout {
+            label_w,
+            width,
+            title,
+            top,
+            rows: placed,
+            bottom,
+        }
     }
+
+    fn x_of(&self, rate: f64) -> f64 {
+        self.label_w + rate.clamp(0.0, 1.0) * AXIS_W
+    }
+}
+
+/// A row's label as drawn: the label and its kind's marker.
+fn label_text(r: &PlotRow) -> String {
+    let marker = match r.kind {
+        RowKind::Sham => " (sham)",
+        RowKind::NotApplied => " (NOT APPLIED)",
+        _ => "",
+    };
+    format!("{}{marker}", r.label)
+}
+
+/// `lines` as a `<text>` at `x`, the first line's baseline at `y`, each
+/// further line one [`LINE_H`] under it.
+fn text_lines(class: &str, x: f64, y: f64, lines: &[String], attrs: &str) -> String {
+    let mut s = format!("<text class=\"{class}\" x=\"{x}\" y=\"{y:.1}\"{attrs}>");
+    for (i, l) in lines.iter().enumerate() {
+        let dy = if i == 0 { 0.0 } else { LINE_H };
+        let _ = write!(s, "<tspan x=\"{x}\" dy=\"{dy}\">{}</tspan>", escape(l));
+    }
+    s.push_str("</text>");
+    s
 }
 
 /// The row's words, for its `<title>` and `aria-label`.
@@ -150,12 +214,13 @@ pub fn forest(
     standalone: bool,
 ) -> String {
     let pct = (confidence * 100.0).round();
-    let width = LABEL_W + AXIS_W + COUNT_W;
-    let height = TOP + ROW_H * rows.len().max(1) as f64 + 34.0;
+    let at = Layout::new(title, rows);
+    let (width, label_w, top, bottom) = (at.width, at.label_w, at.top, at.bottom);
+    let height = bottom + 34.0;
     let mut s = String::new();
     let _ = write!(
         s,
-        "<svg{} id=\"{id}\" class=\"forest\" role=\"group\" aria-labelledby=\"{id}-title\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" font-family=\"system-ui, sans-serif\" font-size=\"12\">",
+        "<svg{} id=\"{id}\" class=\"forest\" role=\"group\" aria-labelledby=\"{id}-title\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" data-label-width=\"{label_w}\" data-axis-width=\"{AXIS_W}\" font-family=\"system-ui, sans-serif\" font-size=\"12\">",
         if standalone {
             " xmlns=\"http://www.w3.org/2000/svg\""
         } else {
@@ -167,49 +232,55 @@ pub fn forest(
         s.push_str("<style>.differs line.ci,.differs circle{stroke:#b91c1c;fill:#b91c1c}.same line.ci,.same circle,.baseline line.ci,.baseline circle{stroke:#1f2937;fill:#1f2937}.sham line.ci,.sham circle{stroke:#6b7280;fill:#fff}.not-applied line.ci{stroke:#d97706;stroke-dasharray:4 3}.not-applied circle{fill:#d97706;stroke:#d97706}</style>");
     }
     // The baseline band and the axis.
-    let bottom = TOP + ROW_H * rows.len().max(1) as f64;
     if let Some((_, lo, hi)) = baseline {
         let _ = write!(
             s,
             "<rect class=\"baseline-band\" x=\"{:.2}\" y=\"{}\" width=\"{:.2}\" height=\"{}\" fill=\"#dbeafe\" aria-hidden=\"true\"/>",
-            x_of(lo),
-            TOP - 4.0,
-            (x_of(hi) - x_of(lo)).max(1.0),
-            bottom - TOP + 4.0
+            at.x_of(lo),
+            top - 4.0,
+            (at.x_of(hi) - at.x_of(lo)).max(1.0),
+            bottom - top + 4.0
         );
     }
     let _ = write!(
         s,
-        "<g class=\"axis\" aria-hidden=\"true\"><line x1=\"{LABEL_W}\" y1=\"{bottom}\" x2=\"{}\" y2=\"{bottom}\" stroke=\"#374151\"/>",
-        LABEL_W + AXIS_W
+        "<g class=\"axis\" aria-hidden=\"true\"><line x1=\"{label_w}\" y1=\"{bottom}\" x2=\"{}\" y2=\"{bottom}\" stroke=\"#374151\"/>",
+        label_w + AXIS_W
     );
     for i in 0..=4 {
         let t = f64::from(i) / 4.0;
-        let x = x_of(t);
+        let x = at.x_of(t);
         let _ = write!(
             s,
-            "<line x1=\"{x}\" y1=\"{TOP}\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"#e5e7eb\"/><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{t}</text>",
+            "<line x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"#e5e7eb\"/><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{t}</text>",
             bottom + 14.0
         );
     }
     let _ = write!(
         s,
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">failure rate, {pct}% Clopper–Pearson interval (shaded: baseline)</text></g>",
-        LABEL_W + AXIS_W / 2.0,
+        label_w + AXIS_W / 2.0,
         bottom + 28.0
     );
-    let _ = write!(
-        s,
-        "<text x=\"4\" y=\"16\" font-weight=\"bold\" aria-hidden=\"true\">{}</text>",
-        escape(title)
-    );
+    s.push_str(&text_lines(
+        "plot-title",
+        4.0,
+        16.0,
+        &at.title,
+        " font-weight=\"bold\" aria-hidden=\"true\"",
+    ));
     let _ = write!(
         s,
         "<g role=\"list\" aria-label=\"{}\">",
         escape(&format!("{} rows", rows.len()))
     );
-    for (i, r) in rows.iter().enumerate() {
-        let y = TOP + ROW_H * i as f64 + ROW_H / 2.0;
+    let label_attrs = format!(
+        " font-family=\"{}\" font-size=\"{}\" aria-hidden=\"true\"",
+        label::MONOSPACE,
+        label::FONT_PX
+    );
+    for (r, (row_top, row_h, lines)) in rows.iter().zip(&at.rows) {
+        let y = row_top + row_h / 2.0;
         let words = row_words(r, pct);
         let _ = write!(
             s,
@@ -228,59 +299,49 @@ pub fn forest(
             r.high,
             escape(&words)
         );
-        let _ = write!(
-            s,
-            "<text x=\"4\" y=\"{:.1}\" aria-hidden=\"true\">{}{}</text>",
-            y + 4.0,
-            escape(&short(&r.label, 48)),
-            match r.kind {
-                RowKind::Sham => " (sham)",
-                RowKind::NotApplied => " (NOT APPLIED)",
-                _ => "",
-            }
-        );
+        // The label's lines centred on the row.
+        let first = y + 4.0 - LINE_H * (lines.len() - 1) as f64 / 2.0;
+        s.push_str(&text_lines("label", 4.0, first, lines, &label_attrs));
         if let Some((brate, blo, bhi)) = r.baseline {
             let _ = write!(
                 s,
                 "<g class=\"test-baseline\" aria-hidden=\"true\"><line x1=\"{:.2}\" y1=\"{:.1}\" x2=\"{:.2}\" y2=\"{:.1}\" stroke=\"#60a5fa\" stroke-width=\"3\"/><circle cx=\"{:.2}\" cy=\"{:.1}\" r=\"2.5\" fill=\"#2563eb\"/></g>",
-                x_of(blo),
+                at.x_of(blo),
                 y + 6.0,
-                x_of(bhi),
+                at.x_of(bhi),
                 y + 6.0,
-                x_of(brate),
+                at.x_of(brate),
                 y + 6.0
             );
         }
         if r.n > 0 {
+            let (lo, hi) = (at.x_of(r.low), at.x_of(r.high));
             let _ = write!(
                 s,
-                "<line class=\"ci\" x1=\"{:.2}\" y1=\"{y:.1}\" x2=\"{:.2}\" y2=\"{y:.1}\" stroke-width=\"2\"/><line class=\"ci\" x1=\"{:.2}\" y1=\"{:.1}\" x2=\"{:.2}\" y2=\"{:.1}\"/><line class=\"ci\" x1=\"{:.2}\" y1=\"{:.1}\" x2=\"{:.2}\" y2=\"{:.1}\"/>",
-                x_of(r.low),
-                x_of(r.high),
-                x_of(r.low),
+                "<line class=\"ci\" x1=\"{lo:.2}\" y1=\"{y:.1}\" x2=\"{hi:.2}\" y2=\"{y:.1}\" stroke-width=\"2\"/><line class=\"ci\" x1=\"{lo:.2}\" y1=\"{:.1}\" x2=\"{lo:.2}\" y2=\"{:.1}\"/><line class=\"ci\" x1=\"{hi:.2}\" y1=\"{:.1}\" x2=\"{hi:.2}\" y2=\"{:.1}\"/>",
                 y - 4.0,
-                x_of(r.low),
                 y + 4.0,
-                x_of(r.high),
                 y - 4.0,
-                x_of(r.high),
                 y + 4.0
             );
             let mark = if r.kind == RowKind::Baseline {
                 format!(
                     "<rect x=\"{:.2}\" y=\"{:.1}\" width=\"8\" height=\"8\"/>",
-                    x_of(r.rate) - 4.0,
+                    at.x_of(r.rate) - 4.0,
                     y - 4.0
                 )
             } else {
-                format!("<circle cx=\"{:.2}\" cy=\"{y:.1}\" r=\"4\"/>", x_of(r.rate))
+                format!(
+                    "<circle cx=\"{:.2}\" cy=\"{y:.1}\" r=\"4\"/>",
+                    at.x_of(r.rate)
+                )
             };
             s.push_str(&mark);
         } else {
             let _ = write!(
                 s,
                 "<text x=\"{}\" y=\"{:.1}\" fill=\"#92400e\" aria-hidden=\"true\">{}</text>",
-                LABEL_W + 6.0,
+                label_w + 6.0,
                 y + 4.0,
                 if r.kind == RowKind::NotApplied {
                     "not applied: no run measured"
@@ -292,7 +353,7 @@ pub fn forest(
         let _ = write!(
             s,
             "<text x=\"{}\" y=\"{:.1}\" aria-hidden=\"true\">{} of {}</text></g>",
-            LABEL_W + AXIS_W + 8.0,
+            label_w + AXIS_W + 8.0,
             y + 4.0,
             r.k,
             r.n
@@ -352,8 +413,56 @@ mod tests {
     }
 
     #[test]
-    fn long_labels_keep_their_tail() {
-        assert_eq!(short("abcdef", 4), "…def");
-        assert_eq!(short("abc", 4), "abc");
+    fn the_label_column_fits_the_widest_label_and_a_longer_one_wraps_whole() {
+        let narrow = forest("p", "t", &[row(RowKind::Same, "tz=UTC")], None, 0.95, false);
+        assert!(
+            narrow.contains(&format!("data-label-width=\"{MIN_LABEL_W}\"")),
+            "{narrow}"
+        );
+        let mid = "tests/test_a.py::test_b · tz=Pacific/Kiritimati";
+        let svg = forest("p", "t", &[row(RowKind::Sham, mid)], None, 0.95, false);
+        let want = (label::width(&format!("{mid} (sham)")) + LABEL_PAD).ceil();
+        assert!(want > MIN_LABEL_W && want < MAX_LABEL_W);
+        assert!(
+            svg.contains(&format!("data-label-width=\"{want}\"")),
+            "{svg}"
+        );
+        // The axis starts right of the label column.
+        assert!(svg.contains(&format!("<line x1=\"{want}\" ")), "{svg}");
+
+        let long = format!(
+            "tests/{}::test_{} · tz=Pacific/Kiritimati",
+            "a".repeat(90),
+            "b".repeat(70)
+        );
+        let svg = forest(
+            "p",
+            "t",
+            &[row(RowKind::NotApplied, &long)],
+            None,
+            0.95,
+            false,
+        );
+        // The column grows to its widest (less than one column short of it).
+        let at = svg.find("data-label-width=\"").unwrap() + 18;
+        let column: f64 = svg[at..at + svg[at..].find('"').unwrap()].parse().unwrap();
+        assert!(
+            column <= MAX_LABEL_W && column > MAX_LABEL_W - label::ADVANCE,
+            "{svg}"
+        );
+        let at = svg.find("<text class=\"label\"").unwrap();
+        let text = &svg[at..at + svg[at..].find("</text>").unwrap()];
+        let lines: Vec<&str> = text
+            .split("<tspan")
+            .skip(1)
+            .map(|t| &t[t.find('>').unwrap() + 1..t.find("</tspan>").unwrap()])
+            .collect();
+        assert!(lines.len() >= 3, "{text}");
+        assert_eq!(lines.concat(), format!("{long} (NOT APPLIED)"));
+        for l in &lines {
+            assert!(label::width(l) + LABEL_PAD <= column, "{l}");
+        }
+        // The width is the label column, the axis and the counts.
+        assert!(svg.contains(&format!("width=\"{}\"", column + AXIS_W + COUNT_W)));
     }
 }

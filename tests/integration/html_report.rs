@@ -76,7 +76,8 @@ const DRIVER: &str = r#"<script>
       k:+g.getAttribute('data-k'),n:+g.getAttribute('data-n'),
       low:g.getAttribute('data-low'),high:g.getAttribute('data-high'),kind:g.getAttribute('class'),
       label:g.getAttribute('aria-label'),title:g.querySelector('title').textContent,
-      x1:ci?+ci.getAttribute('x1'):null,x2:ci?+ci.getAttribute('x2'):null};});
+      x1:ci?+ci.getAttribute('x1'):null,x2:ci?+ci.getAttribute('x2'):null,
+      axis_x:+g.closest('svg').getAttribute('data-label-width'),axis_w:+g.closest('svg').getAttribute('data-axis-width')};});
   var table=document.getElementById('tests-table');
   function col(i){return Array.prototype.filter.call(table.tBodies[0].rows,function(tr){return !tr.hidden;})
     .map(function(tr){return tr.cells[i].getAttribute('data-sort');});}
@@ -144,7 +145,7 @@ fn the_network_check_sees_a_page_that_fetches() {
 }
 
 /// Chromium with the issue's flags and a fresh profile directory.
-fn chromium(profile: &Path) -> Command {
+pub(super) fn chromium(profile: &Path) -> Command {
     let mut c = Command::new("chromium");
     c.args([
         "--headless",
@@ -159,7 +160,7 @@ fn chromium(profile: &Path) -> Command {
     c
 }
 
-fn unescape(s: &str) -> String {
+pub(super) fn unescape(s: &str) -> String {
     s.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")
@@ -167,7 +168,7 @@ fn unescape(s: &str) -> String {
 }
 
 /// Where artifacts of this test are kept: under the target directory.
-fn artifact_dir() -> PathBuf {
+pub(super) fn artifact_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-report");
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -237,13 +238,19 @@ fn the_html_report_plots_every_cell_and_differing_test_with_the_json_bounds_in_c
         assert_eq!(low, c["low"].as_f64().unwrap(), "{got}");
         assert_eq!(high, c["high"].as_f64().unwrap(), "{got}");
         if c["n"].as_u64().unwrap() > 0 {
-            // Drawn where the bounds say (330 px label, 440 px axis).
+            // Drawn where the bounds say (the axis starts after the
+            // label column, sized to the widest label).
+            let (x0, w) = (
+                got["axis_x"].as_f64().unwrap(),
+                got["axis_w"].as_f64().unwrap(),
+            );
+            assert!(x0 >= 160.0 && w == 440.0, "{got}");
             assert!(
-                (got["x1"].as_f64().unwrap() - (330.0 + 440.0 * low)).abs() < 0.01,
+                (got["x1"].as_f64().unwrap() - (x0 + w * low)).abs() < 0.01,
                 "{got}"
             );
             assert!(
-                (got["x2"].as_f64().unwrap() - (330.0 + 440.0 * high)).abs() < 0.01,
+                (got["x2"].as_f64().unwrap() - (x0 + w * high)).abs() < 0.01,
                 "{got}"
             );
         }

@@ -23,6 +23,7 @@ mod hostile;
 mod hostile_input;
 mod hostile_output;
 mod html_report;
+mod html_width;
 mod junit_corpus;
 mod junit_e2e;
 mod kernel;
