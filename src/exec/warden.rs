@@ -327,6 +327,16 @@ impl Roll {
         dirs
     }
 
+    /// Takes the record files' entries off the roll: their paths.
+    fn take_files(&mut self) -> Vec<String> {
+        let files: Vec<String> = (self.runs.keys())
+            .filter_map(|m| m.strip_prefix(FILE_ON_ROLL))
+            .map(String::from)
+            .collect();
+        self.runs.retain(|m, _| !m.starts_with(FILE_ON_ROLL));
+        files
+    }
+
     /// The `FLAKELAB_RUN_ID=<marker>` entries to look for.
     fn entries(&self) -> Vec<Vec<u8>> {
         self.runs
@@ -350,6 +360,10 @@ const NAMED: &str = "flakelab-";
 /// The prefix of an owned directory's entry on the roll (a run's entry is
 /// its run id, which never starts so).
 pub(super) const ON_ROLL: &str = "rm:";
+
+/// The prefix of a clock run's record file's entry on the roll
+/// (`exec::clock_record`).
+pub(super) const FILE_ON_ROLL: &str = "rf:";
 
 /// Whether `path` is an owned directory whose owner is gone: a real
 /// directory named `flakelab-…`, this user's, holding a regular owner file
@@ -411,8 +425,14 @@ pub fn helper() -> i32 {
         return 0;
     };
     let dirs = roll.take_dirs();
+    let files = roll.take_files();
     if !roll.runs.is_empty() {
         end_all(&roll);
+    }
+    // The clock runs' record files (their runs are ended): each only if
+    // it is still a record file no process holds (`exec::clock_record`).
+    for file in files {
+        super::clock_record::remove_orphan(Path::new(&file));
     }
     // Then the directories flakelab was using (its runs are ended, so
     // nothing writes there any more): each only if it is still an owned

@@ -415,3 +415,86 @@ fn clock_cells_and_their_shams_leave_no_file_in_dev_shm_the_tmpdir_or_the_cache(
         "left-by-the-subject\n"
     );
 }
+
+/// Starts a clock session whose first clock run announces its record file
+/// (`rec`: the subject's pid and the path) and blocks; returns flakelab's
+/// process, the subject's pid and the record's path, once announced.
+fn blocked_clock_run(
+    lab: &Lab,
+    tmp: &std::path::Path,
+    warden: bool,
+) -> (std::process::Child, i32, std::path::PathBuf) {
+    let subject = r#"[ -n "$FLAKELAB_CLOCK_RECORD" ] || exit 0
+echo "$$ $FLAKELAB_CLOCK_RECORD" > rec.tmp && mv rec.tmp rec
+exec sleep 1000"#;
+    let mut cmd = lab.cmd();
+    cmd.env("TMPDIR", tmp)
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("FAKETIME_LIB")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if !warden {
+        cmd.env("FLAKELAB_TEST_NO_WARDEN", "1");
+    }
+    let child = cmd
+        .args(["run", "-n", "1", "-j", "1", "--seed", "1"])
+        .args(["-p", "faketime=+365d", "--", "sh", "-c", subject])
+        .spawn()
+        .unwrap();
+    let rec = lab.path().join("rec");
+    super::wait_for_file(&rec);
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let (pid, path) = text.trim().split_once(' ').unwrap();
+    let path = std::path::PathBuf::from(path);
+    assert!(path.is_file(), "{}", path.display());
+    (child, pid.parse().unwrap(), path)
+}
+
+/// Waits (bounded) until `done` holds.
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_killed_flakelab_leaves_no_clock_record_and_without_its_warden_the_next_clock_run_sweeps_it() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let gone = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    };
+    // With its warden: the warden ends the run and removes the record.
+    let lab = Lab::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut child, pid, path) = blocked_clock_run(&lab, tmp.path(), true);
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    eventually("the warden ends the run", || gone(pid));
+    eventually("the warden removes the record file", || !path.exists());
+
+    // Without one (the test-only switch): the record stays, unlocked...
+    let lab = Lab::new();
+    let (mut child, pid, path) = blocked_clock_run(&lab, tmp.path(), false);
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    eventually("the subject ends", || gone(pid));
+    assert!(path.is_file(), "without a warden the record file stays");
+    // ...until the next clock run of any flakelab sweeps it.
+    let next = lab
+        .cmd()
+        .env("TMPDIR", tmp.path())
+        .env_remove("XDG_RUNTIME_DIR")
+        .args(["run", "-n", "1", "-p", "faketime=+1d", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(next.status.code(), Some(0), "{next:?}");
+    assert!(!path.exists(), "{} was not swept", path.display());
+}
