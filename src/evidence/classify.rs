@@ -570,7 +570,7 @@ pub fn classify(
                         &mut out,
                         UnseededRandomness,
                         format!(
-                            "the baseline fails {} of {}, but {}",
+                            "the baseline fails {} of its {} runs, but {}",
                             b.k,
                             b.n,
                             if any_differs {
