@@ -1017,6 +1017,45 @@ fn the_generated_github_workflow_passes_actionlint_and_a_broken_one_does_not() {
     }
 }
 
+#[test]
+fn the_github_workflow_of_each_detected_runner_passes_both_actionlints() {
+    let lab = Lab::new();
+    let dir = lab.path();
+    std::fs::write(dir.join("requirements.txt"), "").unwrap();
+    std::fs::write(dir.join("package-lock.json"), "{}").unwrap();
+    let linters = linters();
+    for line in [
+        "python3 -m pytest -q tests",
+        "npx jest",
+        "go test ./...",
+        "cargo test",
+        "bundle exec rspec",
+    ] {
+        let argv: Vec<String> = line.split(' ').map(str::to_string).collect();
+        let setup = flakelab::onboard::init::setup_for(&argv, dir);
+        assert!(setup.runner.is_some(), "{line}");
+        let path = dir.join("flakelab.yml");
+        std::fs::write(
+            &path,
+            flakelab::onboard::init::github_workflow(flakelab::onboard::init::ACTION, &setup),
+        )
+        .unwrap();
+        for (name, c) in &linters {
+            let out = Command::new(c.get_program())
+                .args(c.get_args())
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{line}, {name}: {}{}",
+                stdout(&out),
+                stderr(&out)
+            );
+        }
+    }
+}
+
 fn yaml(text: &str) -> yaml_rust2::Yaml {
     yaml_rust2::YamlLoader::load_from_str(text)
         .unwrap()
