@@ -65,7 +65,8 @@ pub(super) fn demo_cmd(ctx: &super::Ctx, args: &cli::DemoArgs) -> Result<i32> {
     if args.keep {
         let kept = dir.keep();
         eprintln!(
-            "flakelab demo: kept {} (store in .flakelab/)",
+            "flakelab demo: kept {} (store in .flakelab/): `flakelab report -C {}` re-renders it",
+            kept.display(),
             kept.display()
         );
     }

@@ -50,7 +50,7 @@ pub(super) fn existing_store(store: &cli::StoreArgs) -> Result<(Store, std::path
     if !root.is_dir() {
         return Err(Error::usage(
             format!("no store at {}", root.display()),
-            "run `flakelab run` first, or point at a store with --store DIR",
+            "run `flakelab run` first, or point at a store with --store DIR (a plain `flakelab demo` deletes its store when it ends: `flakelab demo --keep` keeps it and prints where)",
         ));
     }
     Ok((Store::open(&root)?, dir))

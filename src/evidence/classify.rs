@@ -570,9 +570,17 @@ pub fn classify(
                         &mut out,
                         UnseededRandomness,
                         format!(
-                            "the baseline fails {} of {}, but {}",
+                            "the baseline fails {} of its {} runs{}, but {}",
                             b.k,
                             b.n,
+                            match session_rung {
+                                // A group of processes is one run of the ladder's table.
+                                Some(r @ (3 | 5)) => format!(
+                                    " at ladder rung {r} (each process a run; the ladder's table counts groups of processes started together)"
+                                ),
+                                Some(r) => format!(" at ladder rung {r}"),
+                                None => String::new(),
+                            },
                             if any_differs {
                                 "a perturbed cell differs, which explains failures better"
                             } else {

@@ -723,3 +723,30 @@ fn coverage_names_every_class_as_checked_not_applied_or_not_tested() {
     );
     assert!(coverage_text(get(Locale)).starts_with("not tested"));
 }
+
+#[test]
+fn a_rung_of_process_groups_says_its_baseline_count_is_of_processes_not_groups() {
+    let r = report_of(&[C("baseline", 5, 10, true)]);
+    let l = ladder(vec![
+        rung(1, RungStatus::Clean, 0, 10),
+        rung(2, RungStatus::Clean, 0, 10),
+        rung(3, RungStatus::Reproduced, 5, 5),
+    ]);
+    let why = |c: &Classification| {
+        c.not_determinable
+            .iter()
+            .find(|o| o.class == UnseededRandomness)
+            .map(|o| o.why.clone())
+            .unwrap_or_default()
+    };
+    let at3 = why(&classify(&r, Some(3), Some(&l), start()));
+    assert!(
+        at3.starts_with("the baseline fails 5 of its 10 runs at ladder rung 3 (each process a run; the ladder's table counts groups"),
+        "{at3}"
+    );
+    let plain = why(&of(&r));
+    assert!(
+        plain.starts_with("the baseline fails 5 of its 10 runs, but"),
+        "{plain}"
+    );
+}

@@ -195,8 +195,9 @@ pub fn render(e: &Evidence) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} |",
+            "| {}{} | {} | {} | {} |",
             cell_code(&c.name),
+            if c.sham_of.is_some() { " (sham)" } else { "" },
             c.count,
             cell_text(&c.versus),
             cell_text(&probe)

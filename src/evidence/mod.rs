@@ -86,6 +86,10 @@ pub struct RecurringSignature {
 pub struct CellLine {
     /// Cell name.
     pub name: String,
+    /// The mechanism this cell is the sham of, when it is one (the table
+    /// marks it `(sham)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sham_of: Option<String>,
     /// Perturbations in `kind=value` form.
     pub perturbations: Vec<String>,
     /// Whether the probes proved the cell applied.
@@ -497,6 +501,7 @@ fn cell_lines(report: &Report) -> Vec<CellLine> {
         .iter()
         .map(|c| CellLine {
             name: c.name.clone(),
+            sham_of: c.sham_of.clone(),
             perturbations: c.perturbations.clone(),
             applied: c.applied,
             reason: c.reason.clone(),

@@ -205,8 +205,12 @@ fn go_race_verdict(cgo: &str, cc: &str, cc_found: bool) -> (bool, String) {
 fn race_rust() -> Check {
     let version = crate::exec::query("rustc", &["-vV"]);
     let sysroot = crate::exec::query("rustc", &["--print", "sysroot"]);
+    let found = version.is_some();
     let (ok, detail) = match version {
-        None => (false, "rustc not found on PATH".to_string()),
+        None => (
+            false,
+            "rustc not found on PATH (needed only by cargo test subjects)".to_string(),
+        ),
         Some(v) => {
             let release = v
                 .lines()
@@ -226,14 +230,23 @@ fn race_rust() -> Check {
         name: "race (rust)",
         ok,
         detail,
-        fix: Some(
-            "race cells for cargo test are not applied here: a ThreadSanitizer build needs a \
-             nightly toolchain with rust-src (rustup toolchain install nightly --component \
-             rust-src); RUSTC_BOOTSTRAP=1 on stable does not stand in, it has no library source \
-             to rebuild"
-                .into(),
-        ),
+        fix: Some(rust_race_fix(found).into()),
         needed: false,
+    }
+}
+
+/// The fix for the Rust race cells: with no `rustc` on PATH, that first
+/// (only cargo subjects need it); with one, the nightly and its rust-src.
+fn rust_race_fix(rustc_found: bool) -> &'static str {
+    if rustc_found {
+        "race cells for cargo test are not applied here: a ThreadSanitizer build needs a \
+         nightly toolchain with rust-src (rustup toolchain install nightly --component \
+         rust-src); RUSTC_BOOTSTRAP=1 on stable does not stand in, it has no library source \
+         to rebuild"
+    } else {
+        "only a cargo test subject's race cells need it: no rustc is on this user's PATH \
+         (rustup installs one per user, in ~/.cargo/bin); a Rust project's race cells need \
+         rustc there, from a nightly toolchain with rust-src"
     }
 }
 
@@ -388,6 +401,22 @@ pub fn render(checks: &[Check]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_rustc_the_fix_says_so_before_any_nightly() {
+        let missing = rust_race_fix(false);
+        assert!(
+            missing.contains("no rustc is on this user's PATH"),
+            "{missing}"
+        );
+        assert!(
+            missing.starts_with("only a cargo test subject"),
+            "{missing}"
+        );
+        let found = rust_race_fix(true);
+        assert!(found.contains("nightly toolchain with rust-src"), "{found}");
+        assert!(!found.contains("PATH"), "{found}");
+    }
 
     #[test]
     fn race_verdicts_name_what_is_missing() {

@@ -577,23 +577,26 @@ pub fn init(dir: &Path, command: &[String], force: bool) -> Result<String> {
 }
 
 mod ci;
-pub use ci::{github_workflow, setup_for, setup_of, CiSetup, ACTION};
-
-/// The GitLab CI file `init --ci gitlab` writes (the book's CI chapter shows
-/// this text).
-pub const GITLAB_PIPELINE: &str = include_str!("../../templates/ci/gitlab.yml");
+pub use ci::{
+    github_workflow, gitlab_pipeline, setup_for, setup_of, CiSetup, ACTION, GITLAB_DEFAULT_IMAGE,
+    GITLAB_TZDATA, SOURCE_GIT, SOURCE_REF,
+};
 
 /// `flakelab init --ci SYSTEM` in `dir`: writes the CI file; returns the
 /// summary to print, with the advice for that file.
 pub fn init_ci(dir: &Path, system: crate::cli::CiSystem, force: bool) -> Result<String> {
     let github = system == crate::cli::CiSystem::Github;
-    let setup = if github { Some(setup_of(dir)?) } else { None };
-    let (rel, text) = match &setup {
-        Some(setup) => (
+    let setup = setup_of(dir)?;
+    let (rel, text) = if github {
+        (
             ".github/workflows/flakelab.yml",
-            github_workflow(ACTION, setup),
-        ),
-        None => ("flakelab.gitlab-ci.yml", GITLAB_PIPELINE.to_string()),
+            github_workflow(ACTION, &setup),
+        )
+    } else {
+        (
+            "flakelab.gitlab-ci.yml",
+            gitlab_pipeline(SOURCE_GIT, SOURCE_REF, &setup),
+        )
     };
     let path = write_at(dir.join(rel), &text, force)?;
     let mut out = format!(
@@ -603,19 +606,24 @@ pub fn init_ci(dir: &Path, system: crate::cli::CiSystem, force: bool) -> Result<
     if !dir.join(FILE_NAME).exists() {
         out.push_str("next: `flakelab init` writes the flakelab.toml whose `[lane] command`, `[run] matrix` and `[run] runs` every shard runs\n");
     }
-    match &setup {
-        Some(setup) => {
-            out.push_str(&format!("flakelab comes from the action {ACTION}, which builds it from its own source until flakelab is published (then its `install: pip`)\n"));
-            match setup.runner {
-                Some(runner) => out.push_str(&format!("set up for {runner}: check the steps before `Run the shard` install what your tests import\n")),
-                None => out.push_str("next: no test runner detected: add your toolchain's setup where the workflow's comment says, or run `flakelab init` and then `flakelab init --ci github --force`\n"),
-            }
-            out.push_str("the shard count is 4: change `matrix.shard` and SHARDS together\n");
+    if github {
+        out.push_str(&format!("flakelab comes from the action {ACTION}, which builds it from its own source until flakelab is published (then its `install: pip`)\n"));
+        match setup.runner {
+            Some(runner) => out.push_str(&format!("set up for {runner}: check the steps before `Run the shard` install what your tests import\n")),
+            None => out.push_str("next: no test runner detected: add your toolchain's setup where the workflow's comment says, or run `flakelab init` and then `flakelab init --ci github --force`\n"),
         }
-        None => {
-            out.push_str("next: add `include: flakelab.gitlab-ci.yml` to .gitlab-ci.yml\n");
-            out.push_str("the shard count is 4: change `parallel:` (and nothing else)\n");
+        out.push_str("the shard count is 4: change `matrix.shard` and SHARDS together\n");
+    } else {
+        out.push_str("next: add `include: flakelab.gitlab-ci.yml` to .gitlab-ci.yml\n");
+        out.push_str(&format!("flakelab comes from the job flakelab-build, which builds it from its source (FLAKELAB_GIT {SOURCE_GIT} at FLAKELAB_REF {SOURCE_REF}) until flakelab is published (then `pip install flakelab` in the shard and merge jobs)\n"));
+        match setup.runner {
+            Some(runner) => out.push_str(&format!(
+                "set up for {runner}: the shards run in {} and their before_script installs the runner's plugins; check it installs what your tests import\n",
+                setup.image.unwrap_or(GITLAB_DEFAULT_IMAGE)
+            )),
+            None => out.push_str(&format!("next: no test runner detected: set the shard job's `image:` (now {GITLAB_DEFAULT_IMAGE}) to one with your toolchain and install your test dependencies where its comment says, or run `flakelab init` and then `flakelab init --ci gitlab --force`\n")),
         }
+        out.push_str("the shard count is 4: change `parallel:` (and nothing else)\n");
     }
     Ok(out)
 }

@@ -128,8 +128,9 @@ impl Markup for Markdown {
         if total > 0 {
             let _ = writeln!(
                 out,
-                "\nPer-test outcomes ({}), {total} tests: {}.\n",
+                "\nPer-test outcomes ({}), {total} test{}: {}.\n",
                 report.per_test_source(),
+                if total == 1 { "" } else { "s" },
                 super::counting_text(report)
             );
             if !rows.is_empty() {

@@ -273,8 +273,9 @@ fn render_tests(report: &Report, out: &mut String, color: bool) {
     let rows = shown_test_rows(report);
     let _ = writeln!(
         out,
-        "\nper-test outcomes ({}), {total} tests:",
-        report.per_test_source()
+        "\nper-test outcomes ({}), {total} test{}:",
+        report.per_test_source(),
+        if total == 1 { "" } else { "s" }
     );
     let _ = writeln!(out, "  counting: {}", super::counting_text(report));
     let what = failure_heading(report);

@@ -333,4 +333,17 @@ fn init_ci_advises_on_the_file_it_wrote_and_sets_up_the_detected_runner() {
         !said.contains("matrix.shard"),
         "GitLab advice names GitHub's key: {said}"
     );
+    assert!(said.contains("flakelab.gitlab-ci.yml"), "{said}");
+    assert!(said.contains("set up for pytest"), "{said}");
+    assert!(said.contains("python:3-bookworm"), "{said}");
+    assert!(said.contains("flakelab-build"), "{said}");
+    let pipeline = std::fs::read_to_string(lab.path().join("flakelab.gitlab-ci.yml")).unwrap();
+    assert!(
+        pipeline.contains("    - python -m pip install pytest pytest-randomly pytest-xdist\n"),
+        "{pipeline}"
+    );
+    assert!(
+        !pipeline.contains("cargo install --locked flakelab"),
+        "{pipeline}"
+    );
 }

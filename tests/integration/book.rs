@@ -15,6 +15,11 @@
 //!   of a real runner, a host-dependent listing, a sketch with placeholders.
 //! - A `text` block without `$ ` that follows no command block is output
 //!   or a formula, not a command: nothing to run.
+//! - A fence of four backticks (```` ````console ````) holds output with
+//!   ```` ``` ```` fences of its own (a Markdown report); it closes only on
+//!   four.
+//! - Commands run with `TZ=Etc/UTC`, so the host's own zone (a zone cell's
+//!   sham, `tz=Etc/UTC (sham)`) reads the same on every machine.
 //!
 //! Volatile fields are normalised on both sides before comparing: session
 //! ids, run ids, seeds, durations, absolute paths; runs of spaces count as
@@ -64,24 +69,29 @@ fn relative(path: &Path) -> String {
 /// The fenced blocks of one page, in order.
 fn blocks(file: &str, text: &str) -> Vec<Block> {
     let mut out = Vec::new();
-    let mut open: Option<(usize, String, usize, bool)> = None;
+    // (opening line, info, indent, marked, fence width)
+    let mut open: Option<(usize, String, usize, bool, usize)> = None;
     let mut body = Vec::new();
     let mut previous = "";
     for (i, raw) in text.lines().enumerate() {
         let trimmed = raw.trim_start();
+        let ticks = trimmed.len() - trimmed.trim_start_matches('`').len();
         match &open {
             None => {
-                if let Some(info) = trimmed.strip_prefix("```") {
+                if ticks >= 3 {
+                    let info = &trimmed[ticks..];
                     let indent = raw.len() - trimmed.len();
                     let marked = previous.trim_start().starts_with("<!-- illustration");
-                    open = Some((i + 1, info.trim().to_string(), indent, marked));
+                    open = Some((i + 1, info.trim().to_string(), indent, marked, ticks));
                     body.clear();
                 } else if !raw.trim().is_empty() {
                     previous = raw;
                 }
             }
-            Some((line, info, indent, marked)) => {
-                if trimmed.starts_with("```") {
+            Some((line, info, indent, marked, width)) => {
+                // A fence closes on a line of at least as many backticks and
+                // nothing else: a ```` block holds ``` blocks.
+                if ticks >= *width && trimmed.trim_end().len() == ticks {
                     out.push(Block {
                         file: file.to_string(),
                         line: *line,
@@ -183,6 +193,7 @@ fn run(cmd: &str, dir: &Path) -> String {
         .arg(cmd)
         .current_dir(dir)
         .env("PATH", path)
+        .env("TZ", "Etc/UTC")
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
@@ -261,9 +272,19 @@ fn every_book_and_readme_command_is_tested_or_marked() {
 
 #[test]
 fn the_extractor_reads_fences_marks_and_transcripts() {
-    let page = "text\n\n<!-- illustration: a sketch -->\n```sh\nflakelab run -- make\n```\n\n  ```console\n  $ flakelab plan \\\n  --rate 0.5\n  5 runs\n  $ true\n  ```\n";
+    let page = "text\n\n<!-- illustration: a sketch -->\n```sh\nflakelab run -- make\n```\n\n  ```console\n  $ flakelab plan \\\n  --rate 0.5\n  5 runs\n  $ true\n  ```\n\n````console\n$ flakelab report --format markdown\n```sh\ncd x\n```\n````\n";
     let b = blocks("p.md", page);
-    assert_eq!(b.len(), 2);
+    assert_eq!(b.len(), 3);
+    assert_eq!(b[2].info, "console");
+    assert_eq!(
+        b[2].body,
+        [
+            "$ flakelab report --format markdown",
+            "```sh",
+            "cd x",
+            "```"
+        ]
+    );
     assert!(b[0].illustration && !b[1].illustration);
     assert_eq!((b[1].line, b[1].info.as_str()), (8, "console"));
     let t = transcript(&b[1].body);

@@ -154,3 +154,35 @@ impl Drop for KeptDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+#[test]
+fn report_after_a_plain_demo_points_at_keep_and_a_kept_demo_says_how_to_report() {
+    let lab = Lab::new();
+    let out = lab.run(&["demo", "-n", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = lab.run(&["report"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no store at"), "{err}");
+    assert!(err.contains("`flakelab demo --keep`"), "{err}");
+    let out = lab.run(&["demo", "-n", "1", "--keep"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("flakelab demo: kept "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let kept = line["flakelab demo: kept ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        line.contains(&format!("`flakelab report -C {kept}`")),
+        "{line}"
+    );
+    let out = lab.run(&["report", "-C", &kept, "--format", "json"]);
+    let removed = std::fs::remove_dir_all(&kept);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["cells"][0]["name"], "baseline", "{report}");
+    removed.unwrap();
+}

@@ -495,3 +495,38 @@ fn planted_secrets_never_reach_a_record_a_repro_line_or_an_output() {
         "{evidence_md}"
     );
 }
+
+#[test]
+fn the_evidence_marks_sham_rows_as_the_report_does() {
+    let lab = Lab::new();
+    let bin = super::bin().display().to_string();
+    let out = lab.run(&[
+        "run",
+        "-n",
+        "2",
+        "-p",
+        "tz=Asia/Kathmandu",
+        "--",
+        &bin,
+        "__demo-suite",
+        "--project",
+        ".",
+        "--only",
+        "zone::",
+    ]);
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{out:?}");
+    let e = evidence(&lab, &[]);
+    let sham = e["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["sham_of"].is_string())
+        .unwrap_or_else(|| panic!("no sham cell in {e}"));
+    let name = sham["name"].as_str().unwrap();
+    let text = markdown(&lab, &[]);
+    assert!(
+        text.contains(&format!("| `{name}` (sham) | ")),
+        "{name} unmarked in\n{text}"
+    );
+    assert!(!text.contains("| `tz=Asia/Kathmandu` (sham)"), "{text}");
+}

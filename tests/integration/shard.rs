@@ -1017,6 +1017,45 @@ fn the_generated_github_workflow_passes_actionlint_and_a_broken_one_does_not() {
     }
 }
 
+#[test]
+fn the_github_workflow_of_each_detected_runner_passes_both_actionlints() {
+    let lab = Lab::new();
+    let dir = lab.path();
+    std::fs::write(dir.join("requirements.txt"), "").unwrap();
+    std::fs::write(dir.join("package-lock.json"), "{}").unwrap();
+    let linters = linters();
+    for line in [
+        "python3 -m pytest -q tests",
+        "npx jest",
+        "go test ./...",
+        "cargo test",
+        "bundle exec rspec",
+    ] {
+        let argv: Vec<String> = line.split(' ').map(str::to_string).collect();
+        let setup = flakelab::onboard::init::setup_for(&argv, dir);
+        assert!(setup.runner.is_some(), "{line}");
+        let path = dir.join("flakelab.yml");
+        std::fs::write(
+            &path,
+            flakelab::onboard::init::github_workflow(flakelab::onboard::init::ACTION, &setup),
+        )
+        .unwrap();
+        for (name, c) in &linters {
+            let out = Command::new(c.get_program())
+                .args(c.get_args())
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{line}, {name}: {}{}",
+                stdout(&out),
+                stderr(&out)
+            );
+        }
+    }
+}
+
 fn yaml(text: &str) -> yaml_rust2::Yaml {
     yaml_rust2::YamlLoader::load_from_str(text)
         .unwrap()
@@ -1039,12 +1078,11 @@ fn project(dir: &Path) {
     .unwrap();
 }
 
-/// `bash -e -c SCRIPT` in `dir` with `flakelab` on PATH and `vars` set.
-fn step(dir: &Path, script: &str, vars: &[(&str, String)]) -> Output {
-    let bin_dir = crate::bin().parent().unwrap();
+/// `bash -e -c SCRIPT` in `dir` with `first` first on PATH and `vars` set.
+fn step(dir: &Path, script: &str, vars: &[(&str, String)], first: &Path) -> Output {
     let path = format!(
         "{}:{}",
-        bin_dir.display(),
+        first.display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let mut c = Command::new("bash");
@@ -1210,29 +1248,121 @@ fn the_github_workflows_shard_and_merge_steps_run_here_as_four_jobs() {
     assert!(text.contains(&format!("{k} of 8")), "{text}");
 }
 
+/// The `before_script` and `script` lines of GitLab job `job`, as one script.
+fn gitlab_script(doc: &yaml_rust2::Yaml, job: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for key in ["before_script", "script"] {
+        if let Some(from) = doc[job][key].as_vec() {
+            lines.extend(from.iter().map(|l| l.as_str().unwrap().to_string()));
+        }
+    }
+    lines.join("\n")
+}
+
+/// A git repository at `dir` with one commit tagged `tag`: the source the
+/// build job clones.
+fn source_repo(dir: &Path, tag: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"flakelab\"\n").unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "Cargo.toml"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "src",
+        ],
+        &["tag", tag],
+    ] {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    }
+}
+
 #[test]
-fn the_gitlab_pipelines_parallel_and_merge_scripts_run_here_as_four_jobs() {
+fn the_gitlab_pipelines_build_parallel_and_merge_scripts_run_here_as_four_jobs() {
     let lab = Lab::new();
-    let doc = yaml(flakelab::onboard::init::GITLAB_PIPELINE);
+    use flakelab::onboard::init::{gitlab_pipeline, CiSetup, SOURCE_GIT, SOURCE_REF};
+    let doc = yaml(&gitlab_pipeline(
+        SOURCE_GIT,
+        SOURCE_REF,
+        &CiSetup::default(),
+    ));
     let total = doc["flakelab-shard"]["parallel"].as_i64().unwrap();
     assert_eq!(total, 4);
-    let script = |job: &str| -> String {
-        let mut lines: Vec<String> = Vec::new();
-        for key in ["before_script", "script"] {
-            let from = if key == "before_script" {
-                &doc[".flakelab-install"][key]
-            } else {
-                &doc[job][key]
-            };
-            for l in from.as_vec().unwrap() {
-                lines.push(l.as_str().unwrap().to_string());
-            }
-        }
-        // The install line is the one step not run here: the binary under test is on PATH.
-        assert_eq!(lines[0], "cargo install --locked flakelab");
-        lines[1..].join("\n")
-    };
-    let (shard_script, merge_script) = (script("flakelab-shard"), script("flakelab-merge"));
+    assert_eq!(doc["variables"]["FLAKELAB_GIT"].as_str(), Some(SOURCE_GIT));
+    let rev = doc["variables"]["FLAKELAB_REF"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(rev, SOURCE_REF);
+    for job in ["flakelab-shard", "flakelab-merge"] {
+        let needs: Vec<&str> = doc[job]["needs"]
+            .as_vec()
+            .unwrap()
+            .iter()
+            .map(|n| n["job"].as_str().unwrap())
+            .collect();
+        assert!(needs.contains(&"flakelab-build"), "{job}: {needs:?}");
+    }
+    // The build job, as written: it clones the source (a local repository
+    // tagged as FLAKELAB_REF names) and installs it with cargo. The one
+    // thing not done here is compiling: a `cargo` on PATH checks what it
+    // was asked and puts the binary under test where `--root` says.
+    let source = lab.path().join("source");
+    source_repo(&source, &rev);
+    let stub = lab.path().join("stub-bin");
+    std::fs::create_dir_all(&stub).unwrap();
+    let cargo = stub.join("cargo");
+    std::fs::write(
+        &cargo,
+        "#!/bin/sh\nset -e\n[ \"$*\" = \"install --locked --path flakelab-src --root flakelab-bin\" ] || { echo \"cargo $*\" >&2; exit 9; }\n[ -f flakelab-src/Cargo.toml ] || { echo 'no source cloned' >&2; exit 9; }\nmkdir -p flakelab-bin/bin\ncp \"$BUILT\" flakelab-bin/bin/flakelab\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let build_dir = lab.path().join("build-job");
+    std::fs::create_dir_all(&build_dir).unwrap();
+    let out = step(
+        &build_dir,
+        &gitlab_script(&doc, "flakelab-build"),
+        &[
+            ("FLAKELAB_GIT", source.display().to_string()),
+            ("FLAKELAB_REF", rev.clone()),
+            ("BUILT", crate::bin().display().to_string()),
+        ],
+        &stub,
+    );
+    assert!(
+        out.status.success(),
+        "build: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(
+        doc["flakelab-build"]["artifacts"]["paths"][0].as_str(),
+        Some("flakelab-bin/")
+    );
+    let artifact = build_dir.join("flakelab-bin");
+    // No flakelab on PATH but the artifact's: the jobs' before_script puts it there.
+    let empty = lab.path().join("empty-bin");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (shard_script, merge_script) = (
+        gitlab_script(&doc, "flakelab-shard"),
+        gitlab_script(&doc, "flakelab-merge"),
+    );
+    assert!(
+        shard_script.contains(flakelab::onboard::init::GITLAB_TZDATA),
+        "{shard_script}"
+    );
     let pipeline = |i: i64| {
         vec![
             ("CI_NODE_INDEX", i.to_string()),
@@ -1243,10 +1373,12 @@ fn the_gitlab_pipelines_parallel_and_merge_scripts_run_here_as_four_jobs() {
     };
     let merge_dir = lab.path().join("merge-job");
     project(&merge_dir);
+    copy_dir(&artifact, &merge_dir.join("flakelab-bin"));
     for i in 1..=total {
         let dir = lab.path().join(format!("job-{i}"));
         project(&dir);
-        let out = step(&dir, &shard_script, &pipeline(i));
+        copy_dir(&artifact, &dir.join("flakelab-bin"));
+        let out = step(&dir, &shard_script, &pipeline(i), &empty);
         assert!(
             out.status.success(),
             "shard {i}: {}{}",
@@ -1260,7 +1392,7 @@ fn the_gitlab_pipelines_parallel_and_merge_scripts_run_here_as_four_jobs() {
         ("CI_PIPELINE_ID", "991".to_string()),
         ("CI_JOB_NAME", "flakelab-merge".to_string()),
     ];
-    let out = step(&merge_dir, &merge_script, &vars);
+    let out = step(&merge_dir, &merge_script, &vars, &empty);
     let merged = json(
         &Command::new(crate::bin())
             .args(["report", "--format", "json", "--store", "flakelab-store"])

@@ -1,7 +1,8 @@
-//! `flakelab init --ci SYSTEM`: the CI file, and for GitHub what the
-//! project's jobs must set up before the flakelab action runs (the
-//! runner's toolchain and the packages the cells need), detected from the
-//! `[lane] command` of flakelab.toml or the project's files.
+//! `flakelab init --ci SYSTEM`: the CI file, and what the project's shard
+//! jobs must set up before flakelab runs (the runner's toolchain and the
+//! packages the cells need: steps before the action on GitHub, an image and
+//! `before_script` lines on GitLab), detected from the `[lane] command` of
+//! flakelab.toml or the project's files.
 
 use std::path::Path;
 
@@ -10,6 +11,25 @@ use crate::error::Result;
 /// The action `init --ci github`'s workflow uses: the repository that
 /// ships flakelab's `action.yml` (a fork uses its own).
 pub const ACTION: &str = "flakelab/flakelab@v0";
+
+/// Where the GitLab pipeline's build job clones flakelab's source from
+/// (the repository of [`ACTION`]), and the revision it builds.
+pub const SOURCE_GIT: &str = "https://github.com/flakelab/flakelab.git";
+/// The revision of [`SOURCE_GIT`] the GitLab build job builds (the
+/// action's tag).
+pub const SOURCE_REF: &str = "v0";
+
+/// The GitLab image of a project with no detected runner: Debian, as the
+/// build job's (glibc-compatible with the binary it builds).
+pub const GITLAB_DEFAULT_IMAGE: &str = "debian:bookworm-slim";
+
+/// The GitLab shard job's line that installs the zone database where the
+/// image lacks it (the zone cells need it; `flakelab doctor` says so).
+pub const GITLAB_TZDATA: &str = "test -e /usr/share/zoneinfo/Pacific/Kiritimati || (apt-get update && apt-get install -y --no-install-recommends tzdata)";
+
+/// The GitLab CI template: `{{git}}`, `{{ref}}`, `{{image}}` and
+/// `{{setup}}` are filled by [`gitlab_pipeline`].
+const GITLAB_TEMPLATE: &str = include_str!("../../../templates/ci/gitlab.yml");
 
 /// The GitHub Actions workflow template: `{{action}}` and `{{setup}}` are
 /// filled by [`github_workflow`].
@@ -22,6 +42,12 @@ pub struct CiSetup {
     pub runner: Option<&'static str>,
     /// The workflow steps, as YAML indented for a job's `steps:`.
     pub steps: String,
+    /// GitLab: the shard job's image, with the runner's toolchain
+    /// (Debian bookworm, as the build job's); `None` for the default.
+    pub image: Option<&'static str>,
+    /// GitLab: the shard job's `before_script` commands after flakelab is
+    /// on PATH, each with a comment saying what it is for.
+    pub commands: Vec<(&'static str, String)>,
 }
 
 /// The setup of a project whose test command is `argv`; `dir` is read for
@@ -49,6 +75,11 @@ pub fn setup_for(argv: &[String], dir: &Path) -> CiSetup {
             steps: format!(
                 "      - uses: actions/setup-python@v6\n        with:\n          python-version: \"3.x\"\n      # pytest-randomly for the shuffle cells, pytest-xdist for the workers cells.\n      - name: Install the test dependencies\n        run: {install}\n"
             ),
+            image: Some("python:3-bookworm"),
+            commands: vec![(
+                "pytest-randomly for the shuffle cells, pytest-xdist for the workers cells.",
+                install,
+            )],
         };
     }
     if any(&[
@@ -72,12 +103,16 @@ pub fn setup_for(argv: &[String], dir: &Path) -> CiSetup {
             steps: format!(
                 "      - uses: actions/setup-node@v5\n        with:\n          node-version: \"lts/*\"\n      - name: Install the test dependencies\n        run: {install}\n"
             ),
+            image: Some("node:lts-bookworm"),
+            commands: vec![("The test dependencies.", install.to_string())],
         };
     }
     if words.first() == Some(&"go") || any(&["gotestsum"]) {
         return CiSetup {
             runner: Some("go"),
             steps: "      - uses: actions/setup-go@v6\n        with:\n          go-version-file: go.mod\n".into(),
+            image: Some("golang:1-bookworm"),
+            commands: vec![("The module's dependencies.", "go mod download".into())],
         };
     }
     if words.first() == Some(&"cargo") {
@@ -85,6 +120,8 @@ pub fn setup_for(argv: &[String], dir: &Path) -> CiSetup {
         return CiSetup {
             runner: Some("cargo"),
             steps: String::new(),
+            image: Some("rust:1-bookworm"),
+            commands: Vec::new(),
         };
     }
     if any(&["rspec", "bundle"]) {
@@ -93,6 +130,8 @@ pub fn setup_for(argv: &[String], dir: &Path) -> CiSetup {
             steps:
                 "      - uses: ruby/setup-ruby@v1\n        with:\n          bundler-cache: true\n"
                     .into(),
+            image: Some("ruby:3-bookworm"),
+            commands: vec![("The bundle.", "bundle install".into())],
         };
     }
     CiSetup::default()
@@ -122,6 +161,33 @@ pub fn github_workflow(action: &str, setup: &CiSetup) -> String {
     GITHUB_TEMPLATE
         .replace("{{action}}", action)
         .replace("{{setup}}", &steps)
+}
+
+/// The pipeline `init --ci gitlab` writes: a job that builds flakelab from
+/// `git` at `rev`, the shards in the runner's image with its setup, and
+/// the merge.
+pub fn gitlab_pipeline(git: &str, rev: &str, setup: &CiSetup) -> String {
+    let mut lines = vec![
+        "    # The zone database for the zone cells, where the image lacks it.".to_string(),
+        format!("    - {GITLAB_TZDATA}"),
+    ];
+    for (why, command) in &setup.commands {
+        lines.push(format!("    # {why}"));
+        lines.push(format!("    - {command}"));
+    }
+    if setup.runner.is_none() {
+        lines.push(
+            "    # No test runner detected: set `image:` to one with your toolchain and".into(),
+        );
+        lines
+            .push("    # install your test dependencies here (or run `flakelab init`, then".into());
+        lines.push("    # `flakelab init --ci gitlab --force`).".into());
+    }
+    GITLAB_TEMPLATE
+        .replace("{{git}}", git)
+        .replace("{{ref}}", rev)
+        .replace("{{image}}", setup.image.unwrap_or(GITLAB_DEFAULT_IMAGE))
+        .replace("{{setup}}", &lines.join("\n"))
 }
 
 #[cfg(test)]
@@ -188,5 +254,64 @@ mod tests {
             "{py}"
         );
         assert!(!py.contains("no test"), "{py}");
+    }
+
+    #[test]
+    fn the_gitlab_pipeline_builds_flakelab_and_sets_up_the_runner_in_its_image() {
+        let py = setup_for(&argv("pytest tests"), Path::new("/nonexistent"));
+        let text = gitlab_pipeline(SOURCE_GIT, SOURCE_REF, &py);
+        let doc = yaml_rust2::YamlLoader::load_from_str(&text)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"))
+            .remove(0);
+        assert!(!text.contains("{{"), "{text}");
+        assert_eq!(doc["variables"]["FLAKELAB_GIT"].as_str(), Some(SOURCE_GIT));
+        assert_eq!(doc["variables"]["FLAKELAB_REF"].as_str(), Some(SOURCE_REF));
+        let lines = |job: &str, key: &str| -> Vec<String> {
+            doc[job][key]
+                .as_vec()
+                .unwrap_or_else(|| panic!("{job}.{key}\n{text}"))
+                .iter()
+                .map(|l| l.as_str().unwrap().to_string())
+                .collect()
+        };
+        assert!(lines("flakelab-build", "script")
+            .iter()
+            .any(|l| l.starts_with("cargo install --locked --path")));
+        assert!(!text.contains("cargo install --locked flakelab"), "{text}");
+        assert_eq!(
+            doc["flakelab-shard"]["image"].as_str(),
+            Some("python:3-bookworm")
+        );
+        let before = lines("flakelab-shard", "before_script");
+        assert_eq!(before[0], "export PATH=\"$PWD/flakelab-bin/bin:$PATH\"");
+        assert!(before.contains(&GITLAB_TZDATA.to_string()), "{before:?}");
+        assert!(
+            before
+                .contains(&"python -m pip install pytest pytest-randomly pytest-xdist".to_string()),
+            "{before:?}"
+        );
+        assert!(lines("flakelab-merge", "before_script")[0].starts_with("export PATH="));
+        // Every runner's image is Debian bookworm, as the build job's.
+        for line in [
+            "npx jest",
+            "go test ./...",
+            "cargo test",
+            "bundle exec rspec",
+        ] {
+            let s = setup_for(&argv(line), Path::new("/nonexistent"));
+            assert!(s.image.unwrap().ends_with("-bookworm"), "{line}");
+            let text = gitlab_pipeline(SOURCE_GIT, SOURCE_REF, &s);
+            yaml_rust2::YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{line}: {e}"));
+            assert!(
+                text.contains(&format!("image: {}", s.image.unwrap())),
+                "{line}"
+            );
+        }
+        let none = gitlab_pipeline(SOURCE_GIT, SOURCE_REF, &CiSetup::default());
+        assert!(
+            none.contains(&format!("image: {GITLAB_DEFAULT_IMAGE}")),
+            "{none}"
+        );
+        assert!(none.contains("No test runner detected"), "{none}");
     }
 }
