@@ -385,6 +385,12 @@ pub fn test_count_text(t: &per_test::TestRow) -> String {
     match t.status {
         per_test::TestStatus::AlwaysSkipped => format!("skipped in all {} runs", t.skipped),
         per_test::TestStatus::NeverRan => "never ran".to_string(),
+        // With patterns, k counts the matching failures only: a test whose
+        // every failure matched none is not "0 of N (always fails)".
+        per_test::TestStatus::AlwaysFails if t.other_failures > 0 => format!(
+            "{} of {} matching, {} other (always fails)",
+            t.k, t.n, t.other_failures
+        ),
         per_test::TestStatus::AlwaysFails => format!("{} of {} (always fails)", t.k, t.n),
         per_test::TestStatus::Measured => format!("{} of {}", t.k, t.n),
     }
