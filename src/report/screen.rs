@@ -48,8 +48,12 @@ pub fn design_text(d: &crate::screen::DesignSummary) -> String {
         match d.rule.planned {
             0 => String::new(),
             n => format!(
-                ", one-sided; the planned look at {n} pairs spends {:.0}% of alpha",
-                d.rule.planned_share * 100.0
+                ", one-sided; the planned look at {n} pairs spends {:.0}% of alpha{}",
+                d.rule.planned_share * 100.0,
+                match d.rule.final_share > 0.0 {
+                    true => format!(", the last look {:.0}%", d.rule.final_share * 100.0),
+                    false => String::new(),
+                }
             ),
         },
         short_p(d.rule.boundary),

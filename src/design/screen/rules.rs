@@ -44,7 +44,7 @@ pub fn decide(
         (true, 0) => stats::fisher_exact(kc, nc - kc, kb, nb - kb),
         (true, _) => stats::fisher_one_sided(kc, nc - kc, kb, nb - kb, at.fails_more),
     };
-    let weight = rule.weight(at.stage_pairs, at.planned_taken);
+    let weight = rule.weight(at.pair, at.stage_pairs, at.planned_taken);
     let spent_p = match weight > 0.0 {
         true => (p / weight).min(1.0),
         false => 1.0,
