@@ -47,6 +47,16 @@ pub struct Candidate {
     /// round's included): where `flakelab bisect` starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flip_run: Option<String>,
+    /// A collision under a concurrency cell: the other tests whose failures
+    /// there name the same kind of contested resource (`contests`). The
+    /// candidate stands for them all: a run counts as failing when any of
+    /// `test` and its partners failed in it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partners: Vec<String>,
+    /// What a collision's failures name that separate processes contest
+    /// (`a port`, `a path`, `a lock`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contests: Option<String>,
 }
 
 /// The sequential rule's parameters.
@@ -207,6 +217,13 @@ pub struct Look {
 }
 
 impl Candidate {
+    /// The tests it counts: its own, then its partners' (a collision).
+    pub fn tests(&self) -> Vec<&str> {
+        let mut out = vec![self.test.as_str()];
+        out.extend(self.partners.iter().map(String::as_str));
+        out
+    }
+
     /// Whether the screen saw the test fail more often in the cell than at
     /// baseline.
     pub fn fails_more(&self) -> bool {

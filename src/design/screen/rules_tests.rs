@@ -353,6 +353,8 @@ fn the_largest_raw_differences_are_confirmed_first() {
         screen_baseline: (bk, 4),
         flip_seed: None,
         flip_run: None,
+        partners: Vec::new(),
+        contests: None,
     };
     let mut cands = vec![
         c("a", "t1", 1, 0),
