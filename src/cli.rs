@@ -481,7 +481,9 @@ pub struct RunArgs {
     /// After the runs, replay each distinct failing run's exact conditions
     /// (cell, seed) K times: K of K failing means the conditions determine
     /// the failure; fewer means timing is involved. Each prints the bound
-    /// its count reaches (`failed 3 of 3 (rate > 0.368 at 95%)`).
+    /// its count reaches (`failed 3 of 3 (rate > 0.368 at 95%)`). With
+    /// --signature, the failures matching no pattern (other failures) are
+    /// replayed too, after the matched ones.
     #[arg(long, value_name = "K")]
     pub confirm: Option<u32>,
     /// `fixed`: every cell runs the command N times. `screen`: every cell

@@ -121,6 +121,21 @@ fn a_cap_below_what_holm_needs_is_said_up_front_and_leaves_every_pair_undecided(
 }
 
 #[test]
+fn the_github_step_summary_says_undecided_for_exit_4() {
+    let lab = Lab::new();
+    let out = screened(&lab, "8");
+    assert_eq!(code(&out), 4);
+    let summary = lab.run(&["report", "--format", "github"]);
+    assert_eq!(code(&summary), 4);
+    let text = String::from_utf8_lossy(&summary.stdout);
+    assert!(
+        text.contains(": **undecided**: 9 pair(s) whose raw counts differ were left undecided"),
+        "{text}"
+    );
+    assert!(!text.contains("see the report"), "{text}");
+}
+
+#[test]
 fn the_runs_it_names_decide_every_pair() {
     let lab = Lab::new();
     let out = screened(&lab, "10");
@@ -262,6 +277,70 @@ fn confirm_and_replay_print_the_bound_their_counts_reach() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("re-run exactly; failed 3 of 3 (rate > 0.368 at 95%)"),
+        "{text}"
+    );
+}
+
+/// `--confirm` with `--signature` replays the other failures too (after
+/// the matched ones), each counted against its own kind.
+#[test]
+fn confirm_replays_the_other_failures_too() {
+    let lab = Lab::new();
+    let s = script(
+        &lab,
+        "[[run]]\ncell = \"env=A=1\"\nexit = 1\noutput = \"read ECONNRESET\"\n\
+         [[run]]\ncell = \"env=B=1\"\nexit = 1\noutput = \"AssertionError: 41 != 42\"\n",
+    );
+    let out = fake(
+        &lab,
+        &s,
+        &[
+            "run",
+            "--format",
+            "json",
+            "--seed",
+            "9",
+            "-n",
+            "4",
+            "-p",
+            "env=A=1",
+            "-p",
+            "env=B=1",
+            "--signature",
+            "ECONNRESET",
+            "--confirm",
+            "2",
+            "--",
+            "subject",
+        ],
+    );
+    assert_eq!(code(&out), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let live = json(&out);
+    let c = live["confirmations"].as_array().unwrap();
+    let cells: Vec<(&str, bool, u64)> = (c.iter())
+        .map(|c| {
+            (
+                c["cell"].as_str().unwrap(),
+                c["other_failure"].as_bool().unwrap_or(false),
+                c["failed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // The matched failure first, then the other failure, each failing
+    // again in 2 of 2 replays as its own kind.
+    assert_eq!(
+        cells,
+        [("env=A=1", false, 2), ("env=B=1", true, 2)],
+        "{live:#}"
+    );
+    assert!(
+        c.iter().all(|c| c["verdict"] == "deterministic"),
+        "{live:#}"
+    );
+    let table = lab.run(&["report"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("an other failure (it matched no --signature pattern), failed 2 of 2"),
         "{text}"
     );
 }
