@@ -474,3 +474,44 @@ fn a_budget_spent_before_every_candidate_was_confirmed_leaves_them_undecided() {
         );
     }
 }
+
+/// The book's exit-code table and `run --help` give the same codes in the
+/// same precedence, and both name undecided (4) and a one-cell session's
+/// failures (1).
+#[test]
+fn the_books_exit_codes_and_help_agree() {
+    let book = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/book/src/stability.md"
+    ))
+    .unwrap();
+    let table: Vec<&str> = (book.split("## Exit codes").nth(1).unwrap().lines())
+        .filter(|l| {
+            l.starts_with("| ") && l.split('|').nth(1).unwrap().trim().parse::<u32>().is_ok()
+        })
+        .collect();
+    let mut book_codes: Vec<i32> = (table.iter())
+        .map(|l| l.split('|').nth(3).unwrap().trim().parse().unwrap())
+        .collect();
+    book_codes.dedup();
+    let row = |verdict: &str| {
+        *table
+            .iter()
+            .find(|l| l.split('|').nth(2).unwrap().trim() == verdict)
+            .unwrap_or_else(|| panic!("no row {verdict}: {table:#?}"))
+    };
+    assert!(row("differs: one cell").contains("| 1 | a session with one cell only"));
+    assert!(row("undecided").contains("| 4 |"));
+
+    let help = Lab::new().run(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let block = help.split("Exit codes").nth(1).unwrap();
+    let help_codes: Vec<i32> = (block.lines().skip(1))
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert_eq!(book_codes, help_codes, "{block}");
+    assert_eq!(help_codes, [130, 1, 4, 3, 2, 0]);
+    assert!(block.contains("4    undecided"), "{block}");
+    assert!(block.contains("a session with one cell"), "{block}");
+}
