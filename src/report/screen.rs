@@ -404,6 +404,20 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
         // screen's comparison with the sham does not speak for these runs.
         row.sham = None;
         row.vs_sham = None;
+        // A collision's partners are counted in its row, not their own.
+        for partner in &c.candidate.partners {
+            if let Some(row) = cell.tests.iter_mut().find(|t| &t.id == partner) {
+                row.verdict = Some(format!(
+                    "a partner in the collision confirmed as {}: counted in its row ({})",
+                    c.candidate.test,
+                    if differs {
+                        "differs"
+                    } else {
+                        "not shown to differ"
+                    }
+                ));
+            }
+        }
     }
     // Differing rows first again.
     for cell in report.cells.iter_mut() {

@@ -126,12 +126,19 @@ fn a_brittle_test_and_a_port_collision_under_workers_are_confirmed_at_the_defaul
         verdict.contains("a collision: it and tests.test_ports::test_port_b fail in turn under workers=2, their failures naming a port they contest"),
         "{verdict}"
     );
-    // Its partner is not a candidate of its own.
+    // Its partner is not a candidate of its own: its row points to the
+    // collision's.
     let partner_rows: Vec<&Value> = (report["cells"].as_array().unwrap().iter())
+        .filter(|c| c["name"] == "workers=2")
         .flat_map(|c| c["tests"].as_array().unwrap().iter())
-        .filter(|t| t["id"] == "tests.test_ports::test_port_b" && t["stage"] == "confirm")
+        .filter(|t| t["id"] == "tests.test_ports::test_port_b")
         .collect();
-    assert!(partner_rows.is_empty(), "{partner_rows:?}");
+    assert_eq!(partner_rows.len(), 1, "{partner_rows:?}");
+    assert_eq!(partner_rows[0]["stage"], "screen", "{partner_rows:?}");
+    assert_eq!(
+        partner_rows[0]["verdict"],
+        "a partner in the collision confirmed as tests.test_ports::test_port_a: counted in its row (differs)"
+    );
 
     // `report` renders the same verdicts later.
     let table = lab.run(&["report"]);
