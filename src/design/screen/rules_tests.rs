@@ -446,3 +446,60 @@ fn the_runs_a_partial_difference_needs_are_those_its_last_look_decides_at() {
         assert_ne!(last(n - 1), Decision::Differs, "{m} {rate}: {n}");
     }
 }
+
+#[test]
+fn under_no_difference_the_rule_says_differs_at_most_alpha_over_m_of_the_time() {
+    use rand::{Rng, SeedableRng};
+    // Simulated candidates whose two arms fail at the same rate, looked at
+    // pair after pair up to the default cap's 15 looks: the share ever
+    // called different stays within the boundary (Bonferroni over the
+    // looks' weights), at a fixed seed.
+    let r = Rule::new(1, 15, 0.95, 0.3);
+    let trials = 2000;
+    let null_share = |r: &Rule, q: f64| {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut differs = 0;
+        for _ in 0..trials {
+            let (mut kc, mut kb) = (0u64, 0u64);
+            let mut planned_taken = false;
+            for pair in 1..=r.looks {
+                kc += u64::from(rng.gen_bool(q));
+                kb += u64::from(rng.gen_bool(q));
+                let n = u64::from(pair);
+                let look = decide(
+                    r,
+                    At {
+                        pair,
+                        stage_pairs: pair,
+                        planned_taken,
+                        fails_more: true,
+                    },
+                    "whole",
+                    (kc, n),
+                    (kb, n),
+                    false,
+                );
+                planned_taken |= look.planned;
+                if look.decision == Decision::Differs {
+                    differs += 1;
+                    break;
+                }
+            }
+        }
+        f64::from(differs) / f64::from(trials)
+    };
+    for q in [0.1, 0.3, 0.5] {
+        let share = null_share(&r, q);
+        assert!(share <= r.boundary, "{q}: {share}");
+    }
+    // The check can fail: a rule that tests every look at the whole alpha
+    // (no spending) says differs too often.
+    let naive = Rule {
+        looks: 15,
+        planned: 0,
+        boundary: 0.05 * 15.0,
+        ..r
+    };
+    let share = null_share(&naive, 0.5);
+    assert!(share > r.boundary, "{share}");
+}
