@@ -254,7 +254,8 @@ Exit codes (one precedence for run, replay, ladder and verify; the first that ho
   130  interrupted: finished runs are kept and a partial report is printed
   1    a cell or a test differs from the baseline, or --signature reproduced, or
        a run failed matching no --signature pattern (other failures are never
-       green), or a session with one cell (nothing to compare) had failures
+       green), or a session with one cell (the baseline alone, or one cell with
+       --no-baseline: nothing to compare) had failures
   4    undecided: a pair whose raw counts differ was left undecided (the screen's
        cap, --max-runs, or Holm over many pairs); its row says what would settle it
   3    a perturbation could not be applied in at least one cell
@@ -481,14 +482,18 @@ pub struct RunArgs {
     /// After the runs, replay each distinct failing run's exact conditions
     /// (cell, seed) K times: K of K failing means the conditions determine
     /// the failure; fewer means timing is involved. Each prints the bound
-    /// its count reaches (`failed 3 of 3 (rate > 0.368 at 95%)`).
+    /// its count reaches (`failed 3 of 3 (rate > 0.368 at 95%)`). With
+    /// --signature, the failures matching no pattern (other failures) are
+    /// replayed too, after the matched ones.
     #[arg(long, value_name = "K")]
     pub confirm: Option<u32>,
     /// `fixed`: every cell runs the command N times. `screen`: every cell
     /// runs it once (up to `--screen` times where one run cannot tell),
     /// then each (test, cell) pair that differed is confirmed on fresh runs
     /// under a selection that keeps its baseline, at most N runs each
-    /// (large suites: the same verdicts in a fraction of the runs); a cap N
+    /// (large suites: the same verdicts in a fraction of the runs; tests
+    /// failing in turn on one port, path or lock under workers are one
+    /// collision, confirmed with its partners); a cap N
     /// below what Holm needs for the number of candidates is said before
     /// the confirmations, and a pair it stops is undecided (exit 4). `auto`
     /// picks one and the report says which and why.

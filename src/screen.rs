@@ -10,7 +10,9 @@
 //! pair), each with Fisher's one-sided p in the direction the screen saw.
 //! A look spends a weight of the error ([`Rule::weight`]): most of it at
 //! the planned look (the stage's pair at which a complete separation first
-//! reaches the boundary), the rest evenly over the looks after it, so the
+//! reaches the boundary), a fixed share at the last look the cap allows
+//! (where a partial difference, a test failing in half the runs, is
+//! decided), the little left evenly over the looks between, so the
 //! smallest `p / weight` over the looks is a valid p-value however early
 //! the candidate stops. A candidate stops as "differs" once that p is at or
 //! below `alpha / m` (m candidates), which Holm over the candidates rejects
@@ -45,6 +47,16 @@ pub struct Candidate {
     /// round's included): where `flakelab bisect` starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flip_run: Option<String>,
+    /// A collision under a concurrency cell: the other tests whose failures
+    /// there name the same kind of contested resource (`contests`). The
+    /// candidate stands for them all: a run counts as failing when any of
+    /// `test` and its partners failed in it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partners: Vec<String>,
+    /// What a collision's failures name that separate processes contest
+    /// (`a port`, `a path`, `a lock`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contests: Option<String>,
 }
 
 /// The sequential rule's parameters.
@@ -70,13 +82,26 @@ pub struct Rule {
     #[serde(default)]
     pub planned: u32,
     /// The share of the error the planned look spends; the rest is spread
-    /// evenly over the looks after it.
+    /// over the looks after it (the last one's `final_share`, the others'
+    /// evenly).
     #[serde(default)]
     pub planned_share: f64,
+    /// The share of the error the last look the cap allows spends (look
+    /// `looks`), on top of whatever else it spends: what a partial
+    /// difference is decided on. 0 in records written before it, whose
+    /// looks after the planned one shared the rest evenly.
+    #[serde(default)]
+    pub final_share: f64,
 }
 
 /// The share of the error a candidate's planned look spends.
 pub const PLANNED_SHARE: f64 = 0.75;
+
+/// The share of the error the last look the cap allows spends (of the
+/// `1 − PLANNED_SHARE` left after the planned look): a test failing in
+/// half its cell runs and none at baseline is decided there at the default
+/// cap, where an even spread over every look left it undecided.
+pub const FINAL_SHARE: f64 = 0.2;
 
 impl Rule {
     /// The rule for `m` candidates, at most `looks` looks each.
@@ -96,30 +121,47 @@ impl Rule {
             climb_after: 3,
             planned,
             planned_share,
+            final_share: FINAL_SHARE.min(1.0 - planned_share),
         }
     }
 
-    /// The share of the error a look spends: `stage_pairs` pairs into its
-    /// stage, `planned_taken` when an earlier look of the candidate was its
-    /// planned look. Until then only a stage's planned pair spends (its
+    /// The share of the error look `pair` spends: `stage_pairs` pairs into
+    /// its stage, `planned_taken` when an earlier look of the candidate was
+    /// its planned look. Until then only a stage's planned pair spends (its
     /// `planned_share`; a climb starts a new stage before any planned look
-    /// was taken, so its weight is still unspent); after it every look
-    /// spends an equal part of the rest. Along any path a candidate takes
-    /// the weights sum to at most 1, so the smallest p / weight over its
-    /// looks is a valid p-value (Bonferroni with unequal weights).
-    pub fn weight(&self, stage_pairs: u32, planned_taken: bool) -> f64 {
+    /// was taken, so its weight is still unspent); after it every look but
+    /// the last spends an equal part of what the last does not. The last
+    /// look the cap allows (`pair == looks`) adds `final_share`. Along any
+    /// path a candidate takes the weights sum to at most 1, so the smallest
+    /// p / weight over its looks is a valid p-value (Bonferroni with
+    /// unequal weights).
+    pub fn weight(&self, pair: u32, stage_pairs: u32, planned_taken: bool) -> f64 {
         if self.planned == 0 {
             return 1.0 / f64::from(self.looks);
         }
-        if !planned_taken {
-            return match stage_pairs == self.planned {
-                true => self.planned_share,
-                false => 0.0,
-            };
-        }
-        match self.looks > self.planned {
-            true => (1.0 - self.planned_share) / f64::from(self.looks - self.planned),
+        let last = match pair == self.looks {
+            true => self.final_share,
             false => 0.0,
+        };
+        if !planned_taken {
+            return last
+                + match stage_pairs == self.planned {
+                    true => self.planned_share,
+                    false => 0.0,
+                };
+        }
+        // Looks strictly between the planned one and the last: at most
+        // `looks − planned − 1` of them on any path (a rule without a final
+        // share spreads over the last look too).
+        let between = match self.final_share > 0.0 {
+            true => self.looks.saturating_sub(self.planned + 1),
+            false => self.looks.saturating_sub(self.planned),
+        };
+        let rest = 1.0 - self.planned_share - self.final_share;
+        match (pair == self.looks && self.final_share > 0.0, between > 0) {
+            (true, _) => last,
+            (false, true) => rest.max(0.0) / f64::from(between),
+            (false, false) => 0.0,
         }
     }
 }
@@ -175,6 +217,13 @@ pub struct Look {
 }
 
 impl Candidate {
+    /// The tests it counts: its own, then its partners' (a collision).
+    pub fn tests(&self) -> Vec<&str> {
+        let mut out = vec![self.test.as_str()];
+        out.extend(self.partners.iter().map(String::as_str));
+        out
+    }
+
     /// Whether the screen saw the test fail more often in the cell than at
     /// baseline.
     pub fn fails_more(&self) -> bool {
@@ -453,22 +502,33 @@ pub fn fixed_runs_needed(rates: &[(f64, f64)], m_all: usize, confidence: f64) ->
 
 /// The runs per arm at which the screen design's rule can decide a
 /// candidate whose arms fail at `cell_rate` and `base_rate` (the expected
-/// counts, rounded): the first N whose one-sided Fisher p reaches the
-/// `boundary` (`alpha / m`). With a cap of N pairs the rule's last look
-/// spends the whole error when no earlier look was planned, so for a
-/// complete separation this is exact; for a partial difference, whose
-/// looks are not planned for, it is the least that could do. None when
-/// the rates are equal or more than 10,000 runs would be needed.
+/// counts, rounded), with the cap set there: the first N whose one-sided
+/// Fisher p reaches the `boundary` (`alpha / m`) times what that cap's
+/// looks spend. A complete separation is decided at its planned look
+/// (`PLANNED_SHARE`; with a cap of N pairs the rule's last look spends the
+/// whole error when no earlier look was planned, so this is exact); a
+/// partial difference, whose looks are not planned for, at the last look
+/// the cap allows (`FINAL_SHARE` once a planned look comes before it, the
+/// whole error when none does). None when the rates are equal or more
+/// than 10,000 runs would be needed.
 pub fn runs_to_decide(cell_rate: f64, base_rate: f64, boundary: f64) -> Option<u64> {
     if cell_rate == base_rate || boundary.is_nan() || boundary <= 0.0 {
         return None;
     }
     let more = cell_rate > base_rate;
+    let complete = (cell_rate - base_rate).abs() >= 1.0;
+    // The first pair at which a complete separation reaches the boundary
+    // with the planned look's share: a cap above it plans a look there.
+    let planned = (1..=10_000u32).find(|&n| separation_p(n) <= boundary * PLANNED_SHARE);
     let decides = |n: u64| {
         let kc = ((cell_rate * n as f64).round() as u64).min(n);
         let kb = ((base_rate * n as f64).round() as u64).min(n);
-        kc != kb
-            && stats::fisher_one_sided(kc, n - kc, kb, n - kb, more) <= boundary * PLANNED_SHARE
+        let share = match (complete, planned) {
+            (true, _) => PLANNED_SHARE,
+            (false, Some(p)) if u64::from(p) < n => FINAL_SHARE,
+            (false, _) => 1.0,
+        };
+        kc != kb && stats::fisher_one_sided(kc, n - kc, kb, n - kb, more) <= boundary * share
     };
     (1..=10_000u64).find(|&n| decides(n))
 }
@@ -528,10 +588,11 @@ mod tests {
         // fewer does not.
         for (m, pairs) in [(2, 4), (9, 5)] {
             let rule = Rule::new(m, pairs, 0.95, 0.3);
-            let spent = separation_p(rule.planned) / rule.weight(rule.planned, false);
+            let spent = separation_p(rule.planned) / rule.weight(rule.planned, rule.planned, false);
             assert!(spent <= rule.boundary, "{m} {pairs}: {rule:?}");
             let short = Rule::new(m, pairs - 1, 0.95, 0.3);
-            let spent = separation_p(short.planned) / short.weight(short.planned, false);
+            let spent =
+                separation_p(short.planned) / short.weight(short.planned, short.planned, false);
             assert!(spent > short.boundary, "{m} {pairs}: {short:?}");
         }
         // The reverse direction and a partial difference.

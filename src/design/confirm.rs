@@ -25,7 +25,9 @@ pub(crate) enum Progress<'a> {
 
 /// Replays each distinct failing run of a finished session `times` times
 /// (its cell and seed; a shuffle cell's runs are distinct by seed, others by
-/// cell and failure signature), each in a session part of this one. Returns
+/// cell and failure signature), each in a session part of this one; with
+/// `--signature`, a run whose failure matched no pattern (an other
+/// failure) is replayed too, after the matched ones. Returns
 /// the ids of the runs replayed, in order (the last maybe cut short by a
 /// stop).
 pub(crate) async fn confirm_failures(
@@ -59,7 +61,8 @@ pub(crate) async fn confirm_failures(
     Ok(replayed)
 }
 
-/// The session's distinct failing runs, in plan order: only failing runs
+/// The session's distinct failing runs, in plan order (with `--signature`,
+/// the matched failures first, then the other failures): only failing runs
 /// are held (read in file order, then sorted), not the session's every run.
 fn distinct_failures(spec: &SessionSpec, done: &SessionDone) -> Result<Vec<RunRecord>> {
     let mut failed: Vec<RunRecord> = Vec::new();
@@ -69,13 +72,14 @@ fn distinct_failures(spec: &SessionSpec, done: &SessionDone) -> Result<Vec<RunRe
         }
         Ok(())
     })?;
-    failed.sort_by_key(|r| r.index);
+    // With --signature, the failures matching a pattern first, then the
+    // other failures (real failures too, replayed like them), each in
+    // plan order.
+    let patterns = !done.session.patterns().is_empty();
+    failed.sort_by_key(|r| (patterns && r.signature_match != Some(true), r.index));
     let mut seen = BTreeSet::new();
     let mut failing = Vec::new();
     for run in failed {
-        if !done.session.patterns().is_empty() && run.signature_match != Some(true) {
-            continue;
-        }
         let shuffled = spec
             .cell_index(&run.cell)
             .is_some_and(|i| spec.cells[i].1.shuffle);

@@ -107,11 +107,13 @@ impl Markup for Summary<'_> {
         let out = &mut self.out;
         let pct = (report.confidence * 100.0).round();
         let verdict = match report.exit_code() {
-            0 => "no cell differs from the baseline",
-            1 => super::finding_text(report),
-            3 => "a perturbation was **not applied**",
-            2 => "nothing was measured",
-            _ => "see the report",
+            0 => "no cell differs from the baseline".to_string(),
+            1 => super::finding_text(report).to_string(),
+            3 => "a perturbation was **not applied**".to_string(),
+            2 => "nothing was measured".to_string(),
+            4 => undecided_text(report),
+            130 => "**interrupted** before it could decide (what ran is below)".to_string(),
+            _ => "see the report".to_string(),
         };
         let _ = writeln!(
             out,
@@ -325,6 +327,22 @@ pub fn annotations(report: &Report) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Exit 4's header: how many (cell or test, cell) pairs were left
+/// undecided, and that their rows say what would settle them.
+fn undecided_text(report: &Report) -> String {
+    let undecided =
+        |v: &Option<super::VsBaseline>| v.as_ref().is_some_and(|v| v.undecided.is_some());
+    let pairs: usize = (report.cells.iter())
+        .map(|c| {
+            usize::from(undecided(&c.vs_baseline))
+                + c.tests.iter().filter(|t| undecided(&t.vs_baseline)).count()
+        })
+        .sum();
+    format!(
+        "**undecided**: {pairs} pair(s) whose raw counts differ were left undecided (a stop is not a verdict; each row says the runs that would settle it)"
+    )
 }
 
 #[cfg(test)]

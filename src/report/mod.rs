@@ -430,8 +430,13 @@ pub struct Confirmation {
     pub times: u32,
     /// Replays that measured something (passed or failed).
     pub measured: u64,
-    /// Replays that failed again (matching the signature, with one).
+    /// Replays that failed again (with `--signature`: matching a pattern,
+    /// or for an other failure matching none).
     pub failed: u64,
+    /// With `--signature`: the replayed run's failure matched no pattern
+    /// (an other failure, a real failure all the same).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub other_failure: bool,
     /// `deterministic` (K of K: the recorded conditions determine the
     /// failure), `timing` (fewer: timing is involved) or `unmeasured`.
     pub verdict: &'static str,
@@ -459,10 +464,14 @@ pub fn confirmations(
                 .iter()
                 .filter(|r| matches!(r.outcome, Outcome::Pass | Outcome::Fail))
                 .count() as u64;
+            // An other failure is replayed for failures matching no
+            // pattern; a matched one for matching failures.
+            let patterns = !session.patterns().is_empty();
+            let other_failure = patterns && run.signature_match != Some(true);
             let failed = again
                 .iter()
                 .filter(|r| r.outcome == Outcome::Fail)
-                .filter(|r| session.patterns().is_empty() || r.signature_match == Some(true))
+                .filter(|r| !patterns || (r.signature_match == Some(true)) != other_failure)
                 .count() as u64;
             let times = s.plan.runs_per_cell;
             Some(Confirmation {
@@ -473,6 +482,7 @@ pub fn confirmations(
                 times,
                 measured,
                 failed,
+                other_failure,
                 verdict: confirmation_verdict(times, measured, failed),
                 bound: crate::stats::effect::bound_text(failed, measured, session.confidence),
                 session: s.id.clone(),
@@ -484,6 +494,14 @@ pub fn confirmations(
 impl Confirmation {
     /// The verdict in words.
     pub fn sentence(&self) -> String {
+        let words = self.verdict_words();
+        match self.other_failure {
+            true => format!("an other failure (it matched no --signature pattern), {words}"),
+            false => words,
+        }
+    }
+
+    fn verdict_words(&self) -> String {
         match self.verdict {
             "deterministic" => format!(
                 "failed {} of {} ({}): the recorded conditions determine the failure (a deterministic oracle)",

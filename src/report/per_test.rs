@@ -226,6 +226,10 @@ pub struct TestRow {
     /// `--design screen`: every look the confirmation took.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub looks: Vec<crate::screen::Look>,
+    /// `--design screen`: a collision's partners, counted with it (a run
+    /// failed when any of them failed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partners: Vec<String>,
     /// A shuffle cell's differing row: the `flakelab bisect` command that
     /// finds what made it fail (`super::handover`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -268,6 +272,7 @@ impl TestRow {
             boundary: None,
             verdict: None,
             looks: Vec::new(),
+            partners: Vec::new(),
             bisect: None,
         }
     }
@@ -485,6 +490,7 @@ fn finish_rows(
                 boundary: None,
                 verdict: None,
                 looks: Vec::new(),
+                partners: Vec::new(),
                 bisect: None,
             }
         })

@@ -48,8 +48,12 @@ pub fn design_text(d: &crate::screen::DesignSummary) -> String {
         match d.rule.planned {
             0 => String::new(),
             n => format!(
-                ", one-sided; the planned look at {n} pairs spends {:.0}% of alpha",
-                d.rule.planned_share * 100.0
+                ", one-sided; the planned look at {n} pairs spends {:.0}% of alpha{}",
+                d.rule.planned_share * 100.0,
+                match d.rule.final_share > 0.0 {
+                    true => format!(", the last look {:.0}%", d.rule.final_share * 100.0),
+                    false => String::new(),
+                }
             ),
         },
         short_p(d.rule.boundary),
@@ -192,6 +196,24 @@ fn undecided_words(
     )
 }
 
+/// A collision candidate in words: its partners, what their failures
+/// contest, and how its runs are counted. None for one test.
+fn collision_words(c: &crate::screen::Candidate) -> Option<String> {
+    if c.partners.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "a collision: it and {} fail in turn under {}, their failures naming {} they contest; counted together, a run failing when any of them failed (the screen saw {} of {} against {} of {})",
+        c.partners.join(", "),
+        c.cell,
+        c.contests.as_deref().unwrap_or("a resource"),
+        c.screen_cell.0,
+        c.screen_cell.1,
+        c.screen_baseline.0,
+        c.screen_baseline.1,
+    ))
+}
+
 /// When the cap (`looks` pairs per candidate) is below the runs each of
 /// `m` candidates needs (`needed`, [`screen::runs_needed_each`]), says so:
 /// no candidate the cap stops can be decided, and every such pair whose
@@ -253,6 +275,8 @@ pub fn screen_candidates(report: &Report, runs: &[RunRecord]) -> Vec<crate::scre
                     .as_deref()
                     .and_then(|id| seed_of.get(id).copied()),
                 flip_run: t.first_failure.clone(),
+                partners: Vec::new(),
+                contests: None,
             });
         }
     }
@@ -331,6 +355,9 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
         if let Some(start) = &c.start {
             verdict.push_str(&format!("; {start}"));
         }
+        if let Some(words) = collision_words(&c.candidate) {
+            verdict.push_str(&format!("; {words}"));
+        }
         for climb in &c.climbs {
             verdict.push_str(&format!(
                 "; climbed from {} to {}: {}",
@@ -365,6 +392,7 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
         row.boundary = Some(rule.boundary);
         row.verdict = Some(verdict);
         row.looks = c.looks.clone();
+        row.partners = c.candidate.partners.clone();
         row.vs_baseline = Some(VsBaseline {
             fisher_p: c.looks.last().map_or(1.0, |l| l.p),
             adjusted_p: adj,
@@ -376,6 +404,20 @@ pub fn apply(report: &mut Report, record: &ScreenRecord, runs: &ScreenRuns) {
         // screen's comparison with the sham does not speak for these runs.
         row.sham = None;
         row.vs_sham = None;
+        // A collision's partners are counted in its row, not their own.
+        for partner in &c.candidate.partners {
+            if let Some(row) = cell.tests.iter_mut().find(|t| &t.id == partner) {
+                row.verdict = Some(format!(
+                    "a partner in the collision confirmed as {}: counted in its row ({})",
+                    c.candidate.test,
+                    if differs {
+                        "differs"
+                    } else {
+                        "not shown to differ"
+                    }
+                ));
+            }
+        }
     }
     // Differing rows first again.
     for cell in report.cells.iter_mut() {

@@ -205,6 +205,8 @@ mod tests {
             screen_baseline: (0, 1),
             flip_seed: None,
             flip_run: None,
+            partners: Vec::new(),
+            contests: None,
         }
     }
 

@@ -55,6 +55,7 @@ mod sandbox;
 mod scan;
 mod scan_prove;
 mod screen;
+mod screen_workers;
 mod sham;
 mod shard;
 mod signatures;

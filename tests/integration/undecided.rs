@@ -121,6 +121,21 @@ fn a_cap_below_what_holm_needs_is_said_up_front_and_leaves_every_pair_undecided(
 }
 
 #[test]
+fn the_github_step_summary_says_undecided_for_exit_4() {
+    let lab = Lab::new();
+    let out = screened(&lab, "8");
+    assert_eq!(code(&out), 4);
+    let summary = lab.run(&["report", "--format", "github"]);
+    assert_eq!(code(&summary), 4);
+    let text = String::from_utf8_lossy(&summary.stdout);
+    assert!(
+        text.contains(": **undecided**: 9 pair(s) whose raw counts differ were left undecided"),
+        "{text}"
+    );
+    assert!(!text.contains("see the report"), "{text}");
+}
+
+#[test]
 fn the_runs_it_names_decide_every_pair() {
     let lab = Lab::new();
     let out = screened(&lab, "10");
@@ -266,6 +281,70 @@ fn confirm_and_replay_print_the_bound_their_counts_reach() {
     );
 }
 
+/// `--confirm` with `--signature` replays the other failures too (after
+/// the matched ones), each counted against its own kind.
+#[test]
+fn confirm_replays_the_other_failures_too() {
+    let lab = Lab::new();
+    let s = script(
+        &lab,
+        "[[run]]\ncell = \"env=A=1\"\nexit = 1\noutput = \"read ECONNRESET\"\n\
+         [[run]]\ncell = \"env=B=1\"\nexit = 1\noutput = \"AssertionError: 41 != 42\"\n",
+    );
+    let out = fake(
+        &lab,
+        &s,
+        &[
+            "run",
+            "--format",
+            "json",
+            "--seed",
+            "9",
+            "-n",
+            "4",
+            "-p",
+            "env=A=1",
+            "-p",
+            "env=B=1",
+            "--signature",
+            "ECONNRESET",
+            "--confirm",
+            "2",
+            "--",
+            "subject",
+        ],
+    );
+    assert_eq!(code(&out), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let live = json(&out);
+    let c = live["confirmations"].as_array().unwrap();
+    let cells: Vec<(&str, bool, u64)> = (c.iter())
+        .map(|c| {
+            (
+                c["cell"].as_str().unwrap(),
+                c["other_failure"].as_bool().unwrap_or(false),
+                c["failed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // The matched failure first, then the other failure, each failing
+    // again in 2 of 2 replays as its own kind.
+    assert_eq!(
+        cells,
+        [("env=A=1", false, 2), ("env=B=1", true, 2)],
+        "{live:#}"
+    );
+    assert!(
+        c.iter().all(|c| c["verdict"] == "deterministic"),
+        "{live:#}"
+    );
+    let table = lab.run(&["report"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("an other failure (it matched no --signature pattern), failed 2 of 2"),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_session_killed_before_any_run_was_recorded_exits_as_nothing_measured() {
     let lab = Lab::new();
@@ -394,4 +473,45 @@ fn a_budget_spent_before_every_candidate_was_confirmed_leaves_them_undecided() {
             "{verdict}"
         );
     }
+}
+
+/// The book's exit-code table and `run --help` give the same codes in the
+/// same precedence, and both name undecided (4) and a one-cell session's
+/// failures (1).
+#[test]
+fn the_books_exit_codes_and_help_agree() {
+    let book = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/book/src/stability.md"
+    ))
+    .unwrap();
+    let table: Vec<&str> = (book.split("## Exit codes").nth(1).unwrap().lines())
+        .filter(|l| {
+            l.starts_with("| ") && l.split('|').nth(1).unwrap().trim().parse::<u32>().is_ok()
+        })
+        .collect();
+    let mut book_codes: Vec<i32> = (table.iter())
+        .map(|l| l.split('|').nth(3).unwrap().trim().parse().unwrap())
+        .collect();
+    book_codes.dedup();
+    let row = |verdict: &str| {
+        *table
+            .iter()
+            .find(|l| l.split('|').nth(2).unwrap().trim() == verdict)
+            .unwrap_or_else(|| panic!("no row {verdict}: {table:#?}"))
+    };
+    assert!(row("differs: one cell").contains("| 1 | a session with one cell only"));
+    assert!(row("undecided").contains("| 4 |"));
+
+    let help = Lab::new().run(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let block = help.split("Exit codes").nth(1).unwrap();
+    let help_codes: Vec<i32> = (block.lines().skip(1))
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert_eq!(book_codes, help_codes, "{block}");
+    assert_eq!(help_codes, [130, 1, 4, 3, 2, 0]);
+    assert!(block.contains("4    undecided"), "{block}");
+    assert!(block.contains("a session with one cell"), "{block}");
 }

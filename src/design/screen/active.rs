@@ -41,7 +41,11 @@ impl Active {
         dir: &std::path::Path,
     ) -> Active {
         let every_seed = c.flip_seed.filter(|_| kind == CellKind::Shuffled);
-        let ladder = rules::ladder(from, &c.test, dir, select, kind, order);
+        // A collision's partners run beside it: its file only when they
+        // all share it, else the whole command.
+        let file = |t: &str| crate::screen::neighbours_id(from, t, dir);
+        let together = (c.partners.iter()).all(|p| file(p).is_some() && file(p) == file(&c.test));
+        let ladder = rules::ladder(from, &c.test, dir, select && together, kind, order);
         let ordered = ladder[0].order.is_some();
         Active {
             ladder,

@@ -221,10 +221,10 @@ fn take_look(
     start: StageCounts,
     rule: &Rule,
 ) -> bool {
-    let test = a.out.candidate.test.clone();
+    let tests = a.out.candidate.tests();
     let (c0, b0, p0) = start;
-    let (kc, nc) = rules::arm(runs, cell, &test);
-    let (kb, nb) = rules::arm(runs, "baseline", &test);
+    let (kc, nc) = rules::arm(runs, cell, &tests);
+    let (kb, nb) = rules::arm(runs, "baseline", &tests);
     let pairs_here = runs.iter().filter(|r| r.cell == cell).count() as u32;
     a.stage = (
         (c0.0 + kc, c0.1 + nc),

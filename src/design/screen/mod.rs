@@ -4,7 +4,9 @@
 //! baseline's is confirmed on fresh runs under a selection that keeps the
 //! baseline's context (`crate::rules::ladder`: alone, its file or module,
 //! the whole command; climbing when the baseline arm does not reproduce
-//! the screen's baseline), the candidates of one cell that do not
+//! the screen's baseline; tests failing in turn on one contested resource
+//! under workers confirmed as one collision with its partners,
+//! `partners.rs`), the candidates of one cell that do not
 //! interfere together in one runner invocation, interleaved with their
 //! baseline runs and stopped by the sequential rule in `crate::screen`.
 //! Verdicts rest on the confirmation runs only, with Holm over the
@@ -21,6 +23,7 @@ mod again;
 mod confirm;
 mod facts;
 mod group;
+mod partners;
 pub(crate) mod rules;
 #[cfg(test)]
 mod rules_tests;
@@ -174,6 +177,10 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
     rounds.splice(0..0, ordered_rounds);
     reversed_seeds.extend(ordered_seeds);
     let mut candidates = rules::candidates(&runs, &applied);
+    // Tests that fail in turn on one contested resource under a
+    // concurrency cell are one collision, confirmed with its partners.
+    let concurrent = |cell: &str| kind_of(&settings, cell).1 == CellKind::Concurrent;
+    candidates = partners::fold_collisions(&runs, candidates, &concurrent);
     // The confirmations spend their runs where they can still decide: the
     // largest raw differences first (a budget or a stop leaves the rest).
     rules::largest_first(&mut candidates);

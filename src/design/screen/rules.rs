@@ -44,7 +44,7 @@ pub fn decide(
         (true, 0) => stats::fisher_exact(kc, nc - kc, kb, nb - kb),
         (true, _) => stats::fisher_one_sided(kc, nc - kc, kb, nb - kb, at.fails_more),
     };
-    let weight = rule.weight(at.stage_pairs, at.planned_taken);
+    let weight = rule.weight(at.pair, at.stage_pairs, at.planned_taken);
     let spent_p = match weight > 0.0 {
         true => (p / weight).min(1.0),
         false => 1.0,
@@ -132,17 +132,27 @@ pub fn difference_bound(cell: (u64, u64), baseline: (u64, u64), confidence: f64)
     (c.high - b.low).max(b.high - c.low)
 }
 
-/// Failures and runs of `test` in `cell` among `runs` (a skip counts in
-/// neither; a run whose report lacks the test neither).
-pub fn arm(runs: &[crate::record::RunRecord], cell: &str, test: &str) -> (u64, u64) {
+/// Failures and runs of `tests` in `cell` among `runs`, a run counted once:
+/// failing when any of them failed in it, else passing when any passed (a
+/// skip counts in neither; a run whose report lacks them all neither). One
+/// test, or a collision's tests together.
+pub fn arm(runs: &[crate::record::RunRecord], cell: &str, tests: &[&str]) -> (u64, u64) {
     use crate::record::TestOutcome;
     runs.iter()
         .filter(|r| r.cell == cell)
-        .filter_map(|r| r.tests.iter().find(|t| t.id == test))
-        .fold((0, 0), |(k, n), t| match t.outcome {
-            TestOutcome::Pass => (k, n + 1),
-            TestOutcome::Fail | TestOutcome::Error => (k + 1, n + 1),
-            TestOutcome::Skip => (k, n),
+        .fold((0, 0), |(k, n), r| {
+            let mut ran = r.tests.iter().filter(|t| tests.contains(&t.id.as_str()));
+            let outcomes: Vec<TestOutcome> = ran.by_ref().map(|t| t.outcome).collect();
+            if outcomes
+                .iter()
+                .any(|o| matches!(o, TestOutcome::Fail | TestOutcome::Error))
+            {
+                (k + 1, n + 1)
+            } else if outcomes.contains(&TestOutcome::Pass) {
+                (k, n + 1)
+            } else {
+                (k, n)
+            }
         })
 }
 
@@ -191,6 +201,8 @@ pub fn candidates(runs: &[crate::record::RunRecord], cells: &[String]) -> Vec<Ca
                 screen_baseline: (bk, bn),
                 flip_seed: flip.as_ref().map(|f| f.0),
                 flip_run: flip.as_ref().map(|f| f.1.clone()),
+                partners: Vec::new(),
+                contests: None,
             });
         }
     }

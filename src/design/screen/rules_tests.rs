@@ -3,7 +3,7 @@
 
 use super::rules::*;
 use crate::catalog::recipe::IdFrom;
-use crate::screen::{Decision, Rule, PLANNED_SHARE};
+use crate::screen::{Decision, Rule, FINAL_SHARE, PLANNED_SHARE};
 
 fn rule() -> Rule {
     Rule::new(5, 10, 0.95, 0.3)
@@ -34,20 +34,50 @@ fn the_planned_look_is_where_a_complete_separation_first_decides() {
     let small = Rule::new(7, 3, 0.95, 0.3);
     assert_eq!((small.planned, small.planned_share), (3, 1.0));
     // Along any path the weights sum to at most 1: nothing before the
-    // planned look, its share there, the rest over the looks after it.
-    let spent: f64 = (1..r.planned).map(|s| r.weight(s, false)).sum::<f64>()
-        + r.weight(r.planned, false)
+    // planned look, its share there, the final share at the last look, the
+    // rest over the looks between.
+    assert_eq!(r.final_share, FINAL_SHARE);
+    let spent: f64 = (1..r.planned).map(|s| r.weight(s, s, false)).sum::<f64>()
+        + r.weight(r.planned, r.planned, false)
         + (r.planned + 1..=r.looks)
-            .map(|s| r.weight(s, true))
+            .map(|s| r.weight(s, s, true))
             .sum::<f64>();
     assert!((spent - 1.0).abs() < 1e-12, "{spent}");
+    assert_eq!(r.weight(r.looks, r.looks, true), FINAL_SHARE);
+    // A path that never takes its planned look (it climbed just before)
+    // spends the planned share at the new stage's planned pair and the
+    // final share at the last look: at most 1 again.
+    let climbed: f64 = (1..=r.looks)
+        .map(|s| {
+            let stage = if s <= 3 { s } else { s - 3 };
+            let taken = s > 3 + r.planned;
+            r.weight(s, stage, taken)
+        })
+        .sum();
+    assert!(climbed <= 1.0 + 1e-12, "{climbed}");
+    // Its planned look the last look the cap allows: both shares, still 1.
+    let late = Rule::new(7, r.planned + 3, 0.95, 0.3);
+    let w = late.weight(late.looks, late.planned, false);
+    assert!((w - (PLANNED_SHARE + FINAL_SHARE)).abs() < 1e-12, "{w}");
+    // The small cap's only planned look is its last: it takes it all, and
+    // no final share is left over.
+    assert_eq!(small.final_share, 0.0);
+    assert_eq!(small.weight(3, 3, false), 1.0);
     // A record written before the planned look: 1 / L each.
     let old = Rule {
         planned: 0,
         planned_share: 0.0,
+        final_share: 0.0,
         ..r
     };
-    assert!((old.weight(3, false) - 1.0 / 15.0).abs() < 1e-15);
+    assert!((old.weight(3, 3, false) - 1.0 / 15.0).abs() < 1e-15);
+    // One written before the final share: the rest evenly after the plan.
+    let even = Rule {
+        final_share: 0.0,
+        ..r
+    };
+    let w = 0.25 / f64::from(r.looks - r.planned);
+    assert!((even.weight(r.looks, r.looks, true) - w).abs() < 1e-15);
 }
 
 #[test]
@@ -76,13 +106,14 @@ fn a_deterministic_difference_stops_at_its_planned_look() {
     };
     let look = decide(&r, healed, "alone", (0, 5), (5, 5), false);
     assert_eq!(look.decision, Decision::Differs);
-    // After the planned look each look spends 0.25 / 5: 6 of 6 (p =
-    // 1 / 924, spent 0.022) goes on, 7 of 7 (spent 0.0058) differs.
-    let look = decide(&r, at(6, 6, true), "alone", (6, 6), (0, 6), false);
-    assert_eq!(look.decision, Decision::Continue);
+    // After the planned look each look but the last spends 0.05 / 4:
+    // 7 of 7 (p = 1 / 3432, spent 0.023) goes on, 8 of 8 (1 / 12870,
+    // spent 0.0062) differs.
     let look = decide(&r, at(7, 7, true), "alone", (7, 7), (0, 7), false);
+    assert_eq!(look.decision, Decision::Continue);
+    let look = decide(&r, at(8, 8, true), "alone", (8, 8), (0, 8), false);
     assert_eq!(look.decision, Decision::Differs);
-    assert!((look.spent_p - (1.0 / 3432.0) / 0.05).abs() < 1e-12);
+    assert!((look.spent_p - (1.0 / 12870.0) / 0.0125).abs() < 1e-12);
 }
 
 #[test]
@@ -160,10 +191,10 @@ fn a_baseline_that_changes_under_the_selection_climbs_before_any_verdict() {
     // Reproduced: an ordinary look.
     let (look, why) = look_at(
         &r,
-        at(7, 7, true),
+        at(8, 8, true),
         Level::Neighbours,
-        (7, 7),
-        (0, 7),
+        (8, 8),
+        (0, 8),
         (0, 1),
         true,
         true,
@@ -322,6 +353,8 @@ fn the_largest_raw_differences_are_confirmed_first() {
         screen_baseline: (bk, 4),
         flip_seed: None,
         flip_run: None,
+        partners: Vec::new(),
+        contests: None,
     };
     let mut cands = vec![
         c("a", "t1", 1, 0),
@@ -371,4 +404,102 @@ fn a_candidate_names_the_first_run_it_failed_in_even_in_a_later_round() {
     assert_eq!(found[0].screen_cell, (2, 4));
     assert_eq!(found[0].flip_seed, Some(6));
     assert_eq!(found[0].flip_run.as_deref(), Some(runs[3].id.as_str()));
+}
+
+#[test]
+fn half_the_cell_runs_failing_is_decided_at_the_last_look_of_the_default_cap() {
+    // Two candidates at the default cap: 15 looks, boundary 0.025.
+    let looks = super::DEFAULT_CAP / 2;
+    let r = Rule::new(2, looks, 0.95, 0.3);
+    assert_eq!((r.looks, r.planned), (15, 4));
+    // 7 of 14 against 0 of 14 a look before the cap: p = 0.0029, the
+    // looks between spend 0.05 / 10 each: it goes on.
+    let look = decide(&r, at(14, 14, true), "whole", (7, 14), (0, 14), false);
+    assert_eq!(look.decision, Decision::Continue);
+    // 7 of 15 against 0 of 15 at the cap: p = 0.0032, spent p / 0.2 =
+    // 0.016 ≤ 0.025.
+    let look = decide(&r, at(15, 15, true), "whole", (7, 15), (0, 15), false);
+    assert_eq!(look.decision, Decision::Differs, "{look:?}");
+    assert!((look.weight.unwrap() - FINAL_SHARE).abs() < 1e-12);
+    // Spread evenly over the looks after the planned one (the rule before
+    // the final share), the same counts were left undecided.
+    let even = Rule {
+        final_share: 0.0,
+        ..r
+    };
+    let look = decide(&even, at(15, 15, true), "whole", (7, 15), (0, 15), false);
+    assert_eq!(look.decision, Decision::Continue);
+}
+
+#[test]
+fn the_runs_a_partial_difference_needs_are_those_its_last_look_decides_at() {
+    for (m, rate) in [(2usize, 0.5), (3, 0.5), (9, 0.4), (1, 0.3)] {
+        let boundary = 0.05 / m as f64;
+        let n = crate::screen::runs_to_decide(rate, 0.0, boundary).unwrap() as u32;
+        let last = |looks: u32| {
+            let r = Rule::new(m, looks, 0.95, 0.3);
+            let k = (rate * f64::from(looks)).round() as u64;
+            let n = u64::from(looks);
+            decide(&r, at(looks, looks, true), "whole", (k, n), (0, n), false).decision
+        };
+        assert_eq!(last(n), Decision::Differs, "{m} {rate}: {n}");
+        assert_ne!(last(n - 1), Decision::Differs, "{m} {rate}: {n}");
+    }
+}
+
+#[test]
+fn under_no_difference_the_rule_says_differs_at_most_alpha_over_m_of_the_time() {
+    use rand::{Rng, SeedableRng};
+    // Simulated candidates whose two arms fail at the same rate, looked at
+    // pair after pair up to the default cap's 15 looks: the share ever
+    // called different stays within the boundary (Bonferroni over the
+    // looks' weights), at a fixed seed.
+    let r = Rule::new(1, 15, 0.95, 0.3);
+    let trials = 2000;
+    let null_share = |r: &Rule, q: f64| {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut differs = 0;
+        for _ in 0..trials {
+            let (mut kc, mut kb) = (0u64, 0u64);
+            let mut planned_taken = false;
+            for pair in 1..=r.looks {
+                kc += u64::from(rng.gen_bool(q));
+                kb += u64::from(rng.gen_bool(q));
+                let n = u64::from(pair);
+                let look = decide(
+                    r,
+                    At {
+                        pair,
+                        stage_pairs: pair,
+                        planned_taken,
+                        fails_more: true,
+                    },
+                    "whole",
+                    (kc, n),
+                    (kb, n),
+                    false,
+                );
+                planned_taken |= look.planned;
+                if look.decision == Decision::Differs {
+                    differs += 1;
+                    break;
+                }
+            }
+        }
+        f64::from(differs) / f64::from(trials)
+    };
+    for q in [0.1, 0.3, 0.5] {
+        let share = null_share(&r, q);
+        assert!(share <= r.boundary, "{q}: {share}");
+    }
+    // The check can fail: a rule that tests every look at the whole alpha
+    // (no spending) says differs too often.
+    let naive = Rule {
+        looks: 15,
+        planned: 0,
+        boundary: 0.05 * 15.0,
+        ..r
+    };
+    let share = null_share(&naive, 0.5);
+    assert!(share > r.boundary, "{share}");
 }

@@ -304,6 +304,12 @@ pub enum Role {
     Other,
 }
 
+/// What a failure names that separate processes contest (`a port`,
+/// `a path`, `a lock`), if it names one.
+pub fn contested(failure: &str) -> Option<&'static str> {
+    workers::contested(&[failure.to_string()]).map(|(what, _)| what)
+}
+
 /// The kind's role beside other cells.
 pub fn role(kind: &Kind) -> Role {
     match kind {
