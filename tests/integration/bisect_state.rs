@@ -3,7 +3,15 @@
 //! order file itself, `how = "listed"`) whose polluter leaves a lock file
 //! its victim trips on. The suite empties its scratch folder at its start,
 //! as a real suite's setup does, so the victim passes alone.
+//!
+//! And what passes from one test file to the next with the real jest and
+//! vitest (files in sequence, a polluter file then a victim file): the
+//! facts the jest and vitest recipes' `[ordered]` notes and the book's
+//! bisect page state.
 
+use std::path::Path;
+
+use crate::runner_node::npm_lab;
 use crate::Lab;
 
 const RECIPE: &str = r#"name = "shsuite"
@@ -128,5 +136,160 @@ fn the_file_a_polluter_leaves_is_named_for_a_runner_without_a_plugin() {
         md.contains("state: polluter suite::t_polluter creates file 'scratch/stale.lock' (absent -> 6 bytes); victim suite::t_victim reads it"),
         "{md} {}",
         String::from_utf8_lossy(&ev.stderr)
+    );
+}
+
+/// The polluter file: sets an environment variable, changes the working
+/// directory, sets a global, leaves a file, installs fake timers. `{fake}`
+/// is the runner's call.
+const POLLUTER_JS: &str = r#"
+test('polluter', () => {
+  process.env.FLAKELAB_LEAK = 'v';
+  process.chdir(path.join(dir, 'sub'));
+  globalThis.flakelabLeak = 1;
+  fs.writeFileSync(path.join(dir, 'left.txt'), 'x');
+  {fake};
+});
+"#;
+
+/// The victim file: writes what it sees to `leak/seen.json`.
+const VICTIM_JS: &str = r#"
+test('victim', () => {
+  const seen = {
+    env: process.env.FLAKELAB_LEAK ?? null,
+    cwd: path.relative(path.dirname(dir), process.cwd()),
+    global: globalThis.flakelabLeak ?? null,
+    file: fs.existsSync(path.join(dir, 'left.txt')),
+    fakeTimers: {faked},
+  };
+  fs.writeFileSync(path.join(dir, 'seen.json'), JSON.stringify(seen));
+});
+"#;
+
+/// Writes `leak/a.test.js` (the polluter) and `leak/b.test.js` (the victim)
+/// with `head` (imports and `dir`) and `extra` files; the folder `leak/sub`.
+fn write_leak(root: &Path, head: &str, fake: &str, faked: &str, extra: &[(&str, &str)]) {
+    let leak = root.join("leak");
+    std::fs::create_dir_all(leak.join("sub")).unwrap();
+    std::fs::write(
+        leak.join("a.test.js"),
+        format!("{head}{}", POLLUTER_JS.replace("{fake}", fake)),
+    )
+    .unwrap();
+    std::fs::write(
+        leak.join("b.test.js"),
+        format!("{head}{}", VICTIM_JS.replace("{faked}", faked)),
+    )
+    .unwrap();
+    for (name, text) in extra {
+        std::fs::write(leak.join(name), text).unwrap();
+    }
+}
+
+/// Runs `node ARGS` in `root` (the network off when it can be), then reads
+/// what the victim saw; the file left and the record are removed first.
+fn seen(root: &Path, args: &[&str]) -> serde_json::Value {
+    let leak = root.join("leak");
+    let _ = std::fs::remove_file(leak.join("left.txt"));
+    let _ = std::fs::remove_file(leak.join("seen.json"));
+    let out = std::process::Command::new("node")
+        .args(args)
+        .current_dir(root)
+        .env_remove("FLAKELAB_LEAK")
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(leak.join("seen.json")).unwrap_or_else(|_| {
+        panic!(
+            "the victim file did not run: {} {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn between_jest_files_only_the_working_directory_and_files_leak() {
+    let Some(lab) = npm_lab("jest-project", "jest 30.5.2 (npm install)") else {
+        return;
+    };
+    let seq = "// a.test.js, then b.test.js.
+const Sequencer = require('@jest/test-sequencer').default;
+module.exports = class ByName extends Sequencer {
+  sort(tests) {
+    return [...tests].sort((x, y) => x.path.localeCompare(y.path));
+  }
+};
+";
+    write_leak(
+        lab.path(),
+        "const fs = require('fs');\nconst path = require('path');\nconst dir = __dirname;\n",
+        "jest.useFakeTimers()",
+        "jest.isMockFunction(setTimeout)",
+        &[("seq.js", seq)],
+    );
+    let got = seen(
+        lab.path(),
+        &[
+            "node_modules/jest/bin/jest.js",
+            "--runInBand",
+            "--testSequencer",
+            "./leak/seq.js",
+            "leak",
+        ],
+    );
+    // Each file gets its own copy of process.env, its own globals and
+    // timers; the process's working directory and the disk are shared.
+    assert_eq!(
+        got,
+        serde_json::json!({"env": null, "cwd": "leak/sub", "global": null, "file": true, "fakeTimers": false})
+    );
+}
+
+#[test]
+fn between_vitest_files_only_files_leak_unless_isolation_is_off() {
+    let Some(lab) = npm_lab("vitest-project", "vitest 4.1.12 (npm install)") else {
+        return;
+    };
+    let config = "import { defineConfig } from 'vitest/config';
+import { BaseSequencer } from 'vitest/node';
+// a.test.js, then b.test.js, one file at a time.
+class ByName extends BaseSequencer {
+  async sort(files) {
+    return [...files].sort((x, y) => x.moduleId.localeCompare(y.moduleId));
+  }
+}
+export default defineConfig({
+  test: { maxWorkers: 1, include: ['leak/*.test.js'], sequence: { sequencer: ByName } },
+});
+";
+    write_leak(
+        lab.path(),
+        "import fs from 'fs';\nimport path from 'path';\nimport { test, vi } from 'vitest';\nconst dir = import.meta.dirname;\n",
+        "vi.useFakeTimers()",
+        "vi.isFakeTimers()",
+        &[("vitest.config.js", config)],
+    );
+    let run = |more: &[&str]| {
+        let mut args = vec![
+            "node_modules/vitest/vitest.mjs",
+            "run",
+            "--config",
+            "leak/vitest.config.js",
+            "--root",
+            ".",
+        ];
+        args.extend_from_slice(more);
+        seen(lab.path(), &args)
+    };
+    // A process per file (isolate, the default): only the disk is shared.
+    assert_eq!(
+        run(&[]),
+        serde_json::json!({"env": null, "cwd": "", "global": null, "file": true, "fakeTimers": false})
+    );
+    // --no-isolate: one process and one context for the files in sequence.
+    assert_eq!(
+        run(&["--no-isolate"]),
+        serde_json::json!({"env": "v", "cwd": "leak/sub", "global": 1, "file": true, "fakeTimers": true})
     );
 }
