@@ -68,13 +68,14 @@ done
 exit $failed
 "#;
 
-#[test]
-fn the_file_a_polluter_leaves_is_named_for_a_runner_without_a_plugin() {
+/// A lab with the shell suite `suite` and its recipe, and one recorded
+/// failing run of it; returns the lab, the run's id and session.
+fn failing_suite(suite: &str) -> (Lab, String, String) {
     let lab = Lab::new();
     let recipes = lab.path().join(".flakelab/recipes");
     std::fs::create_dir_all(&recipes).unwrap();
     std::fs::write(recipes.join("shsuite.toml"), RECIPE).unwrap();
-    std::fs::write(lab.path().join("suite.sh"), SUITE).unwrap();
+    std::fs::write(lab.path().join("suite.sh"), suite).unwrap();
     let out = lab.run(&[
         "run",
         "-n",
@@ -91,51 +92,113 @@ fn the_file_a_polluter_leaves_is_named_for_a_runner_without_a_plugin() {
         .last()
         .unwrap_or_else(|| panic!("no run: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(run["outcome"], "fail", "the victim fails in file order");
-    let id = run["id"].as_str().unwrap();
-    let out = lab.run(&["bisect", "--format", "json", "--confirm", "1", id]);
+    let id = run["id"].as_str().unwrap().to_string();
+    let session = run["session"].as_str().unwrap().to_string();
+    (lab, id, session)
+}
+
+/// `flakelab bisect --format json --confirm 1 RUN`: its exit code and result.
+fn bisected(lab: &Lab, run: &str) -> (Option<i32>, serde_json::Value) {
+    let out = lab.run(&["bisect", "--format", "json", "--confirm", "1", run]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let r: serde_json::Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {stderr}"));
-    assert_eq!(out.status.code(), Some(1), "{r} {stderr}");
-    assert_eq!(r["kind"], "polluted", "{r}");
-    assert_eq!(r["polluters"], serde_json::json!(["suite::t_polluter"]));
-    // Only the lock: the victim's own log is there after it alone too, and
-    // t_b did not run in the culprits' run.
+    (out.status.code(), r)
+}
+
+/// The result's one state change, every field of it.
+fn only_change(r: &serde_json::Value) -> [String; 8] {
     let state = r["state"].as_array().unwrap();
     assert_eq!(state.len(), 1, "{r}");
     let c = &state[0];
+    [
+        "role",
+        "test",
+        "kind",
+        "verb",
+        "target",
+        "before",
+        "after",
+        "victim_reads",
+    ]
+    .map(|k| match &c[k] {
+        serde_json::Value::String(s) => s.clone(),
+        v => v.to_string(),
+    })
+}
+
+#[test]
+fn the_file_a_polluter_leaves_is_named_for_a_runner_without_a_plugin() {
+    let (lab, id, session) = failing_suite(SUITE);
+    let (code, r) = bisected(&lab, &id);
+    assert_eq!(code, Some(1), "{r}");
+    assert_eq!(r["kind"], "polluted", "{r}");
+    assert_eq!(r["polluters"], serde_json::json!(["suite::t_polluter"]));
+    // Only the lock: the victim's own log is there after it alone too
+    // (the same content, rewritten), and t_b did not run in the culprits'
+    // run; the store is not listed.
     assert_eq!(
-        (
-            c["role"].as_str(),
-            c["test"].as_str(),
-            c["kind"].as_str(),
-            c["verb"].as_str(),
-            c["target"].as_str(),
-            c["before"].as_str(),
-            c["after"].as_str(),
-            c["victim_reads"].as_bool(),
-        ),
-        (
-            Some("polluter"),
-            Some("suite::t_polluter"),
-            Some("file"),
-            Some("creates"),
-            Some("file 'scratch/stale.lock'"),
-            Some("absent"),
-            Some("6 bytes"),
-            Some(true),
-        ),
+        only_change(&r),
+        [
+            "polluter",
+            "suite::t_polluter",
+            "file",
+            "creates",
+            "file 'scratch/stale.lock'",
+            "absent",
+            "6 bytes",
+            "true"
+        ],
         "{r}"
     );
     assert!(r.get("state_note").is_none(), "{r}");
     // The evidence block of the failing run's session says it in one line.
-    let session = run["session"].as_str().unwrap();
-    let ev = lab.run(&["evidence", "--format", "markdown", session]);
+    let ev = lab.run(&["evidence", "--format", "markdown", &session]);
     let md = String::from_utf8_lossy(&ev.stdout);
     assert!(
         md.contains("state: polluter suite::t_polluter creates file 'scratch/stale.lock' (absent -> 6 bytes); victim suite::t_victim reads it"),
         "{md} {}",
         String::from_utf8_lossy(&ev.stderr)
+    );
+}
+
+#[test]
+fn the_file_a_state_setter_leaves_is_named_for_a_brittle_victim() {
+    // The victim needs scratch/ready, which only t_setter (after it in the
+    // file order) writes.
+    let suite = SUITE
+        .replace(
+            "tests=\"t_a t_polluter t_b t_victim\"",
+            "tests=\"t_a t_victim t_setter t_b\"",
+        )
+        .replace(
+            r#"t_polluter() { echo "pid 1" > scratch/stale.lock; }"#,
+            r#"t_setter() { echo "ready" > scratch/ready; }"#,
+        )
+        .replace(
+            r#"[ ! -e scratch/stale.lock ] || { echo "scratch/stale.lock exists: another run holds the lock"; return 1; }"#,
+            r#"[ -e scratch/ready ] || { echo "scratch/ready is missing"; return 1; }"#,
+        );
+    assert_eq!(suite.matches("scratch/ready").count(), 3, "{suite}");
+    assert!(suite.contains("t_victim t_setter"), "{suite}");
+    let (lab, id, _) = failing_suite(&suite);
+    let (code, r) = bisected(&lab, &id);
+    assert_eq!(code, Some(1), "{r}");
+    assert_eq!(r["kind"], "brittle", "{r}");
+    assert_eq!(r["setters"], serde_json::json!(["suite::t_setter"]));
+    assert_eq!(
+        only_change(&r),
+        [
+            "state-setter",
+            "suite::t_setter",
+            "file",
+            "creates",
+            "file 'scratch/ready'",
+            "absent",
+            "6 bytes",
+            "true"
+        ],
+        "{r}"
     );
 }
 
