@@ -911,7 +911,9 @@ pytest: the ordering plugin then snapshots process-global state around the
 culprits (environment, working directory, module and class attributes,
 files, logging, signals, threads, sockets, ...) and names what they changed:
 `state: polluter t::a sets os.environ['X'] (None -> 'EUR'); victim t::v
-reads it` (credential-named values redacted).
+reads it` (credential-named values redacted). Other runners: two more runs
+(the victim alone, then the culprits and the victim) name the files under
+the project the culprits created, deleted or modified.
 
 Output: one line `polluter: <test id>` per polluter (`state-setter:`,
 `cleaner:`, `state:` likewise). The result is stored (bisects.jsonl) and

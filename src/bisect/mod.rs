@@ -7,6 +7,7 @@
 
 pub mod ddmin;
 pub mod decide;
+pub mod files;
 pub mod state;
 
 use serde::{Deserialize, Serialize};
@@ -150,7 +151,8 @@ pub struct BisectRecord {
     /// reference order was intermittent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<decide::Repeat>,
-    /// What the culprits changed in process-global state (pytest).
+    /// What the culprits changed in process-global state (pytest), or the
+    /// files they left (other runners).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub state: Vec<state::StateChange>,
     /// Why the state is not named, or how many changes were left out.

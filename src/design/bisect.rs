@@ -750,7 +750,8 @@ async fn confirm(
 
 /// The state the culprits changed: one run of the culprits then the
 /// victim under the plugin's `--flakelab-state` (and one with the cleaners
-/// between), compared with the victim's failure texts. pytest only.
+/// between), compared with the victim's failure texts. Other runners:
+/// the files the culprits left ([`name_files`]).
 async fn name_state(
     steps: &mut Steps<'_>,
     record: &mut BisectRecord,
@@ -758,10 +759,7 @@ async fn name_state(
     failing_before: &[String],
 ) -> Result<()> {
     if steps.ordered.how != OrderHow::PytestPlugin {
-        record.state_note = Some(
-            "not named: only pytest's ordered runs snapshot process-global state (the ordering plugin)".into(),
-        );
-        return Ok(());
+        return name_files(steps, record, run).await;
     }
     type Roles = Vec<(&'static str, Vec<String>)>;
     let mut plans: Vec<(Vec<String>, Roles)> = Vec::new();
@@ -831,6 +829,57 @@ async fn name_state(
         record.state_note = Some(
             "the culprits changed none of the process-global state the plugin snapshots (environment, working directory, modules' and classes' attributes, files, ...): it may live elsewhere (a database, a service, a file outside the project and the temporary directory)".into(),
         );
+    } else if found.len() > state::KEEP_CHANGES {
+        record.state_note = Some(format!(
+            "{} more change(s) left out",
+            found.len() - state::KEEP_CHANGES
+        ));
+        found.truncate(state::KEEP_CHANGES);
+    }
+    record.state = found;
+    Ok(())
+}
+
+/// The files the culprits left, for a runner without the state plugin:
+/// the project's files after a run of the victim alone, then after one of
+/// the culprits (a brittle victim: its state-setters) and the victim.
+async fn name_files(
+    steps: &mut Steps<'_>,
+    record: &mut BisectRecord,
+    run: &RunRecord,
+) -> Result<()> {
+    let (role, culprits) = match record.kind {
+        Kind::Brittle => ("state-setter", record.setters.clone()),
+        _ => ("polluter", record.polluters.clone()),
+    };
+    let dir = steps.spec.dir.clone();
+    let skip = [steps.spec.store.root().to_path_buf()];
+    // Each snapshot needs a run of its own, not a stored answer.
+    steps.memo.clear();
+    let since = std::time::SystemTime::now();
+    let victim = steps.victim.clone();
+    if steps.runs(vec![victim.clone()], 1, &[]).await?.is_none() {
+        return Ok(());
+    }
+    let alone = bisect::files::snapshot(&dir, &skip, since);
+    let mut ids = culprits.clone();
+    ids.push(victim.clone());
+    let Some(runs) = steps.runs(ids, 1, &[]).await? else {
+        return Ok(());
+    };
+    let after = bisect::files::snapshot(&dir, &skip, since);
+    let failures: Vec<String> = std::iter::once(run)
+        .chain(runs.iter())
+        .filter_map(|r| crate::ladder::focused(&r.tests, &victim))
+        .filter_map(|t| t.message.clone())
+        .collect();
+    let texts: Vec<&str> = failures.iter().map(String::as_str).collect();
+    let mut found = bisect::files::findings(&alone, &after, role, &culprits.join(" + "), &texts);
+    if found.is_empty() {
+        record.state_note = Some(format!(
+            "the culprits left no file under the project that the victim alone does not leave (flakelab compares the project's files after each run; state inside the test process is named for pytest only){}",
+            if alone.cut || after.cut { "; only the first files of a big project were compared" } else { "" }
+        ));
     } else if found.len() > state::KEEP_CHANGES {
         record.state_note = Some(format!(
             "{} more change(s) left out",

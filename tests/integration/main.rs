@@ -3,6 +3,7 @@
 
 mod action;
 mod bisect;
+mod bisect_state;
 mod book;
 mod calendar;
 mod catalog_cli;
