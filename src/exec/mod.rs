@@ -22,6 +22,7 @@ mod leftovers;
 pub mod owned;
 mod procfs;
 pub mod query;
+pub(crate) mod record_files;
 pub mod result;
 mod roll_map;
 pub mod schedule;

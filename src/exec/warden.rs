@@ -362,7 +362,7 @@ const NAMED: &str = "flakelab-";
 pub(super) const ON_ROLL: &str = "rm:";
 
 /// The prefix of a clock run's record file's entry on the roll
-/// (`exec::clock_record`).
+/// (`exec::record_files`).
 pub(super) const FILE_ON_ROLL: &str = "rf:";
 
 /// Whether `path` is an owned directory whose owner is gone: a real
@@ -430,9 +430,9 @@ pub fn helper() -> i32 {
         end_all(&roll);
     }
     // The clock runs' record files (their runs are ended): each only if
-    // it is still a record file no process holds (`exec::clock_record`).
+    // it is still a record file no process holds (`exec::record_files`).
     for file in files {
-        super::clock_record::remove_orphan(Path::new(&file));
+        super::record_files::remove_orphan(Path::new(&file));
     }
     // Then the directories flakelab was using (its runs are ended, so
     // nothing writes there any more): each only if it is still an owned

@@ -482,3 +482,49 @@ pub fn short_p(p: f64) -> String {
         format!("{p:.1e}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::record::{RunRecord, TestOutcome, TestRecord};
+    use crate::report::per_test;
+
+    /// The row of test `a` failing in every run, its failures matching the
+    /// one pattern given or not (`matched`).
+    fn always_failing(matched: bool, patterns: usize) -> per_test::TestRow {
+        let runs: Vec<RunRecord> = (0..2)
+            .map(|i| {
+                let mut r = crate::record::fixture::run("s", i, "c");
+                r.tests = vec![TestRecord {
+                    id: "a".into(),
+                    family: None,
+                    outcome: TestOutcome::Fail,
+                    passed_on_rerun: false,
+                    retries: 0,
+                    signature: Some("boom".into()),
+                    message: None,
+                    signature_match: Some(matched),
+                    signature_pattern: None,
+                }];
+                r
+            })
+            .collect();
+        let refs: Vec<&RunRecord> = runs.iter().collect();
+        per_test::rows(&refs, 0.95, patterns).remove(0)
+    }
+
+    #[test]
+    fn an_always_failing_test_whose_failures_matched_no_pattern_says_so() {
+        assert_eq!(
+            super::test_count_text(&always_failing(false, 1)),
+            "0 of 2 matching, 2 other (always fails)"
+        );
+        assert_eq!(
+            super::test_count_text(&always_failing(true, 1)),
+            "2 of 2 (always fails)"
+        );
+        assert_eq!(
+            super::test_count_text(&always_failing(false, 0)),
+            "2 of 2 (always fails)"
+        );
+    }
+}
