@@ -78,9 +78,8 @@ pub(crate) async fn prove(
         .filter(|p| p.is_file());
     let js = prove::js_command(js_runner, local.as_deref());
     let (groups, now) = prove::plan(&scan.findings, DEFAULT_CONFIDENCE, &js);
-    for (i, proof) in now {
-        scan.findings[i].proof = Some(proof);
-    }
+    // Each finding's proofs, one per cell it ran under (or why not).
+    let mut pending: Vec<(usize, Proof)> = now;
     let reached: Vec<String> = (scan.findings.iter())
         .flat_map(|f| f.tests.iter().cloned())
         .collect();
@@ -119,22 +118,20 @@ pub(crate) async fn prove(
                 // Recorded: the session's report says why its findings
                 // stay unconfirmed.
                 for &i in &group.findings {
-                    let f = &mut scan.findings[i];
+                    let f = &scan.findings[i];
                     let mut proof = Proof::unconfirmed(why.clone(), f.command.clone(), confidence);
                     proof.cell = Some(group.cell.clone());
                     proof.session = Some(session.clone());
-                    f.proof = Some(proof);
+                    pending.push((i, proof));
                 }
                 sessions.push((session, group.cell.clone(), store));
             }
             Ran::Not(why) => {
                 for &i in &group.findings {
-                    let f = &mut scan.findings[i];
-                    f.proof = Some(Proof::unconfirmed(
-                        why.clone(),
-                        f.command.clone(),
-                        confidence,
-                    ));
+                    let f = &scan.findings[i];
+                    let mut proof = Proof::unconfirmed(why.clone(), f.command.clone(), confidence);
+                    proof.cell = Some(group.cell.clone());
+                    pending.push((i, proof));
                 }
             }
             Ran::Measured {
@@ -160,13 +157,20 @@ pub(crate) async fn prove(
                     }),
                 };
                 for &i in &group.findings {
+                    let f = &scan.findings[i];
+                    let tests = match prove::together(f) {
+                        Some(set) => vec![counts(&set.join(" + "))],
+                        None => (f.tests.iter().chain(&f.beside))
+                            .map(|t| counts(t))
+                            .collect(),
+                    };
                     finding_items.push((
                         i,
                         Measured {
                             cell: group.cell.clone(),
                             sham: sham.clone(),
                             session: session.clone(),
-                            tests: scan.findings[i].tests.iter().map(|t| counts(t)).collect(),
+                            tests,
                         },
                     ));
                 }
@@ -190,7 +194,16 @@ pub(crate) async fn prove(
         .iter()
         .zip(prove::decide(&items, confidence, false))
     {
-        scan.findings[*i].proof = Some(proof);
+        pending.push((*i, proof));
+    }
+    for (i, f) in scan.findings.iter_mut().enumerate() {
+        let mine: Vec<Proof> = (pending.iter())
+            .filter(|(j, _)| *j == i)
+            .map(|(_, p)| p.clone())
+            .collect();
+        if let Some(p) = prove::best(mine) {
+            f.proof = Some(p);
+        }
     }
     let items: Vec<Measured> = control_items.iter().map(|(_, m)| m.clone()).collect();
     scan.controls = (control_items.iter())
@@ -211,13 +224,16 @@ pub(crate) async fn prove(
             schema: prove::PROVE_SCHEMA.into(),
             session: session.clone(),
             cell,
-            findings: (scan.findings.iter())
-                .filter(|f| f.proof.as_ref().is_some_and(mine))
-                .map(|f| ProvedSite {
-                    site: format!("{}:{}", f.file, f.line),
-                    symbol: f.symbol.clone(),
-                    class: f.class,
-                    proof: f.proof.clone().expect("filtered on its proof"),
+            findings: (pending.iter())
+                .filter(|(_, p)| mine(p))
+                .map(|(i, p)| {
+                    let f = &scan.findings[*i];
+                    ProvedSite {
+                        site: format!("{}:{}", f.file, f.line),
+                        symbol: f.symbol.clone(),
+                        class: f.class,
+                        proof: p.clone(),
+                    }
                 })
                 .collect(),
             controls: scan
@@ -303,6 +319,9 @@ async fn run_group(
     if spec.junit.is_none() {
         return Ok(Ran::Not(format!("`{words}` yields no per-test outcomes")));
     }
+    if !group.beside.is_empty() {
+        return run_orders(spec, group, stop, progress).await;
+    }
     let mut ids = group.tests.clone();
     ids.extend(controls.iter().cloned());
     let argv = prove::select_argv(&recipe, &spec.command, &ids, &spec.dir);
@@ -349,9 +368,82 @@ async fn run_group(
     let sham = sham.filter(|s| applied(s).is_some_and(|(a, _)| a));
     let (runs, _) = done.runs(&spec.store)?;
     let from = select.id_from.unwrap_or_default();
+    let mut counted = arms(&runs, from, &spec.dir);
+    for set in &group.together {
+        counted.extend(together(&runs, from, &spec.dir, set));
+    }
     Ok(Ran::Measured {
         session: done.session.id.clone(),
         sham,
+        arms: counted,
+        store: spec.store.clone(),
+    })
+}
+
+/// Runs an order group's session: the shuffle cell's runs run the writing
+/// tests first and the tests they can pollute after, the baseline's those
+/// tests first and the writers last, both through the recipe's
+/// `[ordered]`, the cell's own shuffle off: one fixed order each, so what
+/// differs between the arms is the order alone.
+async fn run_orders(
+    spec: session::SessionSpec,
+    group: &prove::Group,
+    stop: &watch::Receiver<Stop>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Ran> {
+    use crate::catalog::recipe::ordered::OrderHow;
+    let ordered = match crate::bisect::can_order(spec.recipe.as_ref()) {
+        Ok(o) => o.clone(),
+        Err(why) => {
+            return Ok(Ran::Not(format!(
+                "no order of the tests can be given: {why}"
+            )))
+        }
+    };
+    let first: Vec<String> = group.tests.iter().chain(&group.beside).cloned().collect();
+    let last: Vec<String> = group.beside.iter().chain(&group.tests).cloned().collect();
+    let name = format!("prove-{}", crate::session::engine::new_session_id());
+    let argv = |step: u32, list: &[String]| -> Result<Vec<String>> {
+        let file = spec.store.write_bisect_order(&name, step, list)?;
+        ordered
+            .argv(&spec.command, &file.display().to_string())
+            .map_err(|e| crate::error::Error::harness(e, "report this as a bug"))
+    };
+    let (cell_argv, base_argv) = (argv(0, &first)?, argv(1, &last)?);
+    let what = format!(
+        "scan --prove: {} finding(s), {} writing test(s) run before the {} test(s) they can pollute, against after them at baseline, under {}",
+        group.findings.len(),
+        group.tests.len(),
+        group.beside.len(),
+        group.cell
+    );
+    progress(Progress {
+        what: &what,
+        runs: spec.runs,
+    });
+    let mut spec = (spec.with_command(base_argv))
+        .with_cell_command(&group.cell, cell_argv)
+        .proving(what);
+    for (c, prepared) in &mut spec.cells {
+        if c.name == group.cell {
+            prepared.shuffle = false;
+        }
+    }
+    if ordered.how == OrderHow::PytestPlugin {
+        let dir = spec.store.write_bisect_plugin()?;
+        spec.put_on_pythonpath(&dir);
+    }
+    let Some(done) = session::run_session(&spec, stop).await? else {
+        return Ok(Ran::Not("interrupted before its session ran".into()));
+    };
+    let (runs, _) = done.runs(&spec.store)?;
+    let from = (spec.recipe.as_ref())
+        .and_then(|r| r.select.as_ref())
+        .and_then(|s| s.id_from)
+        .unwrap_or_default();
+    Ok(Ran::Measured {
+        session: done.session.id.clone(),
+        sham: None,
         arms: arms(&runs, from, &spec.dir),
         store: spec.store.clone(),
     })
@@ -367,6 +459,24 @@ fn arms(
     dir: &Path,
 ) -> HashMap<(String, String), Arm> {
     let mut out: HashMap<(String, String), Arm> = HashMap::new();
+    for (cell, seen) in outcomes(runs, from, dir) {
+        for (id, failed) in seen {
+            let e = out.entry((cell.clone(), id)).or_default();
+            e.0 += u64::from(failed);
+            e.1 += 1;
+        }
+    }
+    out
+}
+
+/// Each run's cell and its outcomes by runner id (failed: any case of it
+/// failed); a skip is no outcome.
+fn outcomes(
+    runs: &[RunRecord],
+    from: crate::catalog::recipe::IdFrom,
+    dir: &Path,
+) -> Vec<(String, HashMap<String, bool>)> {
+    let mut out = Vec::new();
     for r in runs {
         // Runner id → whether any case failed, in this run.
         let mut seen: HashMap<String, bool> = HashMap::new();
@@ -386,11 +496,30 @@ fn arms(
                 }
             }
         }
-        for (id, failed) in seen {
-            let e = out.entry((r.cell.clone(), id)).or_default();
-            e.0 += u64::from(failed);
-            e.1 += 1;
+        out.push((r.cell.clone(), seen));
+    }
+    out
+}
+
+/// Failures and runs per cell of `tests` together: a run failed when any
+/// of them failed (a collision fails whichever test binds second), and
+/// counts when any of them ran. Keyed by the tests joined with ` + `.
+fn together(
+    runs: &[RunRecord],
+    from: crate::catalog::recipe::IdFrom,
+    dir: &Path,
+    tests: &[String],
+) -> HashMap<(String, String), Arm> {
+    let key = tests.join(" + ");
+    let mut out: HashMap<(String, String), Arm> = HashMap::new();
+    for (cell, seen) in outcomes(runs, from, dir) {
+        let mine: Vec<bool> = tests.iter().filter_map(|t| seen.get(t).copied()).collect();
+        if mine.is_empty() {
+            continue;
         }
+        let e = out.entry((cell, key.clone())).or_default();
+        e.0 += u64::from(mine.iter().any(|f| *f));
+        e.1 += 1;
     }
     out
 }

@@ -77,13 +77,13 @@ impl Class {
     /// block's "scanned" column).
     pub fn constructs(self) -> &'static str {
         match self {
-            Class::Clock => "calendar reads (date.today, datetime.now, time.Now().Day…, new Date(), Local::now) in files that freeze no clock; future expiry dates (strings, date(…), time.Date(…))",
+            Class::Clock => "calendar reads (date.today, datetime.now, time.localtime, time.Now().Day…, new Date(), Local::now, the C library's localtime_r/mktime from Rust) in files that freeze no clock; future expiry dates (strings, date(…), time.Date(…))",
             Class::Random => "process-global draws (random.*, math/rand top level, Math.random, rand::random/thread_rng) whose value is asserted, in files that seed nothing",
             Class::Sleep => "time.sleep/asyncio.sleep, time.Sleep, await sleep/setTimeout, thread::sleep/tokio::time::sleep: bounded poll, sleep-then-assert, unbounded poll, long sleep",
             Class::Network => "literal non-loopback URLs and IPs passed to HTTP/socket calls, and whether a network guard is present",
-            Class::GlobalState => "env writes (os.environ, os.Setenv, process.env, env::set_var), chdir, Python module-level containers, JS fake timers and intervals, never restored",
+            Class::GlobalState => "env writes (os.environ, os.Setenv, process.env, env::set_var), chdir, Python module-level containers (item assignment, update, append… on a module's own list/dict/set or an imported ALL_CAPS one), JS fake timers and intervals, never restored",
             Class::HostResource => "literal ports given to bind/listen (port=N, port: N), /tmp/ paths, fixed *.db/*.sqlite names",
-            Class::Order => "Python list/join over a set, Go range over a map appended in order, JS toLocale*() without a locale, Rust HashMap/HashSet iteration collected",
+            Class::Order => "Python list/join over a set, Go range over a map appended in order, Rust HashMap/HashSet iteration collected; locale-dependent formatting: Python locale.*, setlocale(…, \"\"), strftime %c/%x/%a/%b…, format(…, \"n\"); JS toLocale*() and Intl.* without a locale, localeCompare; Rust setlocale/strftime/nl_langinfo through the C library",
         }
     }
 }
@@ -109,6 +109,16 @@ pub struct Finding {
     pub reach: String,
     /// The proposed cell, or null when no perturbation settles it.
     pub perturbation: Option<String>,
+    /// Further cells, each of which on its own can flip it where
+    /// `perturbation` does not (a date read: the zone on the other side of
+    /// UTC). `--prove` runs every one; any that flips it proves it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
+    /// The tests run beside `tests` to show it: a fixed resource's partner
+    /// (another test naming the same one), or a global-state write's file
+    /// neighbours (the tests it can pollute).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub beside: Vec<String>,
     /// Why no perturbation settles it (when `perturbation` is null).
     pub settle: Option<String>,
     /// `unconfirmed` from the scan alone; `proven`, `not-shown` or
@@ -123,6 +133,9 @@ pub struct Finding {
     /// The file's language (its runner, for `--prove`).
     #[serde(skip)]
     pub lang: Lang,
+    /// The fixed host resource it names (a port, a path).
+    #[serde(skip)]
+    pub resource: Option<String>,
     /// What `--prove` measured: the cell, the session, the counts and the
     /// p-value, the bound, or why it stays unconfirmed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -280,11 +293,18 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
             continue;
         }
         row.findings += 1;
-        let (perturbation, settle) = match &site.proposal {
-            Proposal::Cell(c) => (Some(c.clone()), None),
-            Proposal::None(why) => (None, Some(format!("no perturbation settles this: {why}"))),
+        let (perturbation, also, settle) = match &site.proposal {
+            Proposal::Cell(c) => (Some(c.clone()), Vec::new(), None),
+            Proposal::Either(cells) => (cells.first().cloned(), cells[1..].to_vec(), None),
+            Proposal::None(why) => (
+                None,
+                Vec::new(),
+                Some(format!("no perturbation settles this: {why}")),
+            ),
         };
-        let command = command(file, &tests, perturbation.as_deref(), js_runner);
+        let mut cells: Vec<&str> = perturbation.iter().map(String::as_str).collect();
+        cells.extend(also.iter().map(String::as_str));
+        let command = command(file, &tests, &cells, js_runner);
         findings.push(Finding {
             file: file.rel.clone(),
             line: site.line,
@@ -295,15 +315,19 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
             tests,
             reach: "static".into(),
             perturbation,
+            also,
+            beside: Vec::new(),
             settle,
             status: "unconfirmed".into(),
             command,
             fix: site.fix.to_string(),
             detail: site.detail,
             lang: file.lang,
+            resource: site.resource.clone(),
             proof: None,
         });
     }
+    partners(&mut findings, &indexes, js_runner);
     findings.sort_by(|a, b| (&a.file, a.line, a.class).cmp(&(&b.file, b.line, b.class)));
     findings.dedup_by(|a, b| {
         a.file == b.file && a.line == b.line && a.class == b.class && a.kind == b.kind
@@ -365,9 +389,16 @@ pub fn js_runner(root: &Path) -> &'static str {
 /// The exact command that would prove a finding: `flakelab run` of the
 /// proposed cell (the baseline alone when none settles it) on the reached
 /// tests only.
-fn command(file: &reach::FileIndex, tests: &[String], cell: Option<&str>, js: &str) -> String {
+fn command(file: &reach::FileIndex, tests: &[String], cells: &[&str], js: &str) -> String {
     let q = |s: &str| shell_words::quote(s).into_owned();
+    let shuffles = cells.contains(&"shuffle");
     let subject = match file.lang {
+        // A shuffle cell turns pytest-randomly on itself: `-p no:randomly`
+        // would refuse it.
+        Lang::Python if shuffles => format!(
+            "python3 -m pytest -p no:cacheprovider {}",
+            tests.iter().map(|t| q(t)).collect::<Vec<_>>().join(" ")
+        ),
         Lang::Python => format!(
             "python3 -m pytest -p no:randomly -p no:cacheprovider {}",
             tests.iter().map(|t| q(t)).collect::<Vec<_>>().join(" ")
@@ -405,8 +436,82 @@ fn command(file: &reach::FileIndex, tests: &[String], cell: Option<&str>, js: &s
             }
         }
     };
-    match cell {
-        Some(c) => format!("flakelab run -n 20 -p {} -- {subject}", q(c)),
-        None => format!("flakelab run -n 20 -- {subject}"),
+    let cells: String = cells.iter().map(|c| format!("-p {} ", q(c))).collect();
+    format!("flakelab run -n 20 {cells}-- {subject}")
+}
+
+/// Which tests run beside each finding, and the cells and commands that
+/// follow: a fixed resource another test names too runs with that partner
+/// under more workers, one no other test names goes to the ladder's rung 3
+/// (the test in several processes at once); a global-state write runs with
+/// its file's other tests (the ones it can pollute), shuffled.
+fn partners(findings: &mut [Finding], indexes: &[reach::FileIndex], js: &str) {
+    /// A finding's class, construct, runner, resource and tests.
+    type Named = (Class, String, Lang, Option<String>, Vec<String>);
+    let snapshot: Vec<Named> = (findings.iter())
+        .map(|f| {
+            let lang = prove::runner_lang(f.lang);
+            (
+                f.class,
+                f.kind.clone(),
+                lang,
+                f.resource.clone(),
+                f.tests.clone(),
+            )
+        })
+        .collect();
+    let q = |s: &str| shell_words::quote(s).into_owned();
+    for f in findings.iter_mut() {
+        let Some(file) = indexes.iter().find(|x| x.rel == f.file) else {
+            continue;
+        };
+        let mut beside: Vec<String> = Vec::new();
+        let mut add = |t: &String, tests: &[String]| {
+            if !tests.contains(t) && !beside.contains(t) {
+                beside.push(t.clone());
+            }
+        };
+        match f.class {
+            Class::HostResource => {
+                for (class, kind, lang, resource, tests) in &snapshot {
+                    let same = *class == f.class
+                        && *kind == f.kind
+                        && *lang == prove::runner_lang(f.lang)
+                        && resource.is_some()
+                        && *resource == f.resource;
+                    if same {
+                        tests.iter().for_each(|t| add(t, &f.tests));
+                    }
+                }
+                // One site reaching several tests: they are each other's partners.
+                if beside.is_empty() && f.tests.len() < 2 {
+                    let what = f.resource.clone().unwrap_or_else(|| f.kind.clone());
+                    f.perturbation = None;
+                    f.settle = Some(format!(
+                        "a collision needs a partner, and no other test here names {what}: run the test in several processes at once (the ladder's rung 3)"
+                    ));
+                    let subject = command(file, &f.tests, &[], js);
+                    let subject = subject.split_once(" -- ").map_or("", |x| x.1);
+                    let test = f.tests.first().map(|t| q(t)).unwrap_or_default();
+                    f.command =
+                        format!("flakelab ladder --from 3 --to 3 --test {test} -- {subject}");
+                    continue;
+                }
+            }
+            Class::GlobalState if f.perturbation.as_deref() == Some("shuffle") => {
+                (file.funcs.iter())
+                    .filter(|x| x.role == syntax::Role::Test)
+                    .for_each(|x| add(&file.test_id(x), &f.tests));
+                if beside.is_empty() {
+                    continue;
+                }
+            }
+            _ => continue,
+        }
+        f.beside = beside;
+        let mut all = f.tests.clone();
+        all.extend(f.beside.iter().cloned());
+        let cells: Vec<&str> = f.perturbation.iter().map(String::as_str).collect();
+        f.command = command(file, &all, &cells, js);
     }
 }

@@ -434,3 +434,74 @@ fn prove_leaves_findings_whose_runner_is_not_installed_unconfirmed_with_the_comm
     let out = lab.run(&["scan", "-n", "3", "."]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The three proposals that need more than one test or one zone, proven
+/// with real pytest offline (`tests/fixtures/scan-flip`): a date read
+/// under the zones on both sides of UTC (one of them moves the date at
+/// any hour), a fixed-port pair under two workers (the pair counted
+/// together: whichever binds second fails), a module-dict writer run
+/// before the test it pollutes against after it. Every command runs from
+/// the project root: pytest collects what it names.
+#[test]
+fn prove_on_the_flip_fixture_proves_the_date_at_any_hour_the_port_pair_and_the_polluter() {
+    if !capable(
+        "pytest with pytest-xdist",
+        sh_ok("python3 -c 'import pytest, xdist'"),
+    ) || !offline_available()
+    {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "scan-flip");
+    let scan = prove(&lab, &[]);
+    let s = statuses(&scan);
+    assert_eq!(s.len(), 4, "{s:?}");
+    for (site, (status, proof)) in &s {
+        assert_eq!(status, "proven", "{site}: {proof}");
+        assert_eq!(
+            proof["counts"]["cell"],
+            serde_json::json!([5, 5]),
+            "{proof}"
+        );
+        assert_eq!(proof["counts"]["baseline"], serde_json::json!([0, 5]));
+    }
+    let date = &s["tests/test_dates.py:10"].1;
+    let zone = date["cell"].as_str().unwrap();
+    assert!(
+        ["tz=Pacific/Kiritimati", "tz=Pacific/Pago_Pago"].contains(&zone),
+        "{date}"
+    );
+    assert!(date["reason"]
+        .as_str()
+        .unwrap()
+        .contains("also measured under tz=Pacific/"));
+    let port = &s["tests/test_ports.py:23"].1;
+    assert_eq!(port["cell"], "workers=2x");
+    assert_eq!(
+        port["counts"]["test"],
+        "tests/test_ports.py::test_server_a + tests/test_ports.py::test_server_b"
+    );
+    let polluter = &s["tests/test_config.py:11"].1;
+    assert_eq!(
+        polluter["counts"]["test"],
+        "tests/test_config.py::test_default_mode"
+    );
+    // Every proposed command's subject runs from the project root.
+    for f in scan["findings"].as_array().unwrap() {
+        let command = f["command"].as_str().unwrap();
+        let subject = command.split_once(" -- ").unwrap().1;
+        let mut words = shell_words::split(subject).unwrap();
+        words.push("--collect-only".into());
+        let out = Command::new(&words[0])
+            .args(&words[1..])
+            .current_dir(lab.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
