@@ -90,7 +90,9 @@ pub(crate) async fn prove(
     let mut control_items: Vec<(String, Measured)> = Vec::new();
     let mut sessions: Vec<(String, String, crate::store::Store)> = Vec::new();
     for group in &groups {
-        let controls: Vec<String> = if how.controls {
+        // An order group runs its file's tests in two fixed orders: no
+        // controls beside them.
+        let controls: Vec<String> = if how.controls && group.beside.is_empty() {
             (scan.tests.iter())
                 .filter(|(l, t)| prove::runner_lang(*l) == group.lang && !reached.contains(t))
                 .map(|(_, t)| t.clone())

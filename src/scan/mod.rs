@@ -242,6 +242,8 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
         guards,
     };
     let js_runner = js_runner(root);
+    let prefix = from_project_root(root);
+    let js = (js_runner, prefix.as_str());
 
     let mut indexes = Vec::new();
     let mut raw = Vec::new();
@@ -304,7 +306,7 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
         };
         let mut cells: Vec<&str> = perturbation.iter().map(String::as_str).collect();
         cells.extend(also.iter().map(String::as_str));
-        let command = command(file, &tests, &cells, js_runner);
+        let command = command(file, &tests, &cells, js);
         findings.push(Finding {
             file: file.rel.clone(),
             line: site.line,
@@ -327,7 +329,7 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
             proof: None,
         });
     }
-    partners(&mut findings, &indexes, js_runner);
+    partners(&mut findings, &indexes, js);
     findings.sort_by(|a, b| (&a.file, a.line, a.class).cmp(&(&b.file, b.line, b.class)));
     findings.dedup_by(|a, b| {
         a.file == b.file && a.line == b.line && a.class == b.class && a.kind == b.kind
@@ -374,6 +376,42 @@ fn scanned_line(counts: &[(Lang, usize)], class: Class) -> String {
     format!("{files}{go_locale}")
 }
 
+/// Files that mark a project's root: where its test command is run from.
+const PROJECT_MARKERS: &[&str] = &[
+    ".git",
+    "pyproject.toml",
+    "setup.cfg",
+    "setup.py",
+    "pytest.ini",
+    "tox.ini",
+    "conftest.py",
+    "go.mod",
+    "package.json",
+    "Cargo.toml",
+];
+
+/// The scanned root's path from its project's root (the nearest directory
+/// at or above it holding a [`PROJECT_MARKERS`] file), with a trailing
+/// `/`; empty when the root is the project's root or none is found.
+pub fn from_project_root(root: &Path) -> String {
+    let Ok(root) = root.canonicalize() else {
+        return String::new();
+    };
+    let marked = |d: &Path| PROJECT_MARKERS.iter().any(|m| d.join(m).exists());
+    let Some(project) = root.ancestors().find(|d| marked(d)) else {
+        return String::new();
+    };
+    let rel = root.strip_prefix(project).unwrap_or(Path::new(""));
+    let rel: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    match rel.is_empty() {
+        true => String::new(),
+        false => format!("{}/", rel.join("/")),
+    }
+}
+
 /// The JS runner a project's package.json names.
 pub fn js_runner(root: &Path) -> &'static str {
     let pkg = std::fs::read_to_string(root.join("package.json")).unwrap_or_default();
@@ -389,23 +427,32 @@ pub fn js_runner(root: &Path) -> &'static str {
 /// The exact command that would prove a finding: `flakelab run` of the
 /// proposed cell (the baseline alone when none settles it) on the reached
 /// tests only.
-fn command(file: &reach::FileIndex, tests: &[String], cells: &[&str], js: &str) -> String {
+fn command(
+    file: &reach::FileIndex,
+    tests: &[String],
+    cells: &[&str],
+    (js, prefix): (&str, &str),
+) -> String {
     let q = |s: &str| shell_words::quote(s).into_owned();
+    // Paths from the project root: the runner is started there.
+    let at = |s: &str| q(&format!("{prefix}{s}"));
     let shuffles = cells.contains(&"shuffle");
     let subject = match file.lang {
         // A shuffle cell turns pytest-randomly on itself: `-p no:randomly`
         // would refuse it.
         Lang::Python if shuffles => format!(
             "python3 -m pytest -p no:cacheprovider {}",
-            tests.iter().map(|t| q(t)).collect::<Vec<_>>().join(" ")
+            tests.iter().map(|t| at(t)).collect::<Vec<_>>().join(" ")
         ),
         Lang::Python => format!(
             "python3 -m pytest -p no:randomly -p no:cacheprovider {}",
-            tests.iter().map(|t| q(t)).collect::<Vec<_>>().join(" ")
+            tests.iter().map(|t| at(t)).collect::<Vec<_>>().join(" ")
         ),
         Lang::Go => {
-            let dir = file.rel.rsplit_once('/').map_or(".", |(d, _)| d);
-            let pkg = if dir == "." {
+            let dir = file.rel.rsplit_once('/').map_or("", |(d, _)| d);
+            let dir = format!("{prefix}{dir}");
+            let dir = dir.trim_end_matches('/');
+            let pkg = if dir.is_empty() {
                 "./".to_string()
             } else {
                 format!("./{dir}")
@@ -426,12 +473,12 @@ fn command(file: &reach::FileIndex, tests: &[String], cells: &[&str], js: &str) 
                 .collect::<Vec<_>>()
                 .join("|");
             match js {
-                "vitest" => format!("npx vitest run {} -t {}", q(&file.rel), q(&pattern)),
-                "jest" => format!("npx jest {} -t {}", q(&file.rel), q(&pattern)),
+                "vitest" => format!("npx vitest run {} -t {}", at(&file.rel), q(&pattern)),
+                "jest" => format!("npx jest {} -t {}", at(&file.rel), q(&pattern)),
                 _ => format!(
                     "node --test --test-name-pattern={} {}",
                     q(&pattern),
-                    q(&file.rel)
+                    at(&file.rel)
                 ),
             }
         }
@@ -445,7 +492,7 @@ fn command(file: &reach::FileIndex, tests: &[String], cells: &[&str], js: &str) 
 /// under more workers, one no other test names goes to the ladder's rung 3
 /// (the test in several processes at once); a global-state write runs with
 /// its file's other tests (the ones it can pollute), shuffled.
-fn partners(findings: &mut [Finding], indexes: &[reach::FileIndex], js: &str) {
+fn partners(findings: &mut [Finding], indexes: &[reach::FileIndex], js: (&str, &str)) {
     /// A finding's class, construct, runner, resource and tests.
     type Named = (Class, String, Lang, Option<String>, Vec<String>);
     let snapshot: Vec<Named> = (findings.iter())
@@ -492,7 +539,10 @@ fn partners(findings: &mut [Finding], indexes: &[reach::FileIndex], js: &str) {
                     ));
                     let subject = command(file, &f.tests, &[], js);
                     let subject = subject.split_once(" -- ").map_or("", |x| x.1);
-                    let test = f.tests.first().map(|t| q(t)).unwrap_or_default();
+                    let prefix = if f.lang == Lang::Python { js.1 } else { "" };
+                    let test = (f.tests.first())
+                        .map(|t| q(&format!("{prefix}{t}")))
+                        .unwrap_or_default();
                     f.command =
                         format!("flakelab ladder --from 3 --to 3 --test {test} -- {subject}");
                     continue;

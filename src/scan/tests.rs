@@ -652,3 +652,24 @@ fn a_lone_fixed_port_goes_to_the_ladder_and_a_shared_one_runs_with_its_partner()
         "flakelab ladder --from 3 --to 3 --test tests/test_p.py::test_c -- python3 -m pytest -p no:randomly -p no:cacheprovider tests/test_p.py::test_c"
     );
 }
+
+#[test]
+fn commands_name_their_tests_from_the_project_root_when_a_subdirectory_is_scanned() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pyproject.toml"), "").unwrap();
+    let t = dir.path().join("tests/unit");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(
+        t.join("test_p.py"),
+        "import socket\n\n\ndef test_c():\n    socket.socket().bind((\"127.0.0.1\", 9000))\n    assert True\n",
+    )
+    .unwrap();
+    assert_eq!(from_project_root(&dir.path().join("tests")), "tests/");
+    assert_eq!(from_project_root(dir.path()), "");
+    let s = scan(&dir.path().join("tests"), &opts()).unwrap();
+    assert_eq!(s.findings[0].tests, ["unit/test_p.py::test_c"]);
+    assert_eq!(
+        s.findings[0].command,
+        "flakelab ladder --from 3 --to 3 --test tests/unit/test_p.py::test_c -- python3 -m pytest -p no:randomly -p no:cacheprovider tests/unit/test_p.py::test_c"
+    );
+}
