@@ -598,22 +598,41 @@ mod tests {
         })
         .unwrap();
         assert!(!interrupted);
+        // Both zones ran, each its own session.
         assert_eq!(
             lines,
-            ["scan --prove: 1 finding(s) on 1 reached test(s) and 0 control(s) under tz=Pacific/Kiritimati, 6"]
+            [
+                "scan --prove: 1 finding(s) on 1 reached test(s) and 0 control(s) under tz=Pacific/Kiritimati, 6",
+                "scan --prove: 1 finding(s) on 1 reached test(s) and 0 control(s) under tz=Pacific/Pago_Pago, 6"
+            ]
         );
         let finding = &scan.findings[0];
         let proof = finding.proof.as_ref().expect("proved");
+        // Proven by the zone that flipped it; the other one noted.
         assert_eq!(proof.status, prove::Status::Proven, "{proof:?}");
+        assert_eq!(proof.cell.as_deref(), Some("tz=Pacific/Kiritimati"));
+        assert_eq!(proof.family, Some(2), "each zone is an item of the family");
         assert_eq!(finding.status, "proven");
+        let note = proof.reason.as_deref().unwrap();
+        assert!(
+            note.starts_with("also tried under tz=Pacific/Pago_Pago: not shown (session "),
+            "{note}"
+        );
         let session = proof.session.clone().expect("its session");
-        let stored = crate::store::Store::at(&root.join(".flakelab"))
-            .prove_of(&session)
-            .unwrap()
-            .expect("stored");
+        let store = crate::store::Store::at(&root.join(".flakelab"));
+        let stored = store.prove_of(&session).unwrap().expect("stored");
         assert_eq!(stored.cell, "tz=Pacific/Kiritimati");
         assert_eq!(stored.findings.len(), 1);
-        assert_eq!(stored.findings[0].proof, *proof);
+        assert_eq!(stored.findings[0].proof.status, prove::Status::Proven);
+        // The other zone's session stores what it measured there.
+        let other = note
+            .rsplit_once("(session ")
+            .unwrap()
+            .1
+            .trim_end_matches(')');
+        let stored = store.prove_of(other).unwrap().expect("stored");
+        assert_eq!(stored.cell, "tz=Pacific/Pago_Pago");
+        assert_eq!(stored.findings[0].proof.status, prove::Status::NotShown);
     }
 
     #[test]

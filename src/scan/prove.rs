@@ -419,7 +419,7 @@ pub fn best(decided: Vec<Proof>) -> Option<Proof> {
         .collect();
     let mut proof = decided[i].clone();
     if !others.is_empty() {
-        let also = format!("also measured {}", others.join("; "));
+        let also = format!("also tried {}", others.join("; "));
         proof.reason = Some(match proof.reason {
             Some(r) => format!("{r}; {also}"),
             None => also,
@@ -772,6 +772,85 @@ mod tests {
         assert!(groups.is_empty());
         let why = now[0].1.reason.as_deref().unwrap();
         assert!(why.contains("no node_modules/.bin/vitest"), "{why}");
+    }
+
+    #[test]
+    fn a_finding_with_two_zones_is_in_both_sessions_and_proven_when_either_flips_it() {
+        let mut date = finding(Lang::Python, Some("tz=Pacific/Kiritimati"), &["a.py::t1"]);
+        date.also = vec!["tz=Pacific/Pago_Pago".into()];
+        let mut port = finding(Lang::Python, Some("workers=2x"), &["a.py::p1"]);
+        port.class = Class::HostResource;
+        port.beside = vec!["a.py::p2".into()];
+        let mut writer = finding(Lang::Python, Some("shuffle"), &["a.py::w"]);
+        writer.class = Class::GlobalState;
+        writer.beside = vec!["a.py::r1".into(), "a.py::r2".into()];
+        let mut go_writer = finding(Lang::Go, Some("shuffle"), &["TestW"]);
+        go_writer.beside = vec!["TestR".into()];
+        let (groups, now) = plan(&[date, port, writer, go_writer], 0.95, &Ok(Vec::new()));
+        type Row<'a> = (&'a str, Vec<usize>, Vec<&'a str>, usize, usize);
+        let got: Vec<Row> = groups
+            .iter()
+            .map(|g| {
+                (
+                    g.cell.as_str(),
+                    g.findings.clone(),
+                    g.tests.iter().map(String::as_str).collect(),
+                    g.beside.len(),
+                    g.together.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("tz=Pacific/Kiritimati", vec![0], vec!["a.py::t1"], 0, 0),
+                ("tz=Pacific/Pago_Pago", vec![0], vec!["a.py::t1"], 0, 0),
+                ("workers=2x", vec![1], vec!["a.py::p1", "a.py::p2"], 0, 1),
+                ("shuffle", vec![2], vec!["a.py::w"], 2, 0),
+            ]
+        );
+        // Go runs no given order here: the whole shuffle command instead.
+        assert_eq!(now.len(), 1);
+        assert!(now[0]
+            .1
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("a shuffle cell"));
+        // The pair counts as one: whichever binds second fails.
+        let mut pair = finding(Lang::Python, None, &["b"]);
+        pair.class = Class::HostResource;
+        pair.beside = vec!["a".into()];
+        assert_eq!(
+            together(&pair),
+            Some(vec!["a".to_string(), "b".to_string()])
+        );
+        pair.beside.clear();
+        assert_eq!(together(&pair), None);
+
+        let decided = decide(
+            &[item((0, 6), (0, 6), None), item((6, 6), (0, 6), None)],
+            0.95,
+            false,
+        );
+        let mut cells = decided.clone();
+        cells[0].cell = Some("tz=Pacific/Kiritimati".into());
+        cells[1].cell = Some("tz=Pacific/Pago_Pago".into());
+        let best = best(cells).unwrap();
+        assert_eq!(best.status, Status::Proven);
+        assert_eq!(best.cell.as_deref(), Some("tz=Pacific/Pago_Pago"));
+        assert_eq!(
+            best.reason.as_deref(),
+            Some("also tried under tz=Pacific/Kiritimati: not shown (session s1)")
+        );
+        // Neither flips it: not shown, never proven.
+        let neither = decide(
+            &[item((0, 6), (0, 6), None), item((1, 6), (0, 6), None)],
+            0.95,
+            false,
+        );
+        assert_eq!(super::best(neither).unwrap().status, Status::NotShown);
+        assert!(super::best(Vec::new()).is_none());
     }
 
     #[test]

@@ -447,7 +447,7 @@ fn prove_leaves_findings_whose_runner_is_not_installed_unconfirmed_with_the_comm
                 "names vitest, and it is not installed here (no node_modules/.bin/vitest)",
             ));
     }
-    assert_eq!(uninstalled, 7, "every finding with a cell: {findings:?}");
+    assert_eq!(uninstalled, 6, "every finding with a cell: {findings:?}");
     assert!(
         !lab.store().join("sessions.jsonl").exists(),
         "nothing ran, nothing recorded"
@@ -496,7 +496,7 @@ fn prove_on_the_flip_fixture_proves_the_date_at_any_hour_the_port_pair_and_the_p
     assert!(date["reason"]
         .as_str()
         .unwrap()
-        .contains("also measured under tz=Pacific/"));
+        .contains("also tried under tz=Pacific/"));
     let port = &s["tests/test_ports.py:23"].1;
     assert_eq!(port["cell"], "workers=2x");
     assert_eq!(
