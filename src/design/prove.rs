@@ -636,6 +636,79 @@ mod tests {
     }
 
     #[test]
+    fn a_module_dict_writer_runs_first_in_the_cell_and_last_at_baseline_and_is_proven() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("tests")).unwrap();
+        std::fs::write(
+            root.join("tests/test_config.py"),
+            "CONFIG = {\"mode\": \"safe\"}\n\n\ndef test_default_mode():\n    assert CONFIG[\"mode\"] == \"safe\"\n\n\ndef test_fast_mode():\n    CONFIG[\"mode\"] = \"fast\"\n    assert CONFIG\n",
+        )
+        .unwrap();
+        let opts = crate::scan::ScanOptions {
+            today: "2026-12-01".parse().unwrap(),
+            exclude: Vec::new(),
+        };
+        let mut scan = crate::scan::scan(&root, &opts).unwrap();
+        assert_eq!(scan.findings.len(), 1, "{:?}", scan.findings);
+        let suite = |failure: &str| {
+            format!("<testsuite name='s' tests='2'><testcase classname='tests.test_config' name='test_default_mode'>{failure}</testcase><testcase classname='tests.test_config' name='test_fast_mode'/></testsuite>")
+        };
+        // The reader fails only in the runs that take the first order file.
+        let executor = crate::design::testing::fake(
+            dir.path(),
+            &format!(
+                "version = \"pytest 9.2.0\"\n\
+                 [[run]]\nargv = \"order-0000\"\nexit = 1\njunit = \"{}\"\n\
+                 [[run]]\nargv = \"order-0001\"\njunit = \"{}\"\n",
+                suite("<failure message='mode'/>"),
+                suite("")
+            ),
+        );
+        let how = Prove {
+            root: root.clone(),
+            store: None,
+            runs: 6,
+            controls: true,
+        };
+        let mut lines = Vec::new();
+        crate::design::testing::run(|stop| {
+            let (how, scan, executor, lines) = (&how, &mut scan, &executor, &mut lines);
+            async move {
+                let mut progress = |p: Progress<'_>| lines.push(p.what.to_string());
+                prove(how, scan, executor, &stop, &mut progress).await
+            }
+        })
+        .unwrap();
+        assert_eq!(
+            lines,
+            ["scan --prove: 1 finding(s), 1 writing test(s) run before the 1 test(s) they can pollute, against after them at baseline, under shuffle"]
+        );
+        let proof = scan.findings[0].proof.as_ref().expect("proved");
+        assert_eq!(proof.status, prove::Status::Proven, "{proof:?}");
+        let counts = proof.counts.as_ref().unwrap();
+        assert_eq!(counts.test, "tests/test_config.py::test_default_mode");
+        assert_eq!((counts.cell, counts.baseline), ((6, 6), (0, 6)));
+        assert!(scan.controls.is_empty(), "an order group runs no controls");
+        // The cell's order puts the writer first; the baseline's last.
+        let orders = std::fs::read_dir(root.join(".flakelab/bisect"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let read = |f: &str| std::fs::read_to_string(orders.join(f)).unwrap();
+        assert_eq!(
+            read("order-0000.txt"),
+            "tests/test_config.py::test_fast_mode\ntests/test_config.py::test_default_mode\n"
+        );
+        assert_eq!(
+            read("order-0001.txt"),
+            "tests/test_config.py::test_default_mode\ntests/test_config.py::test_fast_mode\n"
+        );
+    }
+
+    #[test]
     fn a_parametrised_test_counts_once_per_run_under_the_id_a_finding_names() {
         use TestOutcome::{Fail, Pass, Skip};
         let runs = [
