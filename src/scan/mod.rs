@@ -549,9 +549,20 @@ fn partners(findings: &mut [Finding], indexes: &[reach::FileIndex], js: (&str, &
                 }
             }
             Class::GlobalState if f.perturbation.as_deref() == Some("shuffle") => {
-                (file.funcs.iter())
-                    .filter(|x| x.role == syntax::Role::Test)
-                    .for_each(|x| add(&file.test_id(x), &f.tests));
+                // The polluter candidates' files: the writer's own and each
+                // reached test's (a helper or fixture writing elsewhere).
+                let tests_of = |x: &reach::FileIndex| -> Vec<String> {
+                    (x.funcs.iter())
+                        .filter(|fx| fx.role == syntax::Role::Test)
+                        .map(|fx| x.test_id(fx))
+                        .collect()
+                };
+                for x in indexes.iter().filter(|x| x.lang == file.lang) {
+                    let ids = tests_of(x);
+                    if x.rel == f.file || ids.iter().any(|t| f.tests.contains(t)) {
+                        ids.iter().for_each(|t| add(t, &f.tests));
+                    }
+                }
                 if beside.is_empty() {
                     continue;
                 }

@@ -584,6 +584,31 @@ fn module_dicts_changed_by_item_assignment_or_update_are_global_state_run_beside
 }
 
 #[test]
+fn a_helper_writing_a_module_dict_runs_beside_the_files_of_the_tests_it_reaches() {
+    let got = found(&[
+        (
+            "tests/helpers.py",
+            "REGISTRY = {}\n\n\ndef register(name):\n    REGISTRY[name] = True\n    return REGISTRY\n",
+        ),
+        (
+            "tests/test_reg.py",
+            "from tests.helpers import register\n\n\ndef test_registers():\n    assert register(\"a\")\n\n\ndef test_empty():\n    assert True\n",
+        ),
+        ("tests/test_other.py", "def test_unrelated():\n    assert True\n"),
+    ]);
+    // test_reg.py's other test is a candidate; test_other.py's is not.
+    assert_eq!(
+        got,
+        [(
+            "tests/helpers.py:5".to_string(),
+            "module-container".to_string(),
+            "shuffle".to_string(),
+            1
+        )]
+    );
+}
+
+#[test]
 fn zone_reads_through_the_c_library_and_locale_formatting_are_found_in_each_language() {
     let got = found(&[
         (
