@@ -737,7 +737,12 @@ A site is a finding when it reaches a test's assertion and nothing in its
 file pins it; the output ends with the class-coverage block.
 
 Every finding is `unconfirmed` until a run shows it: its `command` is the
-`flakelab run` of the proposed cell on the reached tests only.
+`flakelab run` of the proposed cell on the reached tests only, named from
+the project root. Cells that can flip it: a date read, the zones on both
+sides of UTC (tz=Pacific/Kiritimati, tz=Pacific/Pago_Pago: one of them moves
+the date at any hour); a fixed port or path, workers=2x with the tests that
+name the same one (none: the ladder's rung 3); a global-state write,
+shuffle beside its file's other tests.
 
 --prove runs them: one recorded session per (runner, cell), the baseline,
 the cell and its sham interleaved on the reached tests only, selected
@@ -747,7 +752,9 @@ node --test, and cargo test findings). Each finding becomes
 with Fisher's p, Holm over the findings measured), `not shown` (with the
 bound on the rise at its N) or `unconfirmed` (no perturbation settles it,
 no runner or selection, the cell cannot apply here: the reason and the
-exact command). `flakelab report ID` shows a prove session again. Cost:
+exact command). A finding with two cells is proven when either flips it;
+a global-state write under pytest runs first against last beside the tests
+it can pollute. `flakelab report ID` shows a prove session again. Cost:
 (1 + its shams) x 2 x N runs of the selected tests per cell, N = --runs.
 --controls also runs every test no finding reaches under each cell: a
 control the cell flips is a site the scan missed.

@@ -78,9 +78,8 @@ pub(crate) async fn prove(
         .filter(|p| p.is_file());
     let js = prove::js_command(js_runner, local.as_deref());
     let (groups, now) = prove::plan(&scan.findings, DEFAULT_CONFIDENCE, &js);
-    for (i, proof) in now {
-        scan.findings[i].proof = Some(proof);
-    }
+    // Each finding's proofs, one per cell it ran under (or why not).
+    let mut pending: Vec<(usize, Proof)> = now;
     let reached: Vec<String> = (scan.findings.iter())
         .flat_map(|f| f.tests.iter().cloned())
         .collect();
@@ -91,7 +90,9 @@ pub(crate) async fn prove(
     let mut control_items: Vec<(String, Measured)> = Vec::new();
     let mut sessions: Vec<(String, String, crate::store::Store)> = Vec::new();
     for group in &groups {
-        let controls: Vec<String> = if how.controls {
+        // An order group runs its file's tests in two fixed orders: no
+        // controls beside them.
+        let controls: Vec<String> = if how.controls && group.beside.is_empty() {
             (scan.tests.iter())
                 .filter(|(l, t)| prove::runner_lang(*l) == group.lang && !reached.contains(t))
                 .map(|(_, t)| t.clone())
@@ -119,22 +120,20 @@ pub(crate) async fn prove(
                 // Recorded: the session's report says why its findings
                 // stay unconfirmed.
                 for &i in &group.findings {
-                    let f = &mut scan.findings[i];
+                    let f = &scan.findings[i];
                     let mut proof = Proof::unconfirmed(why.clone(), f.command.clone(), confidence);
                     proof.cell = Some(group.cell.clone());
                     proof.session = Some(session.clone());
-                    f.proof = Some(proof);
+                    pending.push((i, proof));
                 }
                 sessions.push((session, group.cell.clone(), store));
             }
             Ran::Not(why) => {
                 for &i in &group.findings {
-                    let f = &mut scan.findings[i];
-                    f.proof = Some(Proof::unconfirmed(
-                        why.clone(),
-                        f.command.clone(),
-                        confidence,
-                    ));
+                    let f = &scan.findings[i];
+                    let mut proof = Proof::unconfirmed(why.clone(), f.command.clone(), confidence);
+                    proof.cell = Some(group.cell.clone());
+                    pending.push((i, proof));
                 }
             }
             Ran::Measured {
@@ -160,13 +159,20 @@ pub(crate) async fn prove(
                     }),
                 };
                 for &i in &group.findings {
+                    let f = &scan.findings[i];
+                    let tests = match prove::together(f) {
+                        Some(set) => vec![counts(&set.join(" + "))],
+                        None => (f.tests.iter().chain(&f.beside))
+                            .map(|t| counts(t))
+                            .collect(),
+                    };
                     finding_items.push((
                         i,
                         Measured {
                             cell: group.cell.clone(),
                             sham: sham.clone(),
                             session: session.clone(),
-                            tests: scan.findings[i].tests.iter().map(|t| counts(t)).collect(),
+                            tests,
                         },
                     ));
                 }
@@ -190,7 +196,16 @@ pub(crate) async fn prove(
         .iter()
         .zip(prove::decide(&items, confidence, false))
     {
-        scan.findings[*i].proof = Some(proof);
+        pending.push((*i, proof));
+    }
+    for (i, f) in scan.findings.iter_mut().enumerate() {
+        let mine: Vec<Proof> = (pending.iter())
+            .filter(|(j, _)| *j == i)
+            .map(|(_, p)| p.clone())
+            .collect();
+        if let Some(p) = prove::best(mine) {
+            f.proof = Some(p);
+        }
     }
     let items: Vec<Measured> = control_items.iter().map(|(_, m)| m.clone()).collect();
     scan.controls = (control_items.iter())
@@ -211,13 +226,16 @@ pub(crate) async fn prove(
             schema: prove::PROVE_SCHEMA.into(),
             session: session.clone(),
             cell,
-            findings: (scan.findings.iter())
-                .filter(|f| f.proof.as_ref().is_some_and(mine))
-                .map(|f| ProvedSite {
-                    site: format!("{}:{}", f.file, f.line),
-                    symbol: f.symbol.clone(),
-                    class: f.class,
-                    proof: f.proof.clone().expect("filtered on its proof"),
+            findings: (pending.iter())
+                .filter(|(_, p)| mine(p))
+                .map(|(i, p)| {
+                    let f = &scan.findings[*i];
+                    ProvedSite {
+                        site: format!("{}:{}", f.file, f.line),
+                        symbol: f.symbol.clone(),
+                        class: f.class,
+                        proof: p.clone(),
+                    }
                 })
                 .collect(),
             controls: scan
@@ -303,6 +321,9 @@ async fn run_group(
     if spec.junit.is_none() {
         return Ok(Ran::Not(format!("`{words}` yields no per-test outcomes")));
     }
+    if !group.beside.is_empty() {
+        return run_orders(spec, group, stop, progress).await;
+    }
     let mut ids = group.tests.clone();
     ids.extend(controls.iter().cloned());
     let argv = prove::select_argv(&recipe, &spec.command, &ids, &spec.dir);
@@ -349,9 +370,82 @@ async fn run_group(
     let sham = sham.filter(|s| applied(s).is_some_and(|(a, _)| a));
     let (runs, _) = done.runs(&spec.store)?;
     let from = select.id_from.unwrap_or_default();
+    let mut counted = arms(&runs, from, &spec.dir);
+    for set in &group.together {
+        counted.extend(together(&runs, from, &spec.dir, set));
+    }
     Ok(Ran::Measured {
         session: done.session.id.clone(),
         sham,
+        arms: counted,
+        store: spec.store.clone(),
+    })
+}
+
+/// Runs an order group's session: the shuffle cell's runs run the writing
+/// tests first and the tests they can pollute after, the baseline's those
+/// tests first and the writers last, both through the recipe's
+/// `[ordered]`, the cell's own shuffle off: one fixed order each, so what
+/// differs between the arms is the order alone.
+async fn run_orders(
+    spec: session::SessionSpec,
+    group: &prove::Group,
+    stop: &watch::Receiver<Stop>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Ran> {
+    use crate::catalog::recipe::ordered::OrderHow;
+    let ordered = match crate::bisect::can_order(spec.recipe.as_ref()) {
+        Ok(o) => o.clone(),
+        Err(why) => {
+            return Ok(Ran::Not(format!(
+                "no order of the tests can be given: {why}"
+            )))
+        }
+    };
+    let first: Vec<String> = group.tests.iter().chain(&group.beside).cloned().collect();
+    let last: Vec<String> = group.beside.iter().chain(&group.tests).cloned().collect();
+    let name = format!("prove-{}", crate::session::engine::new_session_id());
+    let argv = |step: u32, list: &[String]| -> Result<Vec<String>> {
+        let file = spec.store.write_bisect_order(&name, step, list)?;
+        ordered
+            .argv(&spec.command, &file.display().to_string())
+            .map_err(|e| crate::error::Error::harness(e, "report this as a bug"))
+    };
+    let (cell_argv, base_argv) = (argv(0, &first)?, argv(1, &last)?);
+    let what = format!(
+        "scan --prove: {} finding(s), {} writing test(s) run before the {} test(s) they can pollute, against after them at baseline, under {}",
+        group.findings.len(),
+        group.tests.len(),
+        group.beside.len(),
+        group.cell
+    );
+    progress(Progress {
+        what: &what,
+        runs: spec.runs,
+    });
+    let mut spec = (spec.with_command(base_argv))
+        .with_cell_command(&group.cell, cell_argv)
+        .proving(what);
+    for (c, prepared) in &mut spec.cells {
+        if c.name == group.cell {
+            prepared.shuffle = false;
+        }
+    }
+    if ordered.how == OrderHow::PytestPlugin {
+        let dir = spec.store.write_bisect_plugin()?;
+        spec.put_on_pythonpath(&dir);
+    }
+    let Some(done) = session::run_session(&spec, stop).await? else {
+        return Ok(Ran::Not("interrupted before its session ran".into()));
+    };
+    let (runs, _) = done.runs(&spec.store)?;
+    let from = (spec.recipe.as_ref())
+        .and_then(|r| r.select.as_ref())
+        .and_then(|s| s.id_from)
+        .unwrap_or_default();
+    Ok(Ran::Measured {
+        session: done.session.id.clone(),
+        sham: None,
         arms: arms(&runs, from, &spec.dir),
         store: spec.store.clone(),
     })
@@ -367,6 +461,24 @@ fn arms(
     dir: &Path,
 ) -> HashMap<(String, String), Arm> {
     let mut out: HashMap<(String, String), Arm> = HashMap::new();
+    for (cell, seen) in outcomes(runs, from, dir) {
+        for (id, failed) in seen {
+            let e = out.entry((cell.clone(), id)).or_default();
+            e.0 += u64::from(failed);
+            e.1 += 1;
+        }
+    }
+    out
+}
+
+/// Each run's cell and its outcomes by runner id (failed: any case of it
+/// failed); a skip is no outcome.
+fn outcomes(
+    runs: &[RunRecord],
+    from: crate::catalog::recipe::IdFrom,
+    dir: &Path,
+) -> Vec<(String, HashMap<String, bool>)> {
+    let mut out = Vec::new();
     for r in runs {
         // Runner id → whether any case failed, in this run.
         let mut seen: HashMap<String, bool> = HashMap::new();
@@ -386,11 +498,30 @@ fn arms(
                 }
             }
         }
-        for (id, failed) in seen {
-            let e = out.entry((r.cell.clone(), id)).or_default();
-            e.0 += u64::from(failed);
-            e.1 += 1;
+        out.push((r.cell.clone(), seen));
+    }
+    out
+}
+
+/// Failures and runs per cell of `tests` together: a run failed when any
+/// of them failed (a collision fails whichever test binds second), and
+/// counts when any of them ran. Keyed by the tests joined with ` + `.
+fn together(
+    runs: &[RunRecord],
+    from: crate::catalog::recipe::IdFrom,
+    dir: &Path,
+    tests: &[String],
+) -> HashMap<(String, String), Arm> {
+    let key = tests.join(" + ");
+    let mut out: HashMap<(String, String), Arm> = HashMap::new();
+    for (cell, seen) in outcomes(runs, from, dir) {
+        let mine: Vec<bool> = tests.iter().filter_map(|t| seen.get(t).copied()).collect();
+        if mine.is_empty() {
+            continue;
         }
+        let e = out.entry((cell, key.clone())).or_default();
+        e.0 += u64::from(mine.iter().any(|f| *f));
+        e.1 += 1;
     }
     out
 }
@@ -467,22 +598,114 @@ mod tests {
         })
         .unwrap();
         assert!(!interrupted);
+        // Both zones ran, each its own session.
         assert_eq!(
             lines,
-            ["scan --prove: 1 finding(s) on 1 reached test(s) and 0 control(s) under tz=Pacific/Kiritimati, 6"]
+            [
+                "scan --prove: 1 finding(s) on 1 reached test(s) and 0 control(s) under tz=Pacific/Kiritimati, 6",
+                "scan --prove: 1 finding(s) on 1 reached test(s) and 0 control(s) under tz=Pacific/Pago_Pago, 6"
+            ]
         );
         let finding = &scan.findings[0];
         let proof = finding.proof.as_ref().expect("proved");
+        // Proven by the zone that flipped it; the other one noted.
         assert_eq!(proof.status, prove::Status::Proven, "{proof:?}");
+        assert_eq!(proof.cell.as_deref(), Some("tz=Pacific/Kiritimati"));
+        assert_eq!(proof.family, Some(2), "each zone is an item of the family");
         assert_eq!(finding.status, "proven");
+        let note = proof.reason.as_deref().unwrap();
+        assert!(
+            note.starts_with("also tried under tz=Pacific/Pago_Pago: not shown (session "),
+            "{note}"
+        );
         let session = proof.session.clone().expect("its session");
-        let stored = crate::store::Store::at(&root.join(".flakelab"))
-            .prove_of(&session)
-            .unwrap()
-            .expect("stored");
+        let store = crate::store::Store::at(&root.join(".flakelab"));
+        let stored = store.prove_of(&session).unwrap().expect("stored");
         assert_eq!(stored.cell, "tz=Pacific/Kiritimati");
         assert_eq!(stored.findings.len(), 1);
-        assert_eq!(stored.findings[0].proof, *proof);
+        assert_eq!(stored.findings[0].proof.status, prove::Status::Proven);
+        // The other zone's session stores what it measured there.
+        let other = note
+            .rsplit_once("(session ")
+            .unwrap()
+            .1
+            .trim_end_matches(')');
+        let stored = store.prove_of(other).unwrap().expect("stored");
+        assert_eq!(stored.cell, "tz=Pacific/Pago_Pago");
+        assert_eq!(stored.findings[0].proof.status, prove::Status::NotShown);
+    }
+
+    #[test]
+    fn a_module_dict_writer_runs_first_in_the_cell_and_last_at_baseline_and_is_proven() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("tests")).unwrap();
+        std::fs::write(
+            root.join("tests/test_config.py"),
+            "CONFIG = {\"mode\": \"safe\"}\n\n\ndef test_default_mode():\n    assert CONFIG[\"mode\"] == \"safe\"\n\n\ndef test_fast_mode():\n    CONFIG[\"mode\"] = \"fast\"\n    assert CONFIG\n",
+        )
+        .unwrap();
+        let opts = crate::scan::ScanOptions {
+            today: "2026-12-01".parse().unwrap(),
+            exclude: Vec::new(),
+        };
+        let mut scan = crate::scan::scan(&root, &opts).unwrap();
+        assert_eq!(scan.findings.len(), 1, "{:?}", scan.findings);
+        let suite = |failure: &str| {
+            format!("<testsuite name='s' tests='2'><testcase classname='tests.test_config' name='test_default_mode'>{failure}</testcase><testcase classname='tests.test_config' name='test_fast_mode'/></testsuite>")
+        };
+        // The reader fails only in the runs that take the first order file.
+        let executor = crate::design::testing::fake(
+            dir.path(),
+            &format!(
+                "version = \"pytest 9.2.0\"\n\
+                 [[run]]\nargv = \"order-0000\"\nexit = 1\njunit = \"{}\"\n\
+                 [[run]]\nargv = \"order-0001\"\njunit = \"{}\"\n",
+                suite("<failure message='mode'/>"),
+                suite("")
+            ),
+        );
+        let how = Prove {
+            root: root.clone(),
+            store: None,
+            runs: 6,
+            controls: true,
+        };
+        let mut lines = Vec::new();
+        crate::design::testing::run(|stop| {
+            let (how, scan, executor, lines) = (&how, &mut scan, &executor, &mut lines);
+            async move {
+                let mut progress = |p: Progress<'_>| lines.push(p.what.to_string());
+                prove(how, scan, executor, &stop, &mut progress).await
+            }
+        })
+        .unwrap();
+        assert_eq!(
+            lines,
+            ["scan --prove: 1 finding(s), 1 writing test(s) run before the 1 test(s) they can pollute, against after them at baseline, under shuffle"]
+        );
+        let proof = scan.findings[0].proof.as_ref().expect("proved");
+        assert_eq!(proof.status, prove::Status::Proven, "{proof:?}");
+        let counts = proof.counts.as_ref().unwrap();
+        assert_eq!(counts.test, "tests/test_config.py::test_default_mode");
+        assert_eq!((counts.cell, counts.baseline), ((6, 6), (0, 6)));
+        assert!(scan.controls.is_empty(), "an order group runs no controls");
+        // The cell's order puts the writer first; the baseline's last.
+        let orders = std::fs::read_dir(root.join(".flakelab/bisect"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let read = |f: &str| std::fs::read_to_string(orders.join(f)).unwrap();
+        assert_eq!(
+            read("order-0000.txt"),
+            "tests/test_config.py::test_fast_mode\ntests/test_config.py::test_default_mode\n"
+        );
+        assert_eq!(
+            read("order-0001.txt"),
+            "tests/test_config.py::test_default_mode\ntests/test_config.py::test_fast_mode\n"
+        );
     }
 
     #[test]

@@ -92,7 +92,8 @@ pub fn json(scan: &ScanReport) -> String {
 
 fn proposal(f: &Finding) -> String {
     match (&f.perturbation, &f.settle) {
-        (Some(p), _) => p.clone(),
+        (Some(p), _) if f.also.is_empty() => p.clone(),
+        (Some(p), _) => format!("{p} or {} (each on its own)", f.also.join(" or ")),
         (None, Some(why)) => why.clone(),
         (None, None) => String::new(),
     }
@@ -142,6 +143,9 @@ pub fn table(scan: &ScanReport) -> String {
         );
         let _ = writeln!(out, "  seen:    {}", f.detail);
         let _ = writeln!(out, "  tests:   {}", f.tests.join(", "));
+        if !f.beside.is_empty() {
+            let _ = writeln!(out, "  beside:  {}", f.beside.join(", "));
+        }
         let _ = writeln!(out, "  perturb: {}", proposal(f));
         match &f.proof {
             Some(p) => {

@@ -17,6 +17,10 @@ use super::Class;
 pub enum Proposal {
     /// A cell spec (`tz=Pacific/Kiritimati`, `faketime=@2031-01-02 12:00:00`).
     Cell(String),
+    /// Cells of which any one can flip it, and none always does (the
+    /// zones on both sides of UTC for a date read: which one moves the date
+    /// depends on the hour).
+    Either(Vec<String>),
     /// No perturbation settles this; the reason.
     None(&'static str),
 }
@@ -42,6 +46,8 @@ pub struct Site {
     pub fix: &'static str,
     /// What was seen (the date a bomb goes off, the host, the guard…).
     pub detail: String,
+    /// The fixed host resource it names (a port, a path), for its partners.
+    pub resource: Option<String>,
 }
 
 /// Facts about the whole tree that a file's detectors need.
@@ -60,6 +66,15 @@ impl TreeFacts {
             .find(|(l, _)| *l == lang || (l.is_js() && lang.is_js()))
             .map(|(_, g)| *g)
     }
+}
+
+/// The zones a date read is proposed under: UTC+14 moves the local date
+/// off the UTC date from 10:00 UTC on, UTC−11 before 11:00 UTC, so at
+/// every hour one of them does (their spans add to 25 hours).
+pub const DATE_ZONES: [&str; 2] = ["tz=Pacific/Kiritimati", "tz=Pacific/Pago_Pago"];
+
+fn zones() -> Proposal {
+    Proposal::Either(DATE_ZONES.iter().map(|z| z.to_string()).collect())
 }
 
 fn re(s: &str) -> Regex {
@@ -119,6 +134,7 @@ pub fn detect(src: &Src, root: Node, facts: &TreeFacts) -> Vec<Site> {
         code,
         out: Vec::new(),
         containers: module_containers(src, root),
+        imports: imports(src, root),
     };
     d.run(root)
 }
@@ -130,6 +146,7 @@ struct Detector<'s, 'a> {
     frozen: bool,
     out: Vec<Site>,
     containers: Vec<String>,
+    imports: Imports,
 }
 
 impl<'a> Detector<'_, 'a> {
@@ -173,6 +190,7 @@ impl<'a> Detector<'_, 'a> {
             proposal: s.proposal,
             fix: s.fix,
             detail: s.detail,
+            resource: None,
         });
     }
 
@@ -233,10 +251,12 @@ impl<'a> Detector<'_, 'a> {
                             )
                         })
             }
-            Lang::Rust => re_match(
-                r"(^|::)(Local::now|Utc::now|now_local|now_utc|Zoned::now)$",
-                callee,
-            ),
+            Lang::Rust => {
+                re_match(
+                    r"(^|::)(Local::now|Local::today|Utc::now|now_local|now_utc|Zoned::now)$",
+                    callee,
+                ) || Self::c_zone_read(callee)
+            }
             _ => {
                 callee == "new Date" && self.src.args(n).is_none_or(|a| a.named_child_count() == 0)
             }
@@ -244,7 +264,21 @@ impl<'a> Detector<'_, 'a> {
         if !calendar {
             return;
         }
-        let finding = !self.frozen && self.reaches_assert(n);
+        // The C library's zone reads fill an out-parameter: what reaches
+        // an assertion is the struct, read later in the same function.
+        let c_read = self.src.lang == Lang::Rust && Self::c_zone_read(callee);
+        let asserted = self.reaches_assert(n)
+            || (c_read
+                && self.src.enclosing_function(n).is_some_and(|f| {
+                    let body = self.src.code(f);
+                    assert_re(Lang::Rust).is_match(&body) || body.contains("->")
+                }));
+        let finding = !self.frozen && asserted;
+        let detail = if c_read {
+            format!("{callee} reads the zone (TZ) through the C library")
+        } else {
+            format!("{callee} read off the real clock")
+        };
         self.push(
             n,
             SiteSpec {
@@ -252,11 +286,20 @@ impl<'a> Detector<'_, 'a> {
                 kind: "calendar-read",
                 bucket: None,
                 finding,
-                proposal: Proposal::Cell("tz=Pacific/Kiritimati".into()),
+                proposal: zones(),
                 fix: "inject or freeze the clock, and compute \"today\" in the zone the code under test uses",
-                detail: format!("{callee} read off the real clock"),
+                detail,
             },
         );
+    }
+
+    /// A zone read through the C library (`libc::localtime_r`, or an
+    /// `extern "C"` declaration called by its bare name).
+    fn c_zone_read(callee: &str) -> bool {
+        re_match(
+            r"^(libc::)?(localtime_r|localtime|mktime|timelocal)$",
+            callee,
+        )
     }
 
     fn random(&mut self, n: Node<'a>, callee: &str) {
@@ -560,8 +603,8 @@ impl<'a> Detector<'_, 'a> {
             || callee.ends_with(".useFakeTimers")
             || (lang == Lang::Python
                 && callee
-                    .split_once('.')
-                    .is_some_and(|(name, _)| self.containers.iter().any(|x| x == name)));
+                    .rsplit_once('.')
+                    .is_some_and(|(name, _)| self.is_container(name)));
         if !writes {
             return;
         }
@@ -613,13 +656,22 @@ impl<'a> Detector<'_, 'a> {
                 "clear the interval in afterEach",
             ),
             (Lang::Python, c) => {
-                let Some((name, method)) = c.split_once('.') else {
+                let Some((name, method)) = c.rsplit_once('.') else {
                     return;
                 };
-                if !self.containers.iter().any(|x| x == name)
+                if !self.is_container(name)
                     || !matches!(
                         method,
-                        "append" | "add" | "update" | "extend" | "setdefault" | "insert"
+                        "append"
+                            | "add"
+                            | "update"
+                            | "extend"
+                            | "setdefault"
+                            | "insert"
+                            | "pop"
+                            | "popitem"
+                            | "remove"
+                            | "discard"
                     )
                     || self.src.outermost_function(n).is_none()
                 {
@@ -637,7 +689,25 @@ impl<'a> Detector<'_, 'a> {
     }
 
     fn container_reset(&self, name: &str) -> bool {
-        self.code.contains(&format!("{name}.clear(")) || self.code.contains(&format!("{name}[:] ="))
+        self.code.contains(&format!("{name}.clear("))
+            || self.code.contains(&format!("{name}[:] ="))
+            || self.code.contains(&format!("patch.dict({name}"))
+    }
+
+    /// Whether `name` is a module-level container: this module's own (any
+    /// list, dict or set bound at module level), an ALL_CAPS name imported
+    /// from another module, or an ALL_CAPS attribute of an imported module
+    /// (`settings.CONFIG`).
+    fn is_container(&self, name: &str) -> bool {
+        if self.containers.iter().any(|c| c == name) {
+            return true;
+        }
+        match name.rsplit_once('.') {
+            Some((module, attr)) => {
+                all_caps(attr) && self.imports.modules.iter().any(|m| m == module)
+            }
+            None => all_caps(name) && self.imports.names.iter().any(|m| m == name),
+        }
     }
 
     fn push_global(
@@ -701,7 +771,7 @@ impl<'a> Detector<'_, 'a> {
         if let Some(p) = port.filter(|p| p.parse::<u32>().is_ok_and(|v| v != 0)) {
             self.push_resource(
                 n,
-                "fixed-port",
+                ("fixed-port", &p),
                 format!("{callee} on fixed port {p}"),
                 PORT_FIX,
             );
@@ -711,7 +781,7 @@ impl<'a> Detector<'_, 'a> {
     fn push_resource(
         &mut self,
         n: Node<'a>,
-        kind: &'static str,
+        (kind, resource): (&'static str, &str),
         detail: String,
         fix: &'static str,
     ) {
@@ -727,6 +797,9 @@ impl<'a> Detector<'_, 'a> {
                 detail,
             },
         );
+        if let Some(site) = self.out.last_mut() {
+            site.resource = Some(resource.to_string());
+        }
     }
 
     fn order_call(&mut self, n: Node<'a>, callee: &str) {
@@ -756,15 +829,54 @@ impl<'a> Detector<'_, 'a> {
                 if self.src.args(n).is_some_and(|a| a.named_child_count() > 0) {
                     return;
                 }
-                let cell = if callee.ends_with("toLocaleString") {
-                    "locale=POSIX"
+                let proposal = if callee.ends_with("toLocaleString") {
+                    Proposal::Cell(LOCALE_CELL.into())
                 } else {
-                    "tz=Pacific/Kiritimati"
+                    zones()
                 };
                 (
                     "locale-format",
-                    Proposal::Cell(cell.into()),
+                    proposal,
                     format!("{} with the host's locale and zone", last_segment(callee)),
+                )
+            }
+            l if l.is_js()
+                && (re_match(
+                    r"^(new )?Intl\.(NumberFormat|DateTimeFormat|Collator|RelativeTimeFormat|PluralRules|ListFormat)$",
+                    callee,
+                ) || callee.ends_with(".localeCompare")) =>
+            {
+                // The locale is the first argument (localeCompare's second).
+                let at = usize::from(callee.ends_with(".localeCompare"));
+                let locale = self.src.args(n).and_then(|a| a.named_child(at));
+                if locale.is_some_and(|a| self.src.text(a) != "undefined") {
+                    return;
+                }
+                (
+                    "locale-format",
+                    Proposal::Cell(LOCALE_CELL.into()),
+                    format!(
+                        "{} with the host's default locale",
+                        callee.trim_start_matches("new ")
+                    ),
+                )
+            }
+            Lang::Python => {
+                let Some(detail) = self.python_locale(n, callee) else {
+                    return;
+                };
+                ("locale-format", Proposal::Cell(LOCALE_CELL.into()), detail)
+            }
+            Lang::Rust
+                if re_match(
+                    r"^(libc::)?(setlocale|strftime|nl_langinfo)$|(^|::)get_locale$",
+                    callee,
+                ) =>
+            {
+                (
+                    "locale-format",
+                    Proposal::Cell(LOCALE_CELL.into()),
+                    format!("{callee} reads the host's locale (LC_ALL, LANG)"),
                 )
             }
             Lang::Rust if re_match(r"\.(keys|values|iter|into_iter|drain)$", callee) => {
@@ -805,6 +917,45 @@ impl<'a> Detector<'_, 'a> {
         );
     }
 
+    /// A Python call whose output depends on the locale, and what it is:
+    /// the locale module's formatting, `setlocale(…, "")` adopting the
+    /// host's, `strftime` with a locale directive, `format(x, "n")`.
+    fn python_locale(&self, n: Node<'a>, callee: &str) -> Option<String> {
+        let args = self.src.args(n);
+        let arg = |i: usize| {
+            args.and_then(|a| a.named_child(i))
+                .filter(|a| self.src.is_string(*a))
+                .map(|a| self.src.string_value(a))
+        };
+        const ONCE: &str = "(locale-dependent once setlocale adopts the host's locale)";
+        if callee == "locale.setlocale" {
+            return (arg(1).as_deref() == Some("")).then(|| {
+                "locale.setlocale(…, \"\") adopts the host's locale (LC_ALL, LANG)".into()
+            });
+        }
+        if re_match(
+            r"^locale\.(format_string|format|currency|str|atof|atoi|localeconv|nl_langinfo|getlocale|getdefaultlocale)$",
+            callee,
+        ) {
+            return Some(format!(
+                "{callee} formats or reads by the process's locale {ONCE}"
+            ));
+        }
+        if last_segment(callee) == "strftime" {
+            let at = usize::from(callee == "time.strftime" || callee == "strftime");
+            let spec = arg(0).or_else(|| arg(at))?;
+            return re_match(r"%[cxXaAbBp]", &spec)
+                .then(|| format!("strftime(\"{spec}\") names days, months or the date order by the locale {ONCE}"));
+        }
+        if callee == "format" {
+            let spec = arg(1)?;
+            return spec
+                .ends_with('n')
+                .then(|| format!("format(…, \"{spec}\") groups digits by the locale {ONCE}"));
+        }
+        None
+    }
+
     fn string(&mut self, n: Node<'a>) {
         let v = self.src.string_value(n);
         if (v.starts_with("/tmp/") || v.starts_with("/var/tmp/"))
@@ -813,14 +964,14 @@ impl<'a> Detector<'_, 'a> {
         {
             self.push_resource(
                 n,
-                "fixed-temp-path",
+                ("fixed-temp-path", &v),
                 format!("fixed temporary path {v}"),
                 TMP_FIX,
             );
         } else if DB.is_match(&v) && v != ":memory:" {
             self.push_resource(
                 n,
-                "fixed-db-name",
+                ("fixed-db-name", &v),
                 format!("fixed database name {v}"),
                 DB_FIX,
             );
@@ -853,9 +1004,7 @@ impl<'a> Detector<'_, 'a> {
                     );
                     self.push_global(n, "env-write", restored, ENV_FIX, "os.environ[…] =");
                 } else if let Some((name, _)) = left.split_once('[') {
-                    if self.containers.iter().any(|c| c == name)
-                        && self.src.outermost_function(n).is_some()
-                    {
+                    if self.is_container(name) && self.src.outermost_function(n).is_some() {
                         let reset = self.container_reset(name);
                         self.push_global(
                             n,
@@ -890,7 +1039,7 @@ impl<'a> Detector<'_, 'a> {
                     if let Some(v) = value.filter(|v| v.kind() == "integer") {
                         let p = self.src.text(v);
                         if p != "0" {
-                            self.push_resource(n, "fixed-port", format!("port={p}"), PORT_FIX);
+                            self.push_resource(n, ("fixed-port", p), format!("port={p}"), PORT_FIX);
                         }
                     }
                 }
@@ -905,7 +1054,12 @@ impl<'a> Detector<'_, 'a> {
                     if let Some(v) = value.filter(|v| v.kind() == "number") {
                         let p = self.src.text(v);
                         if p != "0" {
-                            self.push_resource(n, "fixed-port", format!("port: {p}"), PORT_FIX);
+                            self.push_resource(
+                                n,
+                                ("fixed-port", p),
+                                format!("port: {p}"),
+                                PORT_FIX,
+                            );
                         }
                     }
                 }
@@ -1028,10 +1182,59 @@ const PORT_FIX: &str = "bind port 0 and read the chosen port back";
 const TMP_FIX: &str = "use a per-test temporary directory (tmp_path, t.TempDir(), mkdtemp)";
 const DB_FIX: &str =
     "name the database per test or per worker (a temporary file, :memory:, a worker suffix)";
+/// The cell proposed for locale-dependent formatting: a locale every host
+/// has (`locale -a`), unlike the developer's.
+const LOCALE_CELL: &str = "locale=POSIX";
 const ORDER_FIX: &str =
     "sort before comparing, compare as sets, or pass the locale and zone explicitly";
 
-/// Module-level names bound to an empty mutable container (Python).
+/// What a Python module imports: the modules by the name it calls them,
+/// and the names it takes from other modules.
+#[derive(Default)]
+struct Imports {
+    modules: Vec<String>,
+    names: Vec<String>,
+}
+
+fn imports(src: &Src, root: Node) -> Imports {
+    let mut out = Imports::default();
+    if src.lang != Lang::Python {
+        return out;
+    }
+    static AS: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*([\w.]+)(?:\s+as\s+(\w+))?\s*$"));
+    let mut c = root.walk();
+    for stmt in root.named_children(&mut c) {
+        let text = src.code(stmt);
+        let (list, into) = match stmt.kind() {
+            "import_statement" => (
+                text.trim_start().trim_start_matches("import"),
+                &mut out.modules,
+            ),
+            "import_from_statement" => match text.split_once(" import ") {
+                Some((_, l)) => (l, &mut out.names),
+                None => continue,
+            },
+            _ => continue,
+        };
+        for item in list.trim().trim_matches(['(', ')']).split(',') {
+            if let Some(m) = AS.captures(item) {
+                into.push(m.get(2).map_or(&m[1], |a| a.as_str()).to_string());
+            }
+        }
+    }
+    out
+}
+
+fn all_caps(name: &str) -> bool {
+    name.len() > 1
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// Module-level names bound to a mutable container (Python): a list, dict
+/// or set literal, empty or not, or a container's constructor.
 fn module_containers(src: &Src, root: Node) -> Vec<String> {
     if src.lang != Lang::Python {
         return Vec::new();
@@ -1048,13 +1251,15 @@ fn module_containers(src: &Src, root: Node) -> Vec<String> {
         ) else {
             continue;
         };
-        let right = src.code(r);
-        if l.kind() == "identifier"
+        let container = matches!(
+            r.kind(),
+            "list" | "dictionary" | "set" | "list_comprehension" | "dictionary_comprehension"
+        ) || (r.kind() == "call"
             && re_match(
-                r"^(\[\]|\{\}|set\(\)|dict\(\)|list\(\)|defaultdict\(.*\))$",
-                right.trim(),
-            )
-        {
+                r"^(collections\.)?(set|dict|list|defaultdict|OrderedDict|Counter|deque)$",
+                &src.callee(r),
+            ));
+        if l.kind() == "identifier" && container {
             out.push(src.text(l).to_string());
         }
     }

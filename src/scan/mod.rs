@@ -77,13 +77,13 @@ impl Class {
     /// block's "scanned" column).
     pub fn constructs(self) -> &'static str {
         match self {
-            Class::Clock => "calendar reads (date.today, datetime.now, time.Now().Day…, new Date(), Local::now) in files that freeze no clock; future expiry dates (strings, date(…), time.Date(…))",
+            Class::Clock => "calendar reads (date.today, datetime.now, time.localtime, time.Now().Day…, new Date(), Local::now, the C library's localtime_r/mktime from Rust) in files that freeze no clock; future expiry dates (strings, date(…), time.Date(…))",
             Class::Random => "process-global draws (random.*, math/rand top level, Math.random, rand::random/thread_rng) whose value is asserted, in files that seed nothing",
             Class::Sleep => "time.sleep/asyncio.sleep, time.Sleep, await sleep/setTimeout, thread::sleep/tokio::time::sleep: bounded poll, sleep-then-assert, unbounded poll, long sleep",
             Class::Network => "literal non-loopback URLs and IPs passed to HTTP/socket calls, and whether a network guard is present",
-            Class::GlobalState => "env writes (os.environ, os.Setenv, process.env, env::set_var), chdir, Python module-level containers, JS fake timers and intervals, never restored",
+            Class::GlobalState => "env writes (os.environ, os.Setenv, process.env, env::set_var), chdir, Python module-level containers (item assignment, update, append… on a module's own list/dict/set or an imported ALL_CAPS one), JS fake timers and intervals, never restored",
             Class::HostResource => "literal ports given to bind/listen (port=N, port: N), /tmp/ paths, fixed *.db/*.sqlite names",
-            Class::Order => "Python list/join over a set, Go range over a map appended in order, JS toLocale*() without a locale, Rust HashMap/HashSet iteration collected",
+            Class::Order => "Python list/join over a set, Go range over a map appended in order, Rust HashMap/HashSet iteration collected; locale-dependent formatting: Python locale.*, setlocale(…, \"\"), strftime %c/%x/%a/%b…, format(…, \"n\"); JS toLocale*() and Intl.* without a locale, localeCompare; Rust setlocale/strftime/nl_langinfo through the C library",
         }
     }
 }
@@ -109,6 +109,16 @@ pub struct Finding {
     pub reach: String,
     /// The proposed cell, or null when no perturbation settles it.
     pub perturbation: Option<String>,
+    /// Further cells, each of which on its own can flip it where
+    /// `perturbation` does not (a date read: the zone on the other side of
+    /// UTC). `--prove` runs every one; any that flips it proves it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
+    /// The tests run beside `tests` to show it: a fixed resource's partner
+    /// (another test naming the same one), or a global-state write's file
+    /// neighbours (the tests it can pollute).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub beside: Vec<String>,
     /// Why no perturbation settles it (when `perturbation` is null).
     pub settle: Option<String>,
     /// `unconfirmed` from the scan alone; `proven`, `not-shown` or
@@ -123,6 +133,9 @@ pub struct Finding {
     /// The file's language (its runner, for `--prove`).
     #[serde(skip)]
     pub lang: Lang,
+    /// The fixed host resource it names (a port, a path).
+    #[serde(skip)]
+    pub resource: Option<String>,
     /// What `--prove` measured: the cell, the session, the counts and the
     /// p-value, the bound, or why it stays unconfirmed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -229,6 +242,8 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
         guards,
     };
     let js_runner = js_runner(root);
+    let prefix = from_project_root(root);
+    let js = (js_runner, prefix.as_str());
 
     let mut indexes = Vec::new();
     let mut raw = Vec::new();
@@ -280,11 +295,18 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
             continue;
         }
         row.findings += 1;
-        let (perturbation, settle) = match &site.proposal {
-            Proposal::Cell(c) => (Some(c.clone()), None),
-            Proposal::None(why) => (None, Some(format!("no perturbation settles this: {why}"))),
+        let (perturbation, also, settle) = match &site.proposal {
+            Proposal::Cell(c) => (Some(c.clone()), Vec::new(), None),
+            Proposal::Either(cells) => (cells.first().cloned(), cells[1..].to_vec(), None),
+            Proposal::None(why) => (
+                None,
+                Vec::new(),
+                Some(format!("no perturbation settles this: {why}")),
+            ),
         };
-        let command = command(file, &tests, perturbation.as_deref(), js_runner);
+        let mut cells: Vec<&str> = perturbation.iter().map(String::as_str).collect();
+        cells.extend(also.iter().map(String::as_str));
+        let command = command(file, &tests, &cells, js);
         findings.push(Finding {
             file: file.rel.clone(),
             line: site.line,
@@ -295,15 +317,19 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
             tests,
             reach: "static".into(),
             perturbation,
+            also,
+            beside: Vec::new(),
             settle,
             status: "unconfirmed".into(),
             command,
             fix: site.fix.to_string(),
             detail: site.detail,
             lang: file.lang,
+            resource: site.resource.clone(),
             proof: None,
         });
     }
+    partners(&mut findings, &indexes, js);
     findings.sort_by(|a, b| (&a.file, a.line, a.class).cmp(&(&b.file, b.line, b.class)));
     findings.dedup_by(|a, b| {
         a.file == b.file && a.line == b.line && a.class == b.class && a.kind == b.kind
@@ -350,6 +376,42 @@ fn scanned_line(counts: &[(Lang, usize)], class: Class) -> String {
     format!("{files}{go_locale}")
 }
 
+/// Files that mark a project's root: where its test command is run from.
+const PROJECT_MARKERS: &[&str] = &[
+    ".git",
+    "pyproject.toml",
+    "setup.cfg",
+    "setup.py",
+    "pytest.ini",
+    "tox.ini",
+    "conftest.py",
+    "go.mod",
+    "package.json",
+    "Cargo.toml",
+];
+
+/// The scanned root's path from its project's root (the nearest directory
+/// at or above it holding a [`PROJECT_MARKERS`] file), with a trailing
+/// `/`; empty when the root is the project's root or none is found.
+pub fn from_project_root(root: &Path) -> String {
+    let Ok(root) = root.canonicalize() else {
+        return String::new();
+    };
+    let marked = |d: &Path| PROJECT_MARKERS.iter().any(|m| d.join(m).exists());
+    let Some(project) = root.ancestors().find(|d| marked(d)) else {
+        return String::new();
+    };
+    let rel = root.strip_prefix(project).unwrap_or(Path::new(""));
+    let rel: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    match rel.is_empty() {
+        true => String::new(),
+        false => format!("{}/", rel.join("/")),
+    }
+}
+
 /// The JS runner a project's package.json names.
 pub fn js_runner(root: &Path) -> &'static str {
     let pkg = std::fs::read_to_string(root.join("package.json")).unwrap_or_default();
@@ -365,16 +427,32 @@ pub fn js_runner(root: &Path) -> &'static str {
 /// The exact command that would prove a finding: `flakelab run` of the
 /// proposed cell (the baseline alone when none settles it) on the reached
 /// tests only.
-fn command(file: &reach::FileIndex, tests: &[String], cell: Option<&str>, js: &str) -> String {
+fn command(
+    file: &reach::FileIndex,
+    tests: &[String],
+    cells: &[&str],
+    (js, prefix): (&str, &str),
+) -> String {
     let q = |s: &str| shell_words::quote(s).into_owned();
+    // Paths from the project root: the runner is started there.
+    let at = |s: &str| q(&format!("{prefix}{s}"));
+    let shuffles = cells.contains(&"shuffle");
     let subject = match file.lang {
+        // A shuffle cell turns pytest-randomly on itself: `-p no:randomly`
+        // would refuse it.
+        Lang::Python if shuffles => format!(
+            "python3 -m pytest -p no:cacheprovider {}",
+            tests.iter().map(|t| at(t)).collect::<Vec<_>>().join(" ")
+        ),
         Lang::Python => format!(
             "python3 -m pytest -p no:randomly -p no:cacheprovider {}",
-            tests.iter().map(|t| q(t)).collect::<Vec<_>>().join(" ")
+            tests.iter().map(|t| at(t)).collect::<Vec<_>>().join(" ")
         ),
         Lang::Go => {
-            let dir = file.rel.rsplit_once('/').map_or(".", |(d, _)| d);
-            let pkg = if dir == "." {
+            let dir = file.rel.rsplit_once('/').map_or("", |(d, _)| d);
+            let dir = format!("{prefix}{dir}");
+            let dir = dir.trim_end_matches('/');
+            let pkg = if dir.is_empty() {
                 "./".to_string()
             } else {
                 format!("./{dir}")
@@ -395,18 +473,106 @@ fn command(file: &reach::FileIndex, tests: &[String], cell: Option<&str>, js: &s
                 .collect::<Vec<_>>()
                 .join("|");
             match js {
-                "vitest" => format!("npx vitest run {} -t {}", q(&file.rel), q(&pattern)),
-                "jest" => format!("npx jest {} -t {}", q(&file.rel), q(&pattern)),
+                "vitest" => format!("npx vitest run {} -t {}", at(&file.rel), q(&pattern)),
+                "jest" => format!("npx jest {} -t {}", at(&file.rel), q(&pattern)),
                 _ => format!(
                     "node --test --test-name-pattern={} {}",
                     q(&pattern),
-                    q(&file.rel)
+                    at(&file.rel)
                 ),
             }
         }
     };
-    match cell {
-        Some(c) => format!("flakelab run -n 20 -p {} -- {subject}", q(c)),
-        None => format!("flakelab run -n 20 -- {subject}"),
+    let cells: String = cells.iter().map(|c| format!("-p {} ", q(c))).collect();
+    format!("flakelab run -n 20 {cells}-- {subject}")
+}
+
+/// Which tests run beside each finding, and the cells and commands that
+/// follow: a fixed resource another test names too runs with that partner
+/// under more workers, one no other test names goes to the ladder's rung 3
+/// (the test in several processes at once); a global-state write runs with
+/// its file's other tests (the ones it can pollute), shuffled.
+fn partners(findings: &mut [Finding], indexes: &[reach::FileIndex], js: (&str, &str)) {
+    /// A finding's class, construct, runner, resource and tests.
+    type Named = (Class, String, Lang, Option<String>, Vec<String>);
+    let snapshot: Vec<Named> = (findings.iter())
+        .map(|f| {
+            let lang = prove::runner_lang(f.lang);
+            (
+                f.class,
+                f.kind.clone(),
+                lang,
+                f.resource.clone(),
+                f.tests.clone(),
+            )
+        })
+        .collect();
+    let q = |s: &str| shell_words::quote(s).into_owned();
+    for f in findings.iter_mut() {
+        let Some(file) = indexes.iter().find(|x| x.rel == f.file) else {
+            continue;
+        };
+        let mut beside: Vec<String> = Vec::new();
+        let mut add = |t: &String, tests: &[String]| {
+            if !tests.contains(t) && !beside.contains(t) {
+                beside.push(t.clone());
+            }
+        };
+        match f.class {
+            Class::HostResource => {
+                for (class, kind, lang, resource, tests) in &snapshot {
+                    let same = *class == f.class
+                        && *kind == f.kind
+                        && *lang == prove::runner_lang(f.lang)
+                        && resource.is_some()
+                        && *resource == f.resource;
+                    if same {
+                        tests.iter().for_each(|t| add(t, &f.tests));
+                    }
+                }
+                // One site reaching several tests: they are each other's partners.
+                if beside.is_empty() && f.tests.len() < 2 {
+                    let what = f.resource.clone().unwrap_or_else(|| f.kind.clone());
+                    f.perturbation = None;
+                    f.settle = Some(format!(
+                        "a collision needs a partner, and no other test here names {what}: run the test in several processes at once (the ladder's rung 3)"
+                    ));
+                    let subject = command(file, &f.tests, &[], js);
+                    let subject = subject.split_once(" -- ").map_or("", |x| x.1);
+                    let prefix = if f.lang == Lang::Python { js.1 } else { "" };
+                    let test = (f.tests.first())
+                        .map(|t| q(&format!("{prefix}{t}")))
+                        .unwrap_or_default();
+                    f.command =
+                        format!("flakelab ladder --from 3 --to 3 --test {test} -- {subject}");
+                    continue;
+                }
+            }
+            Class::GlobalState if f.perturbation.as_deref() == Some("shuffle") => {
+                // The polluter candidates' files: the writer's own and each
+                // reached test's (a helper or fixture writing elsewhere).
+                let tests_of = |x: &reach::FileIndex| -> Vec<String> {
+                    (x.funcs.iter())
+                        .filter(|fx| fx.role == syntax::Role::Test)
+                        .map(|fx| x.test_id(fx))
+                        .collect()
+                };
+                for x in indexes.iter().filter(|x| x.lang == file.lang) {
+                    let ids = tests_of(x);
+                    if x.rel == f.file || ids.iter().any(|t| f.tests.contains(t)) {
+                        ids.iter().for_each(|t| add(t, &f.tests));
+                    }
+                }
+                if beside.is_empty() {
+                    continue;
+                }
+            }
+            _ => continue,
+        }
+        f.beside = beside;
+        let mut all = f.tests.clone();
+        all.extend(f.beside.iter().cloned());
+        let cells: Vec<&str> = f.perturbation.iter().map(String::as_str).collect();
+        f.command = command(file, &all, &cells, js);
     }
 }

@@ -225,8 +225,30 @@ pub struct Group {
     pub command: Vec<String>,
     /// The findings (indexes into the scan's).
     pub findings: Vec<usize>,
-    /// Their reached tests, each once, in order.
+    /// Their reached tests (and the tests run beside them), each once, in
+    /// order.
     pub tests: Vec<String>,
+    /// An order group (a global-state write and the tests it can pollute):
+    /// the cell's runs run `tests` first and these after, the baseline's
+    /// these first and `tests` last, each through the recipe's `[ordered]`.
+    /// Empty for every other group.
+    pub beside: Vec<String>,
+    /// Sets of tests counted together ([`together`]), each once.
+    pub together: Vec<Vec<String>>,
+}
+
+/// The tests a finding is measured on as one: a fixed resource's tests and
+/// its partners, a run failing when any of them failed (whichever binds
+/// second fails, and that differs from run to run). `None`: each test on
+/// its own.
+pub fn together(f: &Finding) -> Option<Vec<String>> {
+    if f.class != Class::HostResource || f.tests.len() + f.beside.len() < 2 {
+        return None;
+    }
+    let mut set: Vec<String> = f.tests.iter().chain(&f.beside).cloned().collect();
+    set.sort();
+    set.dedup();
+    Some(set)
 }
 
 /// The language whose runner runs a file's tests: JavaScript and
@@ -286,7 +308,9 @@ fn not_on_reached_tests(cell: &str) -> Option<&'static str> {
 }
 
 /// Groups the findings into prove sessions, one per (runner, cell), `js`
-/// the project's JS test command ([`js_command`]); the rest are
+/// the project's JS test command ([`js_command`]); a finding with several
+/// cells is in a session of each. A global-state write with the tests it
+/// can pollute is a session of its own (an order group). The rest are
 /// unconfirmed now, each with why and the command to run.
 pub fn plan(
     findings: &[Finding],
@@ -313,6 +337,20 @@ pub fn plan(
             }
         };
         if let Some(why) = not_on_reached_tests(cell) {
+            // pytest runs a given order (flakelab's order plugin); the other
+            // runners' recipes give none here.
+            if !f.beside.is_empty() && lang == Lang::Python {
+                groups.push(Group {
+                    cell: cell.clone(),
+                    lang,
+                    command,
+                    findings: vec![i],
+                    tests: f.tests.clone(),
+                    beside: f.beside.clone(),
+                    together: Vec::new(),
+                });
+                continue;
+            }
             let whole = format!(
                 "flakelab run -n 20 -p {} -- {}",
                 shell_words::quote(cell),
@@ -321,28 +359,73 @@ pub fn plan(
             now.push((i, Proof::unconfirmed(why.into(), whole, confidence)));
             continue;
         }
-        match groups
-            .iter_mut()
-            .find(|g| &g.cell == cell && g.lang == lang)
-        {
-            Some(g) => {
-                g.findings.push(i);
-                for t in &f.tests {
-                    if !g.tests.contains(t) {
-                        g.tests.push(t.clone());
+        let tests: Vec<&String> = f.tests.iter().chain(&f.beside).collect();
+        for cell in std::iter::once(cell).chain(&f.also) {
+            let same = |g: &&mut Group| &g.cell == cell && g.lang == lang && g.beside.is_empty();
+            let set = together(f);
+            match groups.iter_mut().find(same) {
+                Some(g) => {
+                    g.findings.push(i);
+                    for t in &tests {
+                        if !g.tests.contains(t) {
+                            g.tests.push((*t).clone());
+                        }
+                    }
+                    if let Some(set) = set.filter(|s| !g.together.contains(s)) {
+                        g.together.push(set);
                     }
                 }
+                None => groups.push(Group {
+                    cell: cell.clone(),
+                    lang,
+                    command: command.clone(),
+                    findings: vec![i],
+                    tests: tests.iter().map(|t| (*t).clone()).collect(),
+                    beside: Vec::new(),
+                    together: set.into_iter().collect(),
+                }),
             }
-            None => groups.push(Group {
-                cell: cell.clone(),
-                lang,
-                command,
-                findings: vec![i],
-                tests: f.tests.clone(),
-            }),
         }
     }
     (groups, now)
+}
+
+/// A finding's proof from its measurements under each of its cells
+/// (`decided`, in cell order): proven when any cell proved it (the
+/// smallest adjusted p), else the smallest p; the other cells' outcomes
+/// are noted in its reason.
+pub fn best(decided: Vec<Proof>) -> Option<Proof> {
+    let key = |p: &Proof| {
+        (
+            p.status != Status::Proven,
+            p.status == Status::Unconfirmed,
+            p.adjusted_p.unwrap_or(f64::INFINITY),
+        )
+    };
+    let i = (0..decided.len()).min_by(|&a, &b| {
+        key(&decided[a])
+            .partial_cmp(&key(&decided[b]))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    })?;
+    let others: Vec<String> = (decided.iter().enumerate())
+        .filter(|(j, _)| *j != i)
+        .map(|(_, p)| {
+            let cell = p.cell.as_deref().unwrap_or("its other cell");
+            match &p.session {
+                Some(s) => format!("under {cell}: {} (session {s})", p.status.word()),
+                None => format!("under {cell}: {}", p.status.word()),
+            }
+        })
+        .collect();
+    let mut proof = decided[i].clone();
+    if !others.is_empty() {
+        let also = format!("also tried {}", others.join("; "));
+        proof.reason = Some(match proof.reason {
+            Some(r) => format!("{r}; {also}"),
+            None => also,
+        });
+    }
+    Some(proof)
 }
 
 /// The ids handed to the recipe's `[select]` for `ids`: each id when the
@@ -592,6 +675,9 @@ mod tests {
             tests: tests.iter().map(|t| t.to_string()).collect(),
             reach: "static".into(),
             perturbation: cell.map(String::from),
+            also: Vec::new(),
+            beside: Vec::new(),
+            resource: None,
             settle: cell
                 .is_none()
                 .then(|| "no perturbation settles this: why".into()),
@@ -686,6 +772,85 @@ mod tests {
         assert!(groups.is_empty());
         let why = now[0].1.reason.as_deref().unwrap();
         assert!(why.contains("no node_modules/.bin/vitest"), "{why}");
+    }
+
+    #[test]
+    fn a_finding_with_two_zones_is_in_both_sessions_and_proven_when_either_flips_it() {
+        let mut date = finding(Lang::Python, Some("tz=Pacific/Kiritimati"), &["a.py::t1"]);
+        date.also = vec!["tz=Pacific/Pago_Pago".into()];
+        let mut port = finding(Lang::Python, Some("workers=2x"), &["a.py::p1"]);
+        port.class = Class::HostResource;
+        port.beside = vec!["a.py::p2".into()];
+        let mut writer = finding(Lang::Python, Some("shuffle"), &["a.py::w"]);
+        writer.class = Class::GlobalState;
+        writer.beside = vec!["a.py::r1".into(), "a.py::r2".into()];
+        let mut go_writer = finding(Lang::Go, Some("shuffle"), &["TestW"]);
+        go_writer.beside = vec!["TestR".into()];
+        let (groups, now) = plan(&[date, port, writer, go_writer], 0.95, &Ok(Vec::new()));
+        type Row<'a> = (&'a str, Vec<usize>, Vec<&'a str>, usize, usize);
+        let got: Vec<Row> = groups
+            .iter()
+            .map(|g| {
+                (
+                    g.cell.as_str(),
+                    g.findings.clone(),
+                    g.tests.iter().map(String::as_str).collect(),
+                    g.beside.len(),
+                    g.together.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("tz=Pacific/Kiritimati", vec![0], vec!["a.py::t1"], 0, 0),
+                ("tz=Pacific/Pago_Pago", vec![0], vec!["a.py::t1"], 0, 0),
+                ("workers=2x", vec![1], vec!["a.py::p1", "a.py::p2"], 0, 1),
+                ("shuffle", vec![2], vec!["a.py::w"], 2, 0),
+            ]
+        );
+        // Go runs no given order here: the whole shuffle command instead.
+        assert_eq!(now.len(), 1);
+        assert!(now[0]
+            .1
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("a shuffle cell"));
+        // The pair counts as one: whichever binds second fails.
+        let mut pair = finding(Lang::Python, None, &["b"]);
+        pair.class = Class::HostResource;
+        pair.beside = vec!["a".into()];
+        assert_eq!(
+            together(&pair),
+            Some(vec!["a".to_string(), "b".to_string()])
+        );
+        pair.beside.clear();
+        assert_eq!(together(&pair), None);
+
+        let decided = decide(
+            &[item((0, 6), (0, 6), None), item((6, 6), (0, 6), None)],
+            0.95,
+            false,
+        );
+        let mut cells = decided.clone();
+        cells[0].cell = Some("tz=Pacific/Kiritimati".into());
+        cells[1].cell = Some("tz=Pacific/Pago_Pago".into());
+        let best = best(cells).unwrap();
+        assert_eq!(best.status, Status::Proven);
+        assert_eq!(best.cell.as_deref(), Some("tz=Pacific/Pago_Pago"));
+        assert_eq!(
+            best.reason.as_deref(),
+            Some("also tried under tz=Pacific/Kiritimati: not shown (session s1)")
+        );
+        // Neither flips it: not shown, never proven.
+        let neither = decide(
+            &[item((0, 6), (0, 6), None), item((1, 6), (0, 6), None)],
+            0.95,
+            false,
+        );
+        assert_eq!(super::best(neither).unwrap().status, Status::NotShown);
+        assert!(super::best(Vec::new()).is_none());
     }
 
     #[test]

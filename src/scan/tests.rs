@@ -108,7 +108,7 @@ fn python_fixture_reports_exactly_the_planted_set() {
                 "test_fixed_port",
                 "host-resource",
                 "fixed-port",
-                "workers=2x"
+                "-"
             ),
             row(
                 &format!("{f}:52"),
@@ -181,7 +181,7 @@ fn go_fixture_reports_exactly_the_planted_set() {
                 "TestFixedPort",
                 "host-resource",
                 "fixed-port",
-                "workers=2x"
+                "-"
             ),
             row(
                 &format!("{f}:79"),
@@ -247,7 +247,7 @@ fn js_fixture_reports_exactly_the_planted_set() {
                 "listens",
                 "host-resource",
                 "fixed-port",
-                "workers=2x"
+                "-"
             ),
             row(
                 &format!("{f}:43"),
@@ -313,7 +313,7 @@ fn rust_fixture_reports_exactly_the_planted_set() {
                 "fixed_port",
                 "host-resource",
                 "fixed-port",
-                "workers=2x"
+                "-"
             ),
             row(&format!("{f}:56"), "hash_order", "order", "hash-order", "-"),
         ]
@@ -333,7 +333,7 @@ fn a_helper_reaches_the_test_that_calls_it_and_the_coverage_block_counts_every_c
     assert!(
         today
             .command
-            .starts_with("flakelab run -n 20 -p 'tz=Pacific/Kiritimati' -- python3 -m pytest"),
+            .starts_with("flakelab run -n 20 -p 'tz=Pacific/Kiritimati' -p 'tz=Pacific/Pago_Pago' -- python3 -m pytest"),
         "{}",
         today.command
     );
@@ -540,4 +540,161 @@ fn remote_hosts_are_told_from_loopback() {
     ] {
         assert_eq!(remote_host(local), None, "{local}");
     }
+}
+
+/// (line, kind, perturbation or "-", beside) of each finding in a tree of
+/// `files`.
+fn found(files: &[(&str, &str)]) -> Vec<(String, String, String, usize)> {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, text) in files {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    (scan(dir.path(), &opts()).unwrap().findings.into_iter())
+        .map(|f| {
+            (
+                format!("{}:{}", f.file, f.line),
+                f.kind,
+                f.perturbation.unwrap_or_else(|| "-".into()),
+                f.beside.len(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn module_dicts_changed_by_item_assignment_or_update_are_global_state_run_beside_their_file() {
+    let got = found(&[
+        (
+            "tests/test_cfg.py",
+            "from app.settings import LIMITS\nimport app.settings as settings\nCONFIG = {\"mode\": \"safe\"}\nCACHE = dict(a=1)\n\n\ndef test_reads():\n    assert CONFIG[\"mode\"] == \"safe\"\n\n\ndef test_item():\n    CONFIG[\"mode\"] = \"fast\"\n    assert CONFIG\n\n\ndef test_update():\n    CACHE.update(b=2)\n    assert CACHE\n\n\ndef test_imported():\n    LIMITS[\"n\"] = 1\n    settings.FLAGS.update(x=1)\n    assert LIMITS\n\n\ndef test_restored():\n    ROWS = {}\n    ROWS[\"a\"] = 1\n    assert ROWS\n",
+        ),
+        ("app/settings.py", "LIMITS = {}\nFLAGS = {}\n"),
+    ]);
+    let shuffle = |line: u32| {
+        (
+            format!("tests/test_cfg.py:{line}"),
+            "module-container".to_string(),
+            "shuffle".to_string(),
+            4,
+        )
+    };
+    assert_eq!(got, [shuffle(12), shuffle(17), shuffle(22), shuffle(23)]);
+}
+
+#[test]
+fn a_helper_writing_a_module_dict_runs_beside_the_files_of_the_tests_it_reaches() {
+    let got = found(&[
+        (
+            "tests/helpers.py",
+            "REGISTRY = {}\n\n\ndef register(name):\n    REGISTRY[name] = True\n    return REGISTRY\n",
+        ),
+        (
+            "tests/test_reg.py",
+            "from tests.helpers import register\n\n\ndef test_registers():\n    assert register(\"a\")\n\n\ndef test_empty():\n    assert True\n",
+        ),
+        ("tests/test_other.py", "def test_unrelated():\n    assert True\n"),
+    ]);
+    // test_reg.py's other test is a candidate; test_other.py's is not.
+    assert_eq!(
+        got,
+        [(
+            "tests/helpers.py:5".to_string(),
+            "module-container".to_string(),
+            "shuffle".to_string(),
+            1
+        )]
+    );
+}
+
+#[test]
+fn zone_reads_through_the_c_library_and_locale_formatting_are_found_in_each_language() {
+    let got = found(&[
+        (
+            "tests/zone.rs",
+            "extern \"C\" { fn localtime_r(t: *const i64, tm: *mut Tm) -> *mut Tm; }\n\n#[test]\nfn local_day() {\n    let mut tm = Tm::default();\n    unsafe { localtime_r(&0, &mut tm) };\n    assert_eq!(tm.tm_mday, 1);\n}\n\n#[test]\nfn libc_day() {\n    let mut tm = Tm::default();\n    unsafe { libc::localtime_r(&0, &mut tm) };\n    unsafe { libc::setlocale(0, b\"\\0\".as_ptr()) };\n    assert_eq!(tm.tm_mday, 1);\n}\n",
+        ),
+        (
+            "tests/test_locale.py",
+            "import locale\nimport time\n\n\ndef test_money():\n    locale.setlocale(locale.LC_ALL, \"\")\n    assert time.strftime(\"%x\") != \"\"\n    assert format(1234, \"n\") == \"1,234\"\n    assert time.strftime(\"%Y-%m-%d\")\n",
+        ),
+        (
+            "tests/fmt.test.js",
+            "test('fmt', () => {\n  expect(new Intl.NumberFormat().format(1234)).toBe('1,234');\n  expect(new Intl.NumberFormat('en-US').format(1)).toBe('1');\n  expect('a'.localeCompare('b')).toBe(-1);\n  expect(new Date(0).toLocaleDateString()).toBe('1/1/1970');\n});\n",
+        ),
+    ]);
+    let row =
+        |at: &str, kind: &str, cell: &str| (at.to_string(), kind.to_string(), cell.to_string(), 0);
+    assert_eq!(
+        got,
+        [
+            row("tests/fmt.test.js:2", "locale-format", "locale=POSIX"),
+            row("tests/fmt.test.js:4", "locale-format", "locale=POSIX"),
+            row(
+                "tests/fmt.test.js:5",
+                "locale-format",
+                "tz=Pacific/Kiritimati"
+            ),
+            // setlocale(…, "") itself asserts nothing: a site, not a finding.
+            row("tests/test_locale.py:7", "locale-format", "locale=POSIX"),
+            row("tests/test_locale.py:8", "locale-format", "locale=POSIX"),
+            row("tests/zone.rs:6", "calendar-read", "tz=Pacific/Kiritimati"),
+            row("tests/zone.rs:13", "calendar-read", "tz=Pacific/Kiritimati"),
+            row("tests/zone.rs:14", "locale-format", "locale=POSIX"),
+        ]
+    );
+}
+
+#[test]
+fn a_lone_fixed_port_goes_to_the_ladder_and_a_shared_one_runs_with_its_partner() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("tests");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(
+        t.join("test_p.py"),
+        "import socket\n\n\ndef test_a():\n    socket.socket().bind((\"127.0.0.1\", 8765))\n    assert True\n\n\ndef test_b():\n    socket.socket().bind((\"127.0.0.1\", 8765))\n    assert True\n\n\ndef test_c():\n    socket.socket().bind((\"127.0.0.1\", 9000))\n    assert True\n",
+    )
+    .unwrap();
+    let s = scan(dir.path(), &opts()).unwrap();
+    let f = &s.findings;
+    assert_eq!(f[0].perturbation.as_deref(), Some("workers=2x"));
+    assert_eq!(f[0].beside, ["tests/test_p.py::test_b"]);
+    assert!(
+        f[0].command
+            .ends_with("tests/test_p.py::test_a tests/test_p.py::test_b"),
+        "{}",
+        f[0].command
+    );
+    assert_eq!(f[2].perturbation, None);
+    assert!(f[2]
+        .settle
+        .as_deref()
+        .unwrap()
+        .contains("no other test here names 9000"));
+    assert_eq!(
+        f[2].command,
+        "flakelab ladder --from 3 --to 3 --test tests/test_p.py::test_c -- python3 -m pytest -p no:randomly -p no:cacheprovider tests/test_p.py::test_c"
+    );
+}
+
+#[test]
+fn commands_name_their_tests_from_the_project_root_when_a_subdirectory_is_scanned() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pyproject.toml"), "").unwrap();
+    let t = dir.path().join("tests/unit");
+    std::fs::create_dir_all(&t).unwrap();
+    std::fs::write(
+        t.join("test_p.py"),
+        "import socket\n\n\ndef test_c():\n    socket.socket().bind((\"127.0.0.1\", 9000))\n    assert True\n",
+    )
+    .unwrap();
+    assert_eq!(from_project_root(&dir.path().join("tests")), "tests/");
+    assert_eq!(from_project_root(dir.path()), "");
+    let s = scan(&dir.path().join("tests"), &opts()).unwrap();
+    assert_eq!(s.findings[0].tests, ["unit/test_p.py::test_c"]);
+    assert_eq!(
+        s.findings[0].command,
+        "flakelab ladder --from 3 --to 3 --test tests/unit/test_p.py::test_c -- python3 -m pytest -p no:randomly -p no:cacheprovider tests/unit/test_p.py::test_c"
+    );
 }

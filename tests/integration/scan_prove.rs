@@ -16,10 +16,10 @@ use std::process::Command;
 
 use super::{bin, capable, copy_fixture, scrub, sh_ok, Lab};
 
-/// Runs per arm: 5 of 5 against 0 of 5 is p = 2/252 = 0.0079, which Holm
-/// over six measured findings keeps (0.05 / 6 = 0.0083); 4 of 4 (p =
-/// 0.029) would not.
-const RUNS: &str = "5";
+/// Runs per arm: 6 of 6 against 0 of 6 is p = 2/924 = 0.0022, which Holm
+/// over seven measured items keeps (0.05 / 7 = 0.0071; a date read is
+/// measured under two zones, two items); 5 of 5 (p = 0.0079) would not.
+const RUNS: &str = "6";
 
 fn offline_available() -> bool {
     capable(
@@ -74,8 +74,8 @@ fn controls(scan: &serde_json::Value) -> (Vec<String>, Vec<String>) {
     for c in scan["controls"].as_array().unwrap() {
         let p = &c["proof"];
         assert_eq!(p["status"], "not-shown", "{c}");
-        assert_eq!(p["counts"]["cell"][1], 5, "measured in the cell: {c}");
-        assert_eq!(p["counts"]["baseline"][1], 5, "measured at baseline: {c}");
+        assert_eq!(p["counts"]["cell"][1], 6, "measured in the cell: {c}");
+        assert_eq!(p["counts"]["baseline"][1], 6, "measured at baseline: {c}");
         let t = c["test"].as_str().unwrap().to_string();
         if !tests.contains(&t) {
             tests.push(t);
@@ -102,16 +102,29 @@ fn runs(lab: &Lab) -> String {
 fn assert_proven(proof: &serde_json::Value, cell: &str) {
     assert_eq!(proof["status"], "proven", "{proof}");
     assert_eq!(proof["cell"], cell);
-    assert_eq!(proof["counts"]["cell"], serde_json::json!([5, 5]));
-    assert_eq!(proof["counts"]["baseline"], serde_json::json!([0, 5]));
-    assert!((proof["p"].as_f64().unwrap() - 2.0 / 252.0).abs() < 1e-12);
+    assert_eq!(proof["counts"]["cell"], serde_json::json!([6, 6]));
+    assert_eq!(proof["counts"]["baseline"], serde_json::json!([0, 6]));
+    assert!((proof["p"].as_f64().unwrap() - 2.0 / 924.0).abs() < 1e-12);
     assert!(proof["adjusted_p"].as_f64().unwrap() <= 0.05, "{proof}");
 }
 
 fn assert_not_shown(proof: &serde_json::Value) {
     assert_eq!(proof["status"], "not-shown", "{proof}");
-    assert_eq!(proof["counts"]["cell"][1], 5, "{proof}");
+    assert_eq!(proof["counts"]["cell"][1], 6, "{proof}");
     assert!(proof["bound"].as_f64().unwrap() > 0.0, "{proof}");
+}
+
+/// A lone fixed port: no partner to collide with, the ladder's rung 3 proposed.
+fn assert_ladder(proof: &serde_json::Value) {
+    assert_eq!(proof["status"], "unconfirmed", "{proof}");
+    assert!(proof["command"]
+        .as_str()
+        .unwrap()
+        .starts_with("flakelab ladder --from 3 --to 3 --test "));
+    assert!(proof["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("a collision needs a partner"));
 }
 
 fn reason(proof: &serde_json::Value) -> &str {
@@ -139,16 +152,17 @@ fn prove_on_the_python_fixture_proves_the_clock_findings_and_measures_every_near
     let f = |line: u32| &s[&format!("tests/test_planted.py:{line}")];
     assert_proven(&f(13).1, "tz=Pacific/Kiritimati");
     assert_eq!(f(13).1["sham"], "tz=UTC");
-    assert_eq!(f(13).1["counts"]["sham"], serde_json::json!([0, 5]));
+    assert_eq!(f(13).1["counts"]["sham"], serde_json::json!([0, 6]));
     assert_proven(&f(21).1, "faketime=@2029-07-01 12:00:00");
     assert!(reason(&f(26).1).starts_with("no perturbation settles this"));
-    // A timing race, no network on this host, no partner to collide with,
-    // str hashing already random at baseline: measured, not shown.
-    for line in [31, 36, 47, 52] {
+    // A timing race, no network on this host, str hashing already random
+    // at baseline, an env write no test of its file reads (run first
+    // against last): measured, not shown.
+    for line in [31, 36, 41, 52] {
         assert_not_shown(&f(line).1);
     }
-    assert_eq!(f(36).1["counts"]["baseline"], serde_json::json!([5, 5]));
-    assert!(reason(&f(41).1).starts_with("a shuffle cell needs the tests these run beside"));
+    assert_eq!(f(36).1["counts"]["baseline"], serde_json::json!([6, 6]));
+    assert_ladder(&f(47).1);
     let statuses: Vec<&str> = s.values().map(|(st, _)| st.as_str()).collect();
     assert_eq!(
         statuses,
@@ -158,8 +172,8 @@ fn prove_on_the_python_fixture_proves_the_clock_findings_and_measures_every_near
             "unconfirmed",
             "not-shown",
             "not-shown",
-            "unconfirmed",
             "not-shown",
+            "unconfirmed",
             "not-shown"
         ]
     );
@@ -187,7 +201,7 @@ fn prove_on_the_python_fixture_proves_the_clock_findings_and_measures_every_near
             "hashseed-random",
             "netns",
             "tz=Pacific/Kiritimati",
-            "workers=2x"
+            "tz=Pacific/Pago_Pago"
         ]
     );
     // Each cell is a recorded session; `report` shows its proofs again.
@@ -199,13 +213,13 @@ fn prove_on_the_python_fixture_proves_the_clock_findings_and_measures_every_near
         "{text}"
     );
     assert!(
-        text.contains("tests/test_planted.py:13  today_label  clock: proven: tests/test_planted.py::test_today_label failed 5 of 5 under tz=Pacific/Kiritimati against 0 of 5 at baseline"),
+        text.contains("tests/test_planted.py:13  today_label  clock: proven: tests/test_planted.py::test_today_label failed 6 of 6 under tz=Pacific/Kiritimati against 0 of 6 at baseline"),
         "{text}"
     );
     let sessions = std::fs::read_to_string(lab.store().join("sessions.jsonl")).unwrap();
     assert_eq!(
         sessions.matches("\"scan_prove\":\"scan --prove: ").count(),
-        6
+        7
     );
 }
 
@@ -240,9 +254,10 @@ fn prove_on_the_go_fixture_proves_the_zone_finding_and_says_why_the_clock_shift_
         "{}",
         f(23).1
     );
-    for line in [38, 54, 69] {
+    for line in [38, 54] {
         assert_not_shown(&f(line).1);
     }
+    assert_ladder(&f(69).1);
     for line in [30, 49, 79] {
         assert!(reason(&f(line).1).starts_with("no perturbation settles this"));
     }
@@ -263,7 +278,12 @@ fn prove_on_the_go_fixture_proves_the_zone_finding_and_says_why_the_clock_shift_
     );
     assert_eq!(
         cells,
-        ["cpu-stress", "netns", "tz=Pacific/Kiritimati", "workers=2x"]
+        [
+            "cpu-stress",
+            "netns",
+            "tz=Pacific/Kiritimati",
+            "tz=Pacific/Pago_Pago"
+        ]
     );
 }
 
@@ -287,16 +307,17 @@ fn prove_on_the_js_fixture_proves_both_clock_findings_through_the_projects_vites
     let f = |line: u32| &s[&format!("tests/planted.test.js:{line}")];
     assert_proven(&f(6).1, "tz=Pacific/Kiritimati");
     assert_eq!(f(6).1["sham"], "tz=UTC");
-    assert_eq!(f(6).1["counts"]["sham"], serde_json::json!([0, 5]));
+    assert_eq!(f(6).1["counts"]["sham"], serde_json::json!([0, 6]));
     // libfaketime reaches node's clock (a dynamically linked libc).
     assert_proven(&f(11).1, "faketime=@2029-07-01 12:00:00");
     assert!(reason(&f(16).1).starts_with("no perturbation settles this"));
-    // A timing race, no network here, no partner on port 3000, and ICU's
-    // POSIX locale formats 1,234.5 as the baseline does: not shown.
-    for line in [22, 27, 37, 43] {
+    // A timing race, no network here, and ICU's POSIX locale formats
+    // 1,234.5 as the baseline does: not shown. No partner on port 3000.
+    for line in [22, 27, 43] {
         assert_not_shown(&f(line).1);
     }
-    assert_eq!(f(27).1["counts"]["baseline"], serde_json::json!([5, 5]));
+    assert_ladder(&f(37).1);
+    assert_eq!(f(27).1["counts"]["baseline"], serde_json::json!([6, 6]));
     assert!(reason(&f(32).1).starts_with("a shuffle cell"));
     assert_eq!(s.len(), 8);
     // The near-misses of near.test.ts (TypeScript) ran beside the
@@ -322,7 +343,7 @@ fn prove_on_the_js_fixture_proves_both_clock_findings_through_the_projects_vites
             "locale=POSIX",
             "netns",
             "tz=Pacific/Kiritimati",
-            "workers=2x"
+            "tz=Pacific/Pago_Pago"
         ]
     );
     assert!(
@@ -345,12 +366,13 @@ fn prove_on_the_rust_fixture_proves_both_clock_findings_offline() {
     let s = statuses(&scan);
     let f = |line: u32| &s[&format!("tests/planted.rs:{line}")];
     assert_proven(&f(13).1, "tz=Pacific/Kiritimati");
-    assert_eq!(f(13).1["counts"]["sham"], serde_json::json!([0, 5]));
+    assert_eq!(f(13).1["counts"]["sham"], serde_json::json!([0, 6]));
     assert_proven(&f(19).1, "faketime=@2029-07-01 12:00:00");
-    for line in [31, 37, 49] {
+    for line in [31, 37] {
         assert_not_shown(&f(line).1);
     }
-    assert_eq!(f(37).1["counts"]["baseline"], serde_json::json!([5, 5]));
+    assert_ladder(&f(49).1);
+    assert_eq!(f(37).1["counts"]["baseline"], serde_json::json!([6, 6]));
     for line in [25, 56] {
         assert!(reason(&f(line).1).starts_with("no perturbation settles this"));
     }
@@ -376,7 +398,7 @@ fn prove_on_the_rust_fixture_proves_both_clock_findings_offline() {
             "faketime=@2029-07-01 12:00:00",
             "netns",
             "tz=Pacific/Kiritimati",
-            "workers=2x"
+            "tz=Pacific/Pago_Pago"
         ]
     );
     // Several tests, one `--exact`: libtest refuses it twice.
@@ -425,7 +447,7 @@ fn prove_leaves_findings_whose_runner_is_not_installed_unconfirmed_with_the_comm
                 "names vitest, and it is not installed here (no node_modules/.bin/vitest)",
             ));
     }
-    assert_eq!(uninstalled, 7, "every finding with a cell: {findings:?}");
+    assert_eq!(uninstalled, 6, "every finding with a cell: {findings:?}");
     assert!(
         !lab.store().join("sessions.jsonl").exists(),
         "nothing ran, nothing recorded"
@@ -433,4 +455,75 @@ fn prove_leaves_findings_whose_runner_is_not_installed_unconfirmed_with_the_comm
     // --runs without --prove is a usage error.
     let out = lab.run(&["scan", "-n", "3", "."]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// The three proposals that need more than one test or one zone, proven
+/// with real pytest offline (`tests/fixtures/scan-flip`): a date read
+/// under the zones on both sides of UTC (one of them moves the date at
+/// any hour), a fixed-port pair under two workers (the pair counted
+/// together: whichever binds second fails), a module-dict writer run
+/// before the test it pollutes against after it. Every command runs from
+/// the project root: pytest collects what it names.
+#[test]
+fn prove_on_the_flip_fixture_proves_the_date_at_any_hour_the_port_pair_and_the_polluter() {
+    if !capable(
+        "pytest with pytest-xdist",
+        sh_ok("python3 -c 'import pytest, xdist'"),
+    ) || !offline_available()
+    {
+        return;
+    }
+    let lab = Lab::new();
+    copy_fixture(&lab, "scan-flip");
+    let scan = prove(&lab, &[]);
+    let s = statuses(&scan);
+    assert_eq!(s.len(), 4, "{s:?}");
+    for (site, (status, proof)) in &s {
+        assert_eq!(status, "proven", "{site}: {proof}");
+        assert_eq!(
+            proof["counts"]["cell"],
+            serde_json::json!([6, 6]),
+            "{proof}"
+        );
+        assert_eq!(proof["counts"]["baseline"], serde_json::json!([0, 6]));
+    }
+    let date = &s["tests/test_dates.py:10"].1;
+    let zone = date["cell"].as_str().unwrap();
+    assert!(
+        ["tz=Pacific/Kiritimati", "tz=Pacific/Pago_Pago"].contains(&zone),
+        "{date}"
+    );
+    assert!(date["reason"]
+        .as_str()
+        .unwrap()
+        .contains("also tried under tz=Pacific/"));
+    let port = &s["tests/test_ports.py:23"].1;
+    assert_eq!(port["cell"], "workers=2x");
+    assert_eq!(
+        port["counts"]["test"],
+        "tests/test_ports.py::test_server_a + tests/test_ports.py::test_server_b"
+    );
+    let polluter = &s["tests/test_config.py:11"].1;
+    assert_eq!(
+        polluter["counts"]["test"],
+        "tests/test_config.py::test_default_mode"
+    );
+    // Every proposed command's subject runs from the project root.
+    for f in scan["findings"].as_array().unwrap() {
+        let command = f["command"].as_str().unwrap();
+        let subject = command.split_once(" -- ").unwrap().1;
+        let mut words = shell_words::split(subject).unwrap();
+        words.push("--collect-only".into());
+        let out = Command::new(&words[0])
+            .args(&words[1..])
+            .current_dir(lab.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
 }
