@@ -38,13 +38,31 @@ pub(super) fn overrides(f: &ContextFlags) -> Result<Overrides> {
         run: f.run_id.clone(),
         job: f.job.clone(),
         attempt: f.attempt.clone(),
+        run_url: f
+            .run_url
+            .as_deref()
+            .map(context::run_url)
+            .transpose()
+            .map_err(|e| {
+                Error::usage(
+                    format!("--run-url {e}"),
+                    "give the CI run's page, e.g. --run-url https://github.com/OWNER/REPO/actions/runs/ID, or leave it out",
+                )
+            })?,
     })
 }
 
 pub(super) fn ingest_cmd(args: &IngestArgs) -> Result<i32> {
     let flags = overrides(&args.context)?;
     let env = |k: &str| std::env::var(k).ok();
-    let recorded = context::detect(&env, (std::env::consts::OS, std::env::consts::ARCH), &flags);
+    let mut recorded =
+        context::detect(&env, (std::env::consts::OS, std::env::consts::ARCH), &flags);
+    // The day its observations start to count toward a release.
+    recorded.provenance.ingested = Some(
+        jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string(),
+    );
     let store = Store::open(&history_store(&args.store.store))?;
     // Masked as a run's records are: the project's extra names, and the
     // credentials in flakelab's own environment wherever they appear.

@@ -1,15 +1,16 @@
 //! The quarantine ledger's commands: `quarantine --add` (an entry with its
 //! owner, ticket, expiry and evidence), `quarantine --release` (the entries
-//! the lab's runs since their fix bound below the target), and the expired
-//! entries `check` fails on. The judging is `history::ledger`'s.
+//! whose runs since their fix, in the lab and ingested from CI, bound below
+//! the target), and the expired entries `check` fails on. The judging is
+//! `history::ledger`'s, the counting `history::release`'s.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use crate::cli::QuarantineArgs;
 use crate::error::{Error, Result, EXIT_OK};
 use crate::history::ledger::{self, expiry, today, Ledger, LedgerEntry};
-use crate::record::{Outcome, TestOutcome};
+use crate::history::release::Tallies;
+use crate::record::{CaseOutcome, Outcome, TestOutcome};
 use crate::store::Store;
 
 /// The ledger at `path`; none yet is an empty one.
@@ -95,7 +96,8 @@ pub(super) fn ledger_cmd(args: &QuarantineArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// `quarantine --release`: each entry's runs in the lab since its fix.
+/// `quarantine --release`: each entry's runs since its fix, in the lab
+/// and in the ingested CI history (`history::release` counts them).
 fn release_cmd(args: &QuarantineArgs, book: &Ledger, store: &Store) -> Result<i32> {
     if book.tests.is_empty() {
         return Err(Error::usage(
@@ -103,41 +105,45 @@ fn release_cmd(args: &QuarantineArgs, book: &Ledger, store: &Store) -> Result<i3
             "add one with `flakelab quarantine --add TEST --owner NAME --ticket ID --expires 30d`",
         ));
     }
-    // (clean, failed) per entry, from its `since` day on.
-    let mut counts: HashMap<&str, (&str, u64, u64)> = book
-        .tests
-        .iter()
-        .map(|e| (e.id.as_str(), (e.since(), 0, 0)))
-        .collect();
+    let mut tallies = Tallies::new(&book.tests);
     if store.root().is_dir() {
         let mut runs = store.runs_iter(None)?;
         runs.each_view(|run| {
             if !matches!(run.outcome(), Outcome::Pass | Outcome::Fail) {
                 return Ok(());
             }
-            let day = run.started_at().get(..10).unwrap_or("");
             for t in run.tests() {
-                if let Some((since, clean, failed)) = counts.get_mut(t.id) {
-                    if day >= *since {
-                        match t.outcome {
-                            TestOutcome::Pass => *clean += 1,
-                            TestOutcome::Fail | TestOutcome::Error => *failed += 1,
-                            TestOutcome::Skip => {}
-                        }
-                    }
-                }
+                let outcome = match t.outcome {
+                    TestOutcome::Pass => CaseOutcome::Passed,
+                    TestOutcome::Fail => CaseOutcome::Failed,
+                    TestOutcome::Error => CaseOutcome::Errored,
+                    TestOutcome::Skip => CaseOutcome::Skipped,
+                };
+                tallies.add_lab(t.id, run.started_at(), outcome);
             }
             Ok(())
         })?;
         runs.finish()?;
     }
+    if store.history_path().is_file() {
+        let folded = store.folded_keys()?;
+        let stats = store.each_history(&folded, |item| tallies.add_ci(&item))?;
+        super::history::warn_skipped(&stats);
+    }
     let needed = ledger::clean_runs_needed(args.target, args.confidence);
     let mut out = String::new();
-    for e in &book.tests {
-        let (since, clean, failed) = counts[e.id.as_str()];
+    for (e, t) in book.tests.iter().zip(&tallies.tallies) {
+        let (clean, failed) = (t.clean(), t.failed());
         let r = ledger::release(e, clean, failed, args.target, args.confidence);
+        let mut whence = format!("clean: {} lab, {} CI", t.lab_clean, t.ci_clean);
+        if failed > 0 {
+            whence.push_str(&format!(
+                "; failed: {} lab, {} CI",
+                t.lab_failed, t.ci_failed
+            ));
+        }
         out.push_str(&format!(
-            "{} {} (owner {}): {failed} of {} lab runs since {since} failed, {} at {}% ({})\n",
+            "{} {} (owner {}): {failed} of {} runs since {} failed ({whence}), {} at {}% ({})\n",
             if r.releasable {
                 "may leave:"
             } else {
@@ -146,6 +152,7 @@ fn release_cmd(args: &QuarantineArgs, book: &Ledger, store: &Store) -> Result<i3
             e.id,
             e.owner,
             clean + failed,
+            e.since(),
             crate::stats::format_bound(r.bound),
             args.confidence * 100.0,
             if r.releasable {
@@ -163,6 +170,12 @@ fn release_cmd(args: &QuarantineArgs, book: &Ledger, store: &Store) -> Result<i3
                 )
             }
         ));
+        if t.undated > 0 {
+            eprintln!(
+                "note: {}: {} CI observation(s) carry no ingest day (ingested before flakelab recorded one, or folded by `compact`) and do not count toward its release",
+                e.id, t.undated
+            );
+        }
     }
     super::print_text(&out);
     Ok(EXIT_OK)

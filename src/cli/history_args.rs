@@ -66,6 +66,11 @@ pub struct ContextFlags {
     /// The attempt of the CI run (a re-run attempt counts again).
     #[arg(long, value_name = "N")]
     pub attempt: Option<String>,
+    /// The CI run's page, an http(s) URL (provenance): the dashboard
+    /// links the last failure to it [default: from the GitHub, GitLab or
+    /// Buildkite variables].
+    #[arg(long, value_name = "URL")]
+    pub run_url: Option<String>,
 }
 
 /// `flakelab ingest`.

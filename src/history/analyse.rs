@@ -58,6 +58,9 @@ pub struct Fold {
     pub infra: Vec<InfraNote>,
     /// The raw reports' heads, for the matrix-leg warning.
     pub heads: Vec<super::Head>,
+    /// The page of each run (by its provenance label) whose report
+    /// recorded one; the last recorded wins.
+    pub run_urls: HashMap<String, String>,
 }
 
 impl Fold {
@@ -119,6 +122,9 @@ impl Fold {
                 }
                 let c = self.context(&r.context);
                 let label = r.provenance.label(&r.path);
+                if let Some(url) = &r.provenance.url {
+                    self.run_urls.insert(label.clone(), url.clone());
+                }
                 for o in obs {
                     let row = self.row(&o.test, c, &r.commit);
                     row.counts.add(o.outcome, &label);

@@ -5,7 +5,7 @@
 //! cardinality): `branch`, `os`, `arch`, `runtime`, `runtime_version`,
 //! `runner`, `leg` (the matrix leg) and any `--context KEY=VALUE`.
 //! Provenance (high cardinality, never a dimension): provider, run id,
-//! job, attempt; and the commit, kept beside both.
+//! job, attempt, the run's page (its URL); and the commit, kept beside both.
 //!
 //! Variables read, per provider (the first of a list that is set wins):
 //!
@@ -16,6 +16,12 @@
 //! | Buildkite | `BUILDKITE=true` | `BUILDKITE_BUILD_ID` | `BUILDKITE_STEP_KEY`, `BUILDKITE_LABEL` | `BUILDKITE_RETRY_COUNT` | `BUILDKITE_COMMIT` | `BUILDKITE_BRANCH` | host | `BUILDKITE_AGENT_META_DATA_QUEUE` | — |
 //! | CircleCI | `CIRCLECI=true` | `CIRCLE_WORKFLOW_ID` | `CIRCLE_JOB` | `CIRCLE_BUILD_NUM` | `CIRCLE_SHA1` | `CIRCLE_BRANCH` | host | — | — |
 //! | Jenkins | `JENKINS_URL` set | `BUILD_TAG` | `JOB_NAME` | — | `GIT_COMMIT` | `BRANCH_NAME`, `GIT_BRANCH` | host | — | — |
+//!
+//! The run's page: GitHub `$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/RUN`
+//! (`/attempts/N` after it when the attempt is above 1), GitLab
+//! `CI_JOB_URL` (else `CI_PIPELINE_URL`), Buildkite `BUILDKITE_BUILD_URL`;
+//! `--run-url` overrides it. Only an `http(s)://` URL is recorded
+//! ([`run_url`]): a detected value that is not one is dropped.
 //!
 //! Outside GitHub Actions, `os` and `arch` are the host's (ingest where the
 //! tests ran). The provider's idea of a job is coarser than a matrix leg on
@@ -57,6 +63,29 @@ pub struct Overrides {
     pub job: Option<String>,
     /// `--attempt`.
     pub attempt: Option<String>,
+    /// `--run-url` (checked by [`run_url`]).
+    pub run_url: Option<String>,
+}
+
+/// `text` as a run's page: an `http://` or `https://` URL with a host and
+/// no whitespace or control character; anything else is refused, saying
+/// why (the value shown escaped).
+pub fn run_url(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    let lower = t.to_ascii_lowercase();
+    let Some(rest) = ["https://", "http://"]
+        .iter()
+        .find_map(|p| lower.strip_prefix(p))
+    else {
+        return Err(format!("{t:?} is not an http:// or https:// URL"));
+    };
+    if rest.is_empty() || rest.starts_with(['/', '?', '#']) {
+        return Err(format!("{t:?} names no host"));
+    }
+    if t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{t:?} holds whitespace or a control character"));
+    }
+    Ok(t.to_string())
 }
 
 /// What a report is recorded with: context, commit, provenance.
@@ -168,6 +197,15 @@ pub fn detect(
             d.run = get(&["GITHUB_RUN_ID"]);
             d.job = get(&["GITHUB_JOB"]);
             d.attempt = get(&["GITHUB_RUN_ATTEMPT"]);
+            d.github_repo = get(&["GITHUB_REPOSITORY"]).map(|repo| {
+                let server = get(&["GITHUB_SERVER_URL"]);
+                let server = server.as_deref().unwrap_or("https://github.com");
+                format!(
+                    "{}/{}",
+                    server.trim_end_matches('/'),
+                    repo.trim_matches('/')
+                )
+            });
             d.commit = get(&["GITHUB_SHA"]);
             d.branch = get(&["GITHUB_HEAD_REF", "GITHUB_REF_NAME"]);
             d.os = get(&["RUNNER_OS"]);
@@ -178,6 +216,7 @@ pub fn detect(
             d.run = get(&["CI_PIPELINE_ID"]);
             d.job = get(&["CI_JOB_NAME"]);
             d.attempt = get(&["CI_JOB_ID"]);
+            d.url = get(&["CI_JOB_URL", "CI_PIPELINE_URL"]);
             d.commit = get(&["CI_COMMIT_SHA"]);
             d.branch = get(&["CI_MERGE_REQUEST_SOURCE_BRANCH_NAME", "CI_COMMIT_REF_NAME"]);
             d.leg = get(&["CI_JOB_NAME"]).filter(|n| n.contains(": ["));
@@ -186,6 +225,7 @@ pub fn detect(
             d.run = get(&["BUILDKITE_BUILD_ID"]);
             d.job = get(&["BUILDKITE_STEP_KEY", "BUILDKITE_LABEL"]);
             d.attempt = get(&["BUILDKITE_RETRY_COUNT"]);
+            d.url = get(&["BUILDKITE_BUILD_URL"]);
             d.commit = get(&["BUILDKITE_COMMIT"]);
             d.branch = get(&["BUILDKITE_BRANCH"]);
             d.runner = get(&["BUILDKITE_AGENT_META_DATA_QUEUE"]);
@@ -235,14 +275,30 @@ pub fn detect(
     for (k, v) in &flags.extra {
         context.insert(k.clone(), v.clone());
     }
+    let run = pick(&flags.run, d.run);
+    let attempt = pick(&flags.attempt, d.attempt);
+    // GitHub's page is the run's (and the attempt's, after the first).
+    let github = d.github_repo.zip(run.as_deref()).map(|(repo, run)| {
+        let mut url = format!("{repo}/actions/runs/{}", run.trim());
+        if let Some(a) = attempt
+            .as_deref()
+            .filter(|a| a.parse::<u64>().is_ok_and(|n| n > 1))
+        {
+            url.push_str(&format!("/attempts/{a}"));
+        }
+        url
+    });
+    let url = pick(&flags.run_url, d.url.or(github)).and_then(|u| run_url(&u).ok());
     Recorded {
         context,
         commit: pick(&flags.commit, d.commit),
         provenance: Provenance {
             provider: pick(&flags.provider, d.provider.map(str::to_string)),
-            run: pick(&flags.run, d.run),
+            run,
             job: pick(&flags.job, d.job),
-            attempt: pick(&flags.attempt, d.attempt),
+            attempt,
+            url,
+            ingested: None,
         },
     }
 }
@@ -259,6 +315,10 @@ struct Detected {
     arch: Option<String>,
     runner: Option<String>,
     leg: Option<String>,
+    /// The run's page, when the provider names it whole.
+    url: Option<String>,
+    /// GitHub's server and repository (`https://github.com/OWNER/REPO`).
+    github_repo: Option<String>,
 }
 
 #[cfg(test)]
@@ -303,6 +363,8 @@ mod tests {
         assert_eq!(r.provenance.run.as_deref(), Some("77"));
         assert_eq!(r.provenance.job.as_deref(), Some("test"));
         assert_eq!(r.provenance.attempt.as_deref(), Some("2"));
+        // No repository: no page.
+        assert_eq!(r.provenance.url, None);
         // Provenance never enters the context.
         assert!(!r.context.values().any(|v| v == "77" || v == "test"));
         let over = Overrides {
@@ -390,6 +452,104 @@ mod tests {
             super::super::context_name(&none.context),
             "arch=x64,os=linux"
         );
+    }
+
+    #[test]
+    fn the_runs_page_is_detected_per_provider_and_only_http_is_kept() {
+        let github = |attempt: &str, server: Option<&str>| {
+            let mut vars = vec![
+                ("GITHUB_ACTIONS", "true"),
+                ("GITHUB_RUN_ID", "4242"),
+                ("GITHUB_RUN_ATTEMPT", attempt),
+                ("GITHUB_REPOSITORY", "acme/shop"),
+            ];
+            if let Some(s) = server {
+                vars.push(("GITHUB_SERVER_URL", s));
+            }
+            detect(&env(&vars), ("linux", "x86_64"), &Overrides::default())
+                .provenance
+                .url
+        };
+        assert_eq!(
+            github("1", Some("https://github.com")).as_deref(),
+            Some("https://github.com/acme/shop/actions/runs/4242")
+        );
+        assert_eq!(
+            github("3", Some("https://ghe.example/")).as_deref(),
+            Some("https://ghe.example/acme/shop/actions/runs/4242/attempts/3")
+        );
+        assert_eq!(
+            github("1", None).as_deref(),
+            Some("https://github.com/acme/shop/actions/runs/4242")
+        );
+        // A hostile server variable is no link.
+        assert_eq!(github("1", Some("javascript:alert(1)//")), None);
+        let url = |vars: &[(&str, &str)]| {
+            detect(&env(vars), ("linux", "x86_64"), &Overrides::default())
+                .provenance
+                .url
+        };
+        assert_eq!(
+            url(&[
+                ("GITLAB_CI", "true"),
+                ("CI_PIPELINE_URL", "https://gl.example/p/-/pipelines/9"),
+                ("CI_JOB_URL", "https://gl.example/p/-/jobs/77"),
+            ])
+            .as_deref(),
+            Some("https://gl.example/p/-/jobs/77")
+        );
+        assert_eq!(
+            url(&[
+                ("GITLAB_CI", "true"),
+                ("CI_PIPELINE_URL", "https://gl.example/p/-/pipelines/9"),
+            ])
+            .as_deref(),
+            Some("https://gl.example/p/-/pipelines/9")
+        );
+        assert_eq!(
+            url(&[
+                ("BUILDKITE", "true"),
+                (
+                    "BUILDKITE_BUILD_URL",
+                    "https://buildkite.com/acme/shop/builds/5"
+                ),
+            ])
+            .as_deref(),
+            Some("https://buildkite.com/acme/shop/builds/5")
+        );
+        // The flag wins, and works outside CI.
+        let by_hand = detect(
+            &env(&[]),
+            ("linux", "x86_64"),
+            &Overrides {
+                no_detect: true,
+                run_url: Some("http://ci.local/run/1".into()),
+                ..Overrides::default()
+            },
+        );
+        assert_eq!(
+            by_hand.provenance.url.as_deref(),
+            Some("http://ci.local/run/1")
+        );
+    }
+
+    #[test]
+    fn only_an_http_url_is_a_runs_page() {
+        assert_eq!(
+            run_url(" HTTPS://ci.example/r/1 ").unwrap(),
+            "HTTPS://ci.example/r/1"
+        );
+        assert!(run_url("javascript:alert(1)")
+            .unwrap_err()
+            .contains("not an http"));
+        assert!(run_url("ftp://x/y").unwrap_err().contains("not an http"));
+        assert!(run_url("https:///path").unwrap_err().contains("no host"));
+        assert!(run_url("https://").unwrap_err().contains("no host"));
+        assert!(run_url("https://a/b c")
+            .unwrap_err()
+            .contains("whitespace or a control"));
+        let err = run_url("https://a/b\n)<script>").unwrap_err();
+        assert!(!err.contains('\n'), "shown escaped: {err}");
     }
 
     #[test]

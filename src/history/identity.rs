@@ -220,6 +220,7 @@ mod tests {
                 run: Some(run.into()),
                 job: Some(job.into()),
                 attempt: Some("1".into()),
+                ..Default::default()
             },
             context: c.clone(),
             path: "junit.xml".into(),

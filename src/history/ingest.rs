@@ -168,6 +168,7 @@ fn masked(recorded: &Recorded, redaction: &Redaction) -> Recorded {
     provenance.run = opt(&p.run);
     provenance.job = opt(&p.job);
     provenance.attempt = opt(&p.attempt);
+    provenance.url = opt(&p.url);
     Recorded {
         context,
         commit: opt(&recorded.commit),

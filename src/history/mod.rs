@@ -15,5 +15,6 @@ pub(crate) mod identity;
 pub mod ingest;
 pub mod ledger;
 pub mod quarantine;
+pub(crate) mod release;
 
 pub use crate::record::history::*;

@@ -17,8 +17,9 @@ pub use crate::record::schema::{
 /// outcome may legitimately depend on. Never provenance.
 pub type Context = BTreeMap<String, String>;
 
-/// Where a report came from: which CI run, job and attempt, on which commit.
-/// Never part of the [`Context`]; `attempt` is part of the identity.
+/// Where a report came from: which CI run, job and attempt (and the run's
+/// page), on which commit, ingested when. Never part of the [`Context`];
+/// of these only `attempt` is part of the identity.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
     /// CI provider (`github`, `gitlab`, `buildkite`, `circleci`,
@@ -34,6 +35,15 @@ pub struct Provenance {
     /// The attempt (a re-run of the same run counts again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<String>,
+    /// The run's page (`http(s)://…`): detected from the CI variables or
+    /// given with `ingest --run-url`. Never part of the identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// When the report was ingested (RFC 3339, UTC): from this day on its
+    /// observations count toward a quarantine entry's release. Never part
+    /// of the identity; absent in reports ingested before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingested: Option<String>,
 }
 
 impl Provenance {

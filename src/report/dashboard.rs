@@ -3,9 +3,12 @@
 //! that failed in the history or sits in the quarantine ledger: its k of N
 //! over the last 10 and 50 commits and over all of them, the trend (the
 //! last 10 commits against the runs before them, by Fisher's exact test),
-//! its last failure with its commit and run, the contexts it fails in, and
-//! its ledger entry with owner and expiry. Pure: the analyses in, the model
-//! and its Markdown or JSON out.
+//! its last failure with its commit and run (a link to the run's page when
+//! `ingest` recorded one), the contexts it fails in, and its ledger entry
+//! with owner and expiry. Every value is data: a run's label is escaped and
+//! its page is linked only when it is an http(s) URL, percent-encoded so
+//! nothing in it leaves the link. Pure: the analyses in, the model and its
+//! Markdown or JSON out.
 
 use std::fmt::Write as _;
 
@@ -67,6 +70,8 @@ pub struct LastFailure {
     pub commit: Option<String>,
     /// Its run (the CI provenance `ingest` recorded).
     pub run: Option<String>,
+    /// The run's page (an http(s) URL), when `ingest` recorded one.
+    pub run_url: Option<String>,
 }
 
 /// A ledger entry, as the dashboard shows it.
@@ -128,9 +133,16 @@ pub fn build(
             .rows
             .iter()
             .rfind(|r| r.test == t.test && r.counts.bad() > 0)
-            .map(|r| LastFailure {
-                commit: r.commit.clone(),
-                run: r.counts.failing_runs.last().cloned(),
+            .map(|r| {
+                let run = r.counts.failing_runs.last().cloned();
+                let run_url = (run.as_ref())
+                    .and_then(|l| fold.run_urls.get(l))
+                    .and_then(|u| crate::history::context::run_url(u).ok());
+                LastFailure {
+                    commit: r.commit.clone(),
+                    run,
+                    run_url,
+                }
             });
         tests.push(DashRow {
             test: t.test.clone(),
@@ -207,8 +219,10 @@ pub fn markdown(d: &Dashboard) -> String {
                 if let Some(c) = &f.commit {
                     parts.push(md_cell_code(&c.chars().take(12).collect::<String>()));
                 }
-                if let Some(r) = &f.run {
-                    parts.push(md_cell(r));
+                match (&f.run, &f.run_url) {
+                    (Some(r), Some(u)) => parts.push(md_link(r, u)),
+                    (Some(r), None) => parts.push(md_cell(r)),
+                    (None, _) => {}
                 }
                 if parts.is_empty() {
                     "commit unknown".to_string()
@@ -239,6 +253,29 @@ pub fn markdown(d: &Dashboard) -> String {
         );
     }
     s
+}
+
+/// `[text](url)` for a table cell: every ASCII punctuation character of
+/// the text backslash-escaped (no markup, HTML or cell break survives), and
+/// every byte of the URL outside the characters a URL needs
+/// percent-encoded (no `(`, `)`, `<`, `>`, `|`, quote or space).
+fn md_link(text: &str, url: &str) -> String {
+    let mut t = String::new();
+    for c in super::text::one_line(text).chars() {
+        if c.is_ascii_punctuation() {
+            t.push('\\');
+        }
+        t.push(c);
+    }
+    let mut u = String::new();
+    for b in url.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~:/?#@!$&*+,;=%".contains(&b) {
+            u.push(b as char);
+        } else {
+            let _ = write!(u, "%{b:02X}");
+        }
+    }
+    format!("[{t}]({u})")
 }
 
 /// The JSON document.
@@ -272,6 +309,7 @@ mod tests {
                 last_failure: Some(LastFailure {
                     commit: Some("0123456789abcdef".into()),
                     run: Some("run | 7".into()),
+                    run_url: None,
                 }),
                 fails_in: vec!["os=linux".into()],
                 quarantine: None,
@@ -284,5 +322,90 @@ mod tests {
         assert!(row.contains("0123456789ab"), "{row}");
         assert!(!row.contains("0123456789abc"), "a short commit: {row}");
         assert!(row.contains("1 of 2 (50%)"), "{row}");
+    }
+
+    #[test]
+    fn a_hostile_run_label_and_page_stay_inside_their_link() {
+        let link = md_link(
+            "run 7](javascript:x) <script>alert(1)</script>\n| x",
+            "https://ci.example/a)b](c)<script>\n|\"'`x\\y",
+        );
+        assert_eq!(
+            link,
+            "[run 7\\]\\(javascript\\:x\\) \\<script\\>alert\\(1\\)\\<\\/script\\>\\\\n\\| x]\
+             (https://ci.example/a%29b%5D%28c%29%3Cscript%3E%0A%7C%22%27%60x%5Cy)"
+        );
+        // One link: the only unescaped brackets are its own.
+        let unescaped = |c: char| {
+            let b = link.as_bytes();
+            (0..b.len())
+                .filter(|&i| b[i] == c as u8 && (i == 0 || b[i - 1] != b'\\'))
+                .count()
+        };
+        assert_eq!((unescaped('['), unescaped(']')), (1, 1), "{link}");
+        assert_eq!((unescaped('('), unescaped(')')), (1, 1), "{link}");
+        assert!(!link.contains('\n') && !link.contains(" |"), "{link}");
+    }
+
+    #[test]
+    fn the_last_failure_links_its_run_only_to_an_http_page() {
+        let board = |url: &str| {
+            let mut fold = Fold::new();
+            let r = crate::history::ReportRecord {
+                schema: crate::history::REPORT_SCHEMA.into(),
+                key: "k".into(),
+                context: Default::default(),
+                commit: Some("c1".into()),
+                provenance: crate::history::Provenance {
+                    run: Some("77".into()),
+                    url: Some(url.into()),
+                    ..Default::default()
+                },
+                path: "j.xml".into(),
+                digest: "d".into(),
+                n: 1,
+                infra: Vec::new(),
+            };
+            let obs = [crate::history::Observation {
+                test: "t".into(),
+                outcome: crate::record::CaseOutcome::Failed,
+                retried: false,
+                rep: 0,
+                file: None,
+                line: None,
+            }];
+            fold.add(crate::history::Item::Report(&r, &obs));
+            let windows: Vec<Analysis> = WINDOWS
+                .iter()
+                .map(|w| {
+                    let opts = crate::history::analyse::Options {
+                        commits: *w,
+                        ..Default::default()
+                    };
+                    crate::history::analyse::analyse(&fold, &opts)
+                })
+                .collect();
+            build(&windows, &fold, &[], "2026-12-07".parse().unwrap())
+        };
+        let ok = board("https://github.com/acme/shop/actions/runs/77");
+        let last = ok.tests[0].last_failure.as_ref().unwrap();
+        assert_eq!(
+            last.run_url.as_deref(),
+            Some("https://github.com/acme/shop/actions/runs/77")
+        );
+        assert!(
+            markdown(&ok).contains("[run 77](https://github.com/acme/shop/actions/runs/77)"),
+            "{}",
+            markdown(&ok)
+        );
+        assert!(json(&ok).contains("\"run_url\": \"https://github.com/acme/shop/actions/runs/77\""));
+        // A page that is not http(s) (a store edited by hand) is no link.
+        let bad = board("javascript:alert(1)");
+        assert_eq!(bad.tests[0].last_failure.as_ref().unwrap().run_url, None);
+        let md = markdown(&bad);
+        assert!(
+            md.contains(" run 77 |") && !md.contains("javascript"),
+            "{md}"
+        );
     }
 }
