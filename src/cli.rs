@@ -190,7 +190,8 @@ pub enum Command {
 const INGEST_AFTER_HELP: &str = "\
 Context (what may change an outcome; rates are per context): branch, os,
 arch, runtime, runtime_version, runner, leg (matrix) and --context KEY=VALUE.
-Provenance (never context): provider, run id, job, attempt, commit.
+Provenance (never context): provider, run id, job, attempt, commit, the
+run's page (--run-url; the dashboard links to it) and the ingest time.
 Detected from GitHub Actions, GitLab CI, Buildkite, CircleCI and Jenkins
 variables (the book's \"History from CI\" lists them); flags override.
 

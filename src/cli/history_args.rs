@@ -195,9 +195,9 @@ pub struct QuarantineArgs {
     #[arg(long, value_name = "TEXT", requires = "add")]
     pub evidence: Option<String>,
     /// List the ledger's entries that may leave: those whose failure rate
-    /// in the lab's runs since their fix (`fixed`, else `added`) is bounded
-    /// below --target at --confidence (Clopper-Pearson: 299 clean runs for
-    /// 1% at 95%).
+    /// since their fix (`fixed`, else `added`), over the lab's runs and the
+    /// CI reports ingested from that day on, is bounded below --target at
+    /// --confidence (Clopper-Pearson: 299 clean runs for 1% at 95%).
     #[arg(long)]
     pub release: bool,
     /// `--release`: the failure rate an entry must be bounded below.
