@@ -41,6 +41,9 @@ pub struct Row {
     pub file: Option<String>,
     /// Its line.
     pub line: Option<u32>,
+    /// The page of the last run in `counts.failing_runs`, when its report
+    /// recorded one (raw reports only: `compact` keeps no page).
+    pub last_failing_url: Option<String>,
 }
 
 /// Observations folded into counts, rows in first-seen order.
@@ -58,9 +61,6 @@ pub struct Fold {
     pub infra: Vec<InfraNote>,
     /// The raw reports' heads, for the matrix-leg warning.
     pub heads: Vec<super::Head>,
-    /// The page of each run (by its provenance label) whose report
-    /// recorded one; the last recorded wins.
-    pub run_urls: HashMap<String, String>,
 }
 
 impl Fold {
@@ -90,6 +90,7 @@ impl Fold {
                     counts: Counts::default(),
                     file: None,
                     line: None,
+                    last_failing_url: None,
                 });
                 self.index.insert(key, self.rows.len() - 1);
                 self.rows.len() - 1
@@ -122,12 +123,14 @@ impl Fold {
                 }
                 let c = self.context(&r.context);
                 let label = r.provenance.label(&r.path);
-                if let Some(url) = &r.provenance.url {
-                    self.run_urls.insert(label.clone(), url.clone());
-                }
                 for o in obs {
                     let row = self.row(&o.test, c, &r.commit);
+                    let runs = row.counts.failing_runs.len();
                     row.counts.add(o.outcome, &label);
+                    if row.counts.failing_runs.len() > runs {
+                        // The page of the run `failing_runs` ends with.
+                        row.last_failing_url.clone_from(&r.provenance.url);
+                    }
                     if o.retried {
                         // The run also holds the retry's pass.
                         row.counts.retried += 1;
@@ -143,7 +146,11 @@ impl Fold {
             Item::Counts(rec) => {
                 let c = self.context(&rec.context);
                 let row = self.row(&rec.test, c, &rec.commit);
+                let runs = row.counts.failing_runs.len();
                 row.counts.merge(&rec.counts);
+                if row.counts.failing_runs.len() > runs {
+                    row.last_failing_url = None;
+                }
                 if row.file.is_none() && rec.file.is_some() {
                     row.file.clone_from(&rec.file);
                     row.line = rec.line;

@@ -135,8 +135,7 @@ pub fn build(
             .rfind(|r| r.test == t.test && r.counts.bad() > 0)
             .map(|r| {
                 let run = r.counts.failing_runs.last().cloned();
-                let run_url = (run.as_ref())
-                    .and_then(|l| fold.run_urls.get(l))
+                let run_url = (r.last_failing_url.as_deref())
                     .and_then(|u| crate::history::context::run_url(u).ok());
                 LastFailure {
                     commit: r.commit.clone(),
@@ -347,18 +346,19 @@ mod tests {
         assert!(!link.contains('\n') && !link.contains(" |"), "{link}");
     }
 
-    #[test]
-    fn the_last_failure_links_its_run_only_to_an_http_page() {
-        let board = |url: &str| {
-            let mut fold = Fold::new();
+    /// The dashboard of reports of test `t` on commit `c1`, each from run
+    /// 77 with its page and outcome.
+    fn board(reports: &[(&str, crate::record::CaseOutcome)]) -> Dashboard {
+        let mut fold = Fold::new();
+        for (i, (url, outcome)) in reports.iter().enumerate() {
             let r = crate::history::ReportRecord {
                 schema: crate::history::REPORT_SCHEMA.into(),
-                key: "k".into(),
+                key: format!("k{i}"),
                 context: Default::default(),
                 commit: Some("c1".into()),
                 provenance: crate::history::Provenance {
                     run: Some("77".into()),
-                    url: Some(url.into()),
+                    url: Some(url.to_string()),
                     ..Default::default()
                 },
                 path: "j.xml".into(),
@@ -368,39 +368,50 @@ mod tests {
             };
             let obs = [crate::history::Observation {
                 test: "t".into(),
-                outcome: crate::record::CaseOutcome::Failed,
+                outcome: *outcome,
                 retried: false,
                 rep: 0,
                 file: None,
                 line: None,
             }];
             fold.add(crate::history::Item::Report(&r, &obs));
-            let windows: Vec<Analysis> = WINDOWS
-                .iter()
-                .map(|w| {
-                    let opts = crate::history::analyse::Options {
-                        commits: *w,
-                        ..Default::default()
-                    };
-                    crate::history::analyse::analyse(&fold, &opts)
-                })
-                .collect();
-            build(&windows, &fold, &[], "2026-12-07".parse().unwrap())
-        };
-        let ok = board("https://github.com/acme/shop/actions/runs/77");
+        }
+        let windows: Vec<Analysis> = WINDOWS
+            .iter()
+            .map(|w| {
+                let opts = crate::history::analyse::Options {
+                    commits: *w,
+                    ..Default::default()
+                };
+                crate::history::analyse::analyse(&fold, &opts)
+            })
+            .collect();
+        build(&windows, &fold, &[], "2026-12-07".parse().unwrap())
+    }
+
+    #[test]
+    fn the_last_failure_links_its_run_only_to_an_http_page() {
+        use crate::record::CaseOutcome::{Failed, Passed};
+        let page = "https://github.com/acme/shop/actions/runs/77";
+        let ok = board(&[(page, Failed)]);
         let last = ok.tests[0].last_failure.as_ref().unwrap();
+        assert_eq!(last.run_url.as_deref(), Some(page));
+        let md = markdown(&ok);
+        assert!(md.contains(&format!("[run 77]({page})")), "{md}");
+        assert!(json(&ok).contains(&format!("\"run_url\": \"{page}\"")));
+        // Another job of the same run that passed, with its own page: the
+        // link stays the failing job's.
+        let jobs = board(&[
+            ("https://gl.example/p/-/jobs/1", Failed),
+            ("https://gl.example/p/-/jobs/2", Passed),
+        ]);
+        let last = jobs.tests[0].last_failure.as_ref().unwrap();
         assert_eq!(
             last.run_url.as_deref(),
-            Some("https://github.com/acme/shop/actions/runs/77")
+            Some("https://gl.example/p/-/jobs/1")
         );
-        assert!(
-            markdown(&ok).contains("[run 77](https://github.com/acme/shop/actions/runs/77)"),
-            "{}",
-            markdown(&ok)
-        );
-        assert!(json(&ok).contains("\"run_url\": \"https://github.com/acme/shop/actions/runs/77\""));
         // A page that is not http(s) (a store edited by hand) is no link.
-        let bad = board("javascript:alert(1)");
+        let bad = board(&[("javascript:alert(1)", Failed)]);
         assert_eq!(bad.tests[0].last_failure.as_ref().unwrap().run_url, None);
         let md = markdown(&bad);
         assert!(
