@@ -392,4 +392,26 @@ mod tests {
         let g = format!("{}/*/b/?.xml", d.display());
         assert_eq!(shown(glob(&g).unwrap()), ["a/b/y.xml"]);
     }
+
+    #[test]
+    fn a_credential_in_the_runs_page_is_masked_and_its_day_kept() {
+        let redaction = Redaction::new(&[]).with_values([("CI_TOKEN", "s3cr3t-t0ken-value")]);
+        let recorded = Recorded {
+            provenance: crate::history::Provenance {
+                url: Some("https://ci:s3cr3t-t0ken-value@ci.example/run/1".into()),
+                ingested: Some("2026-12-07T01:00:00Z".into()),
+                ..Default::default()
+            },
+            ..Recorded::default()
+        };
+        let m = masked(&recorded, &redaction);
+        assert_eq!(
+            m.provenance.url,
+            Some(format!("https://ci:{REDACTED}@ci.example/run/1"))
+        );
+        assert_eq!(
+            m.provenance.ingested.as_deref(),
+            Some("2026-12-07T01:00:00Z")
+        );
+    }
 }

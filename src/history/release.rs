@@ -121,7 +121,7 @@ mod tests {
             owner: "alice".into(),
             ticket: "T-1".into(),
             added: added.into(),
-            expires: "2030-01-01".into(),
+            expires: added.into(),
             evidence: "e".into(),
             fixed: fixed.map(str::to_string),
         }
