@@ -319,3 +319,23 @@ fn the_ledgers_entries_are_in_the_runners_quarantine_lists() {
         text(&yaml)
     );
 }
+
+#[test]
+fn ci_runs_compact_folded_have_no_day_and_are_said_not_counted() {
+    let lab = Lab::new();
+    quarantine_x(&lab);
+    ingest(&lab, "clean.xml", "c1", 299, 0);
+    assert!(release(&lab).starts_with("may leave:"));
+    let compact = lab.run(&["compact"]);
+    assert_eq!(code(&compact), 0, "{}", text(&compact));
+    let out = lab.run(&["quarantine", "--release"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.starts_with("stays:"), "{said}");
+    assert!(said.contains("(clean: 0 lab, 0 CI)"), "{said}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("pkg.mod::test_x: 299 CI observation(s) carry no ingest day"),
+        "{err}"
+    );
+}
