@@ -142,31 +142,79 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
     let orders_cells: Vec<String> = (crate::design::orders::cells(&settings).into_iter())
         .filter(|c| applied.contains(c))
         .collect();
-    let again: Vec<(String, String)> = (applied.iter())
-        .filter(|c| c.as_str() != "baseline" && !orders_cells.contains(c))
-        .filter_map(|c| {
-            let flagged = first.iter().filter(|x| &x.cell == c).count();
-            rules::rescreen(kind_of(&settings, c).0, flagged).map(|why| (c.clone(), why.into()))
-        })
+    // Shuffle cells screen by the systematic orders too where the recipe
+    // runs a given order (their tests from the baseline's first run); else
+    // by fresh seeds, said why.
+    let shuffles: Vec<String> = (applied.iter())
+        .filter(|c| kind_of(&settings, c).1 == CellKind::Shuffled && !orders_cells.contains(c))
+        .cloned()
         .collect();
+    let (mut systematic_shuffles, mut seeds_why) =
+        match systematic::shuffle_plan(&full, &shuffles, ask.screen_runs, &orders_cells) {
+            Ok(cells) => (cells, None),
+            Err(why) => (Vec::new(), Some(systematic::seeds_why(&why))),
+        };
     let mut ordered_rounds = Vec::new();
     let mut ordered_seeds = Vec::new();
-    if !orders_cells.is_empty() {
-        match systematic::orders_round(&full, &done.session, &orders_cells, &mut runs, stop).await?
+    let mut systematic_count = 0u32;
+    for (cells, sources) in [
+        (orders_cells.clone(), orders_cells.clone()),
+        (
+            systematic_shuffles.clone(),
+            std::iter::once("baseline".to_string())
+                .chain(systematic_shuffles.iter().cloned())
+                .collect(),
+        ),
+    ] {
+        if cells.is_empty() {
+            continue;
+        }
+        let shuffle = cells == systematic_shuffles;
+        match systematic::orders_round(&full, &done.session, (&cells, &sources), &mut runs, stop)
+            .await?
         {
             Some((round, seeds)) => {
+                if shuffle {
+                    match &round {
+                        Some(r) => systematic_count = r.runs_per_cell,
+                        None => {
+                            // No tests to build orders from: seeds instead.
+                            seeds_why = Some(systematic::seeds_why(
+                                "no run of the screen reported tests to build the orders from",
+                            ));
+                            systematic_shuffles.clear();
+                        }
+                    }
+                }
                 ordered_rounds.extend(round);
-                ordered_seeds = seeds;
+                ordered_seeds.extend(seeds);
             }
             None => return Ok(Screened::Stopped),
         }
     }
+    // A shuffle cell that ran the systematic orders runs again under seeds
+    // only for what is left of `--screen` after them.
+    let again: Vec<(String, String)> = (applied.iter())
+        .filter(|c| c.as_str() != "baseline" && !orders_cells.contains(c))
+        .filter(|c| !systematic_shuffles.contains(c) || ask.screen_runs > 1 + systematic_count)
+        .filter_map(|c| {
+            let flagged = first.iter().filter(|x| &x.cell == c).count();
+            let why = rules::rescreen(kind_of(&settings, c).0, flagged)?;
+            Some(match (shuffles.contains(c), &seeds_why) {
+                (true, Some(seeds)) => (c.clone(), seeds.clone()),
+                _ => (c.clone(), why.into()),
+            })
+        })
+        .collect();
+    let spent: Vec<(String, u32)> = (systematic_shuffles.iter())
+        .map(|c| (c.clone(), systematic_count))
+        .collect();
     let Some((mut rounds, mut reversed_seeds)) = again::screen_again(
         &full,
         &settings,
         &done.session,
         &again,
-        (ask.screen_runs, replays_orders),
+        (ask.screen_runs, replays_orders, &spent),
         &mut runs,
         stop,
     )
