@@ -159,7 +159,9 @@ fn a_runner_that_only_shuffles_by_seed_screens_its_shuffle_by_seeds_and_says_why
     assert_eq!(again.len(), 1, "{again:?}");
     assert_eq!(again[0].0, "shuffle");
     assert!(
-        again[0].1.contains("fresh seeds, not systematic orders")
+        again[0]
+            .1
+            .contains("fresh seeds, not the systematic orders")
             && again[0]
                 .1
                 .contains("the gotestsum runner can only shuffle by seed"),
@@ -218,7 +220,13 @@ fn beside_an_orders_cell_a_shuffle_keeps_its_reversed_run_and_the_orders_run_onc
     assert_eq!(again[0].0, "orders");
     assert!(again[0].1.contains("(4 orders)"), "{again:?}");
     assert_eq!(again[1].0, "shuffle");
-    assert!(again[1].1.contains("order reversed"), "{again:?}");
+    assert!(
+        again[1].1.contains("order reversed")
+            && again[1]
+                .1
+                .contains("not the systematic orders: the `orders` cell runs them"),
+        "{again:?}"
+    );
     // 4 orders listed once, in the orders cell; one reversed list.
     let listed: Vec<String> = (lab.runs().iter())
         .flat_map(crate::run_argv)
@@ -227,4 +235,55 @@ fn beside_an_orders_cell_a_shuffle_keeps_its_reversed_run_and_the_orders_run_onc
     let orders = listed.iter().filter(|f| f.contains("-orders/")).count();
     let reversed = listed.iter().filter(|f| f.contains("-reversed/")).count();
     assert_eq!((orders, reversed), (4, 1), "{listed:?}");
+}
+
+#[test]
+fn more_systematic_orders_than_a_confirmation_arm_takes_leave_the_reversed_run_and_say_so() {
+    let lab = Lab::new();
+    let s = script(
+        &lab,
+        &format!(
+            "version = \"pytest 9.2.0\"\n\
+             [[run]]\noutput = \"Using --randomly-seed={{seed}}\"\njunit = \"{}\"\n",
+            junit(false)
+        ),
+    );
+    // -n 6: a confirmation arm takes 3 runs; one module of 3 tests takes 4
+    // orders.
+    let out = fake(
+        &lab,
+        &s,
+        &[
+            "run",
+            "--format",
+            "json",
+            "--design",
+            "screen",
+            "--seed",
+            "3",
+            "--no-sham",
+            "-n",
+            "6",
+            "-p",
+            "shuffle",
+            "--",
+            "pytest",
+            "tests",
+        ],
+    );
+    let report = json(&out);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let again = rescreened(&report);
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert!(
+        again[0].1.contains("order reversed")
+            && again[0].1.contains("its 4 systematic orders are more than the 3 runs a confirmation arm may take (-n 6); `-n 8` runs them"),
+        "{again:?}"
+    );
+    let listed: Vec<String> = (lab.runs().iter())
+        .flat_map(crate::run_argv)
+        .filter(|a| a.starts_with("--flakelab-order="))
+        .collect();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert!(listed[0].contains("-reversed/"), "{listed:?}");
 }

@@ -13,7 +13,8 @@ use crate::session::{self, SessionSpec};
 /// why): a shuffle cell whose recipe runs a given order replays its first
 /// run's order reversed (unless it ran the systematic orders: `spent`
 /// names those cells and how many runs they took), then each cell runs
-/// the rest of its `screen_runs` under fresh seeds. Their runs join
+/// the rest of its `screen_runs` under fresh seeds; `not_systematic` says
+/// why a shuffle cell did not run the systematic orders. Their runs join
 /// `runs`. Returns the rounds and the reversed runs' seeds; `None` when
 /// interrupted while probing.
 pub(super) async fn screen_again(
@@ -21,7 +22,12 @@ pub(super) async fn screen_again(
     settings: &SessionSpec,
     screened: &crate::record::SessionRecord,
     again: &[(String, String)],
-    (screen_runs, replays_orders, spent): (u32, bool, &[(String, u32)]),
+    (screen_runs, replays_orders, spent, not_systematic): (
+        u32,
+        bool,
+        &[(String, u32)],
+        Option<&str>,
+    ),
     runs: &mut Vec<RunRecord>,
     stop: &tokio::sync::watch::Receiver<Stop>,
 ) -> Result<Option<(Vec<screen::Round>, Vec<u64>)>> {
@@ -55,7 +61,15 @@ pub(super) async fn screen_again(
         rounds.push(screen::Round {
             session: more.session.id.clone(),
             cells: (reversed.iter())
-                .map(|(c, _)| (c.clone(), rules::REVERSED_WHY.into()))
+                .map(|(c, _)| {
+                    let why = match not_systematic {
+                        Some(w) => {
+                            format!("{}; not the systematic orders: {w}", rules::REVERSED_WHY)
+                        }
+                        None => rules::REVERSED_WHY.into(),
+                    };
+                    (c.clone(), why)
+                })
                 .collect(),
             runs_per_cell: 1,
             runs: extra.len() as u64,

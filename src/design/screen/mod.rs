@@ -149,22 +149,28 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
         .filter(|c| kind_of(&settings, c).1 == CellKind::Shuffled && !orders_cells.contains(c))
         .cloned()
         .collect();
-    let (mut systematic_shuffles, mut seeds_why) =
-        match systematic::shuffle_plan(&full, &shuffles, ask.screen_runs, &orders_cells) {
-            Ok(cells) => (cells, None),
-            Err(why) => (Vec::new(), Some(systematic::seeds_why(&why))),
-        };
+    let shuffle_sources: Vec<String> = std::iter::once("baseline".to_string())
+        .chain(shuffles.iter().cloned())
+        .collect();
+    let count = systematic::tests_of(&runs, &shuffle_sources)
+        .map_or(1, |t| crate::perturb::orders::cover_len(&t));
+    let budget = (ask.cap / 2).max(1);
+    let (mut systematic_shuffles, mut not_systematic) = match systematic::shuffle_plan(
+        &full,
+        &shuffles,
+        ask.screen_runs,
+        &orders_cells,
+        (count, budget),
+    ) {
+        Ok(cells) => (cells, None),
+        Err(why) => (Vec::new(), Some(why)),
+    };
     let mut ordered_rounds = Vec::new();
     let mut ordered_seeds = Vec::new();
     let mut systematic_count = 0u32;
     for (cells, sources) in [
         (orders_cells.clone(), orders_cells.clone()),
-        (
-            systematic_shuffles.clone(),
-            std::iter::once("baseline".to_string())
-                .chain(systematic_shuffles.iter().cloned())
-                .collect(),
-        ),
+        (systematic_shuffles.clone(), shuffle_sources.clone()),
     ] {
         if cells.is_empty() {
             continue;
@@ -179,9 +185,10 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
                         Some(r) => systematic_count = r.runs_per_cell,
                         None => {
                             // No tests to build orders from: seeds instead.
-                            seeds_why = Some(systematic::seeds_why(
-                                "no run of the screen reported tests to build the orders from",
-                            ));
+                            not_systematic = Some(
+                                "no run of the screen reported tests to build the orders from"
+                                    .into(),
+                            );
                             systematic_shuffles.clear();
                         }
                     }
@@ -200,8 +207,8 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
         .filter_map(|c| {
             let flagged = first.iter().filter(|x| &x.cell == c).count();
             let why = rules::rescreen(kind_of(&settings, c).0, flagged)?;
-            Some(match (shuffles.contains(c), &seeds_why) {
-                (true, Some(seeds)) => (c.clone(), seeds.clone()),
+            Some(match (shuffles.contains(c), &not_systematic) {
+                (true, Some(reason)) => (c.clone(), systematic::seeds_why(reason)),
                 _ => (c.clone(), why.into()),
             })
         })
@@ -214,7 +221,12 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
         &settings,
         &done.session,
         &again,
-        (ask.screen_runs, replays_orders, &spent),
+        (
+            ask.screen_runs,
+            replays_orders,
+            &spent,
+            not_systematic.as_deref(),
+        ),
         &mut runs,
         stop,
     )

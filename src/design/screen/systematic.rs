@@ -20,19 +20,22 @@ pub(super) const ORDERS_WHY: &str =
 /// Why a shuffle cell screened by seeds did not run the systematic orders,
 /// for the report.
 pub(super) fn seeds_why(reason: &str) -> String {
-    format!("random by nature: one run shows one order of many; fresh seeds, not systematic orders: {reason}")
+    format!("random by nature: one run shows one order of many; fresh seeds, not the systematic orders: {reason}")
 }
 
 /// Which of `shuffles` (shuffle cells, not `orders` cells) run the
 /// systematic orders as their screen: all of them when the recipe runs a
-/// given order, the screen takes more than one run a cell and no `orders`
-/// cell runs the same orders in this session; else none, with why they
-/// run seeds instead.
+/// given order, the screen takes more than one run a cell, no `orders`
+/// cell runs the same orders in this session and the `count` orders are
+/// no more than `budget` (the runs one confirmation arm may take, `-n`
+/// halved); else none, with why they run seeds (or, where the recipe runs
+/// a given order, the reversed order) instead.
 pub(super) fn shuffle_plan(
     spec: &SessionSpec,
     shuffles: &[String],
     screen_runs: u32,
     orders_cells: &[String],
+    (count, budget): (usize, u32),
 ) -> Result<Vec<String>, String> {
     if shuffles.is_empty() {
         return Ok(Vec::new());
@@ -63,7 +66,26 @@ pub(super) fn shuffle_plan(
     if let Some(c) = orders_cells.first() {
         return Err(format!("the `{c}` cell runs them in this session"));
     }
+    if count > budget as usize {
+        return Err(format!(
+            "its {count} systematic orders are more than the {budget} runs a confirmation arm may take (-n {}); `-n {}` runs them, `-p orders` runs them all as a cell",
+            2 * budget,
+            2 * count
+        ));
+    }
     Ok(shuffles.to_vec())
+}
+
+/// The tests the systematic orders are built from: those of the first run
+/// with tests of the first of `sources` that has one, in its report's
+/// order.
+pub(super) fn tests_of(runs: &[RunRecord], sources: &[String]) -> Option<Vec<String>> {
+    let tests = sources.iter().find_map(|c| {
+        (runs.iter())
+            .filter(|r| &r.cell == c && !r.tests.is_empty())
+            .find_map(|r| order_of(r).or_else(|| Some(crate::bisect::order_of(r))))
+    });
+    tests.filter(|t| !t.is_empty())
 }
 
 /// Runs every systematic order of each of `cells`, appending the runs to
@@ -80,12 +102,7 @@ pub(super) async fn orders_round(
     runs: &mut Vec<RunRecord>,
     stop: &StopRx,
 ) -> Result<Option<(Option<screen::Round>, Vec<u64>)>> {
-    let tests = sources.iter().find_map(|c| {
-        (runs.iter())
-            .filter(|r| &r.cell == c && !r.tests.is_empty())
-            .find_map(|r| order_of(r).or_else(|| Some(crate::bisect::order_of(r))))
-    });
-    let Some(tests) = tests.filter(|t| !t.is_empty()) else {
+    let Some(tests) = tests_of(runs, sources) else {
         return Ok(Some((None, Vec::new())));
     };
     let names: Vec<&str> = cells.iter().map(String::as_str).collect();
@@ -133,7 +150,7 @@ mod tests {
         let spec = testing::spec(dir.path(), &executor, command, cells, 1);
         let orders = crate::design::orders::cells(&spec);
         let shuffles: Vec<String> = vec!["shuffle".into()];
-        shuffle_plan(&spec, &shuffles, screen_runs, &orders)
+        shuffle_plan(&spec, &shuffles, screen_runs, &orders, (6, 15))
     }
 
     #[test]
@@ -161,6 +178,19 @@ mod tests {
         // An orders cell beside it runs the same orders once.
         let beside = plan(&pytest, "pytest 9.2.0", &["shuffle", "orders"], 2).unwrap_err();
         assert!(beside.contains("the `orders` cell runs them"), "{beside}");
-        assert!(seeds_why(&go).contains("fresh seeds, not systematic orders"));
+        assert!(seeds_why(&go).contains("fresh seeds, not the systematic orders"));
+        // More orders than a confirmation arm may take: said, with the -n
+        // that runs them.
+        let dir = tempfile::tempdir().unwrap();
+        let executor = testing::fake(dir.path(), "version = \"pytest 9.2.0\"\n");
+        let spec = testing::spec(dir.path(), &executor, &pytest, &["shuffle"], 1);
+        let shuffles = vec!["shuffle".to_string()];
+        assert!(shuffle_plan(&spec, &shuffles, 2, &[], (15, 15)).is_ok());
+        let over = shuffle_plan(&spec, &shuffles, 2, &[], (16, 15)).unwrap_err();
+        assert!(
+            over.contains("its 16 systematic orders are more than the 15 runs")
+                && over.contains("`-n 32` runs them"),
+            "{over}"
+        );
     }
 }
