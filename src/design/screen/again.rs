@@ -1,5 +1,6 @@
 //! The adaptive screen's later rounds: the cells one full run cannot tell
-//! about run again, a shuffle cell first in its first run's order reversed.
+//! about run again, a shuffle cell that did not run its systematic orders
+//! (`systematic.rs`) first in its first run's order reversed.
 
 use super::facts::{executions, kind_of, order_of, ordered_of};
 use super::rules::{self, CellKind};

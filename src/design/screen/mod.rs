@@ -168,14 +168,15 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
     let mut ordered_rounds = Vec::new();
     let mut ordered_seeds = Vec::new();
     let mut systematic_count = 0u32;
-    for (cells, sources) in [
-        (orders_cells.clone(), orders_cells.clone()),
-        (systematic_shuffles.clone(), shuffle_sources.clone()),
+    // The `orders` cells' round, then the shuffle cells' (never both: a
+    // shuffle beside an `orders` cell keeps its reversed run).
+    for (shuffle, cells, sources) in [
+        (false, orders_cells.clone(), orders_cells.clone()),
+        (true, systematic_shuffles.clone(), shuffle_sources.clone()),
     ] {
         if cells.is_empty() {
             continue;
         }
-        let shuffle = cells == systematic_shuffles;
         match systematic::orders_round(&full, &done.session, (&cells, &sources), &mut runs, stop)
             .await?
         {
