@@ -502,9 +502,10 @@ pub struct RunArgs {
     pub design: Design,
     /// `--design screen`: full runs per cell in the screen, at most (cells
     /// random by nature, and cells whose first run flagged nothing). A
-    /// shuffle cell whose runner runs a given order makes its second run
-    /// its first run's order reversed; an `orders` cell runs every one of
-    /// its systematic orders (beyond N).
+    /// shuffle cell whose runner runs a given order runs its systematic
+    /// orders (every same-module pair adjacent both ways; beyond N) when
+    /// they number at most -n / 2, else its first run's order reversed; an
+    /// `orders` cell runs every one of its systematic orders (beyond N).
     #[arg(long = "screen", default_value_t = 2, value_name = "N")]
     pub screen: u32,
     /// `--design screen`: confirmation runs for all candidates together,

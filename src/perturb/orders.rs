@@ -68,7 +68,6 @@ pub fn module_of(id: &str) -> &str {
 
 /// How many orders Walecki's construction takes for `m` items: `m` when
 /// even, `m + 1` when odd (1 for 0 or 1 item).
-#[cfg(test)]
 pub fn walecki_len(m: usize) -> usize {
     match m {
         0 | 1 => 1,
@@ -143,6 +142,20 @@ pub fn cover(tests: &[String]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// How many orders [`cover`] builds for `tests`, without building them:
+/// `max(w(largest module), w(modules))`.
+pub fn cover_len(tests: &[String]) -> usize {
+    let mut sizes: std::collections::BTreeMap<&str, std::collections::BTreeSet<&String>> =
+        std::collections::BTreeMap::new();
+    for t in tests {
+        sizes.entry(module_of(t)).or_default().insert(t);
+    }
+    (sizes.values().map(|m| walecki_len(m.len())))
+        .chain([walecki_len(sizes.len())])
+        .max()
+        .unwrap_or(1)
+}
+
 /// What [`cover`] guarantees for `tests`, in words: the orders, the tests
 /// and modules, and the pairs they cover.
 pub fn describe(tests: usize, modules: usize, orders: usize) -> String {
@@ -196,6 +209,7 @@ mod tests {
         let orders = cover(&tests);
         // max(w(8), w(5), w(4 modules)) = 8.
         assert_eq!(orders.len(), 8);
+        assert_eq!(cover_len(&tests), 8);
         let pairs = adjacent_pairs(&orders);
         for x in &tests {
             for y in &tests {
@@ -244,6 +258,8 @@ mod tests {
         let singles: Vec<String> = (0..7).map(|i| format!("m{i}::t")).collect();
         let orders = cover(&singles);
         assert_eq!(orders.len(), 8);
+        assert_eq!(cover_len(&singles), 8);
+        assert_eq!(cover_len(&[]), 1);
         assert_eq!(adjacent_pairs(&orders).len(), 42);
     }
 }

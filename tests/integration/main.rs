@@ -56,6 +56,7 @@ mod sandbox;
 mod scan;
 mod scan_prove;
 mod screen;
+mod screen_orders;
 mod screen_workers;
 mod sham;
 mod shard;

@@ -1,7 +1,8 @@
 //! `run --design screen` end to end with real pytest on
 //! `tests/fixtures/ladder-project`: a zone-dependent test confirmed alone, a
 //! test that flipped once by chance not confirmed, and an order-dependent
-//! test confirmed in the order that flipped it; on
+//! test screened by the systematic orders and confirmed in the order that
+//! flipped it; on
 //! `tests/fixtures/context-project` a brittle test, a fixed-port pair under
 //! workers, an order victim of a large file and one polluted from another
 //! file, each against the baseline that keeps its context.
@@ -182,6 +183,22 @@ fn an_order_dependence_is_confirmed_in_the_order_that_flipped_it() {
         "{looks:?}"
     );
     assert_eq!(row["k"], row["n"], "{row}");
+    // Its screen was the systematic orders (one module of 5 tests: w(5) =
+    // 6 orders, within what a confirmation arm may take), and the row
+    // names the run it failed in and the bisect from it.
+    let rescreened = report["design"]["rescreened"].as_array().unwrap();
+    assert_eq!(rescreened.len(), 1, "{rescreened:?}");
+    assert_eq!(rescreened[0][0], "shuffle");
+    assert!(
+        (rescreened[0][1].as_str().unwrap()).starts_with("systematic orders")
+            && rescreened[0][1].as_str().unwrap().contains("(6 orders)"),
+        "{rescreened:?}"
+    );
+    let first = row["first_failure"].as_str().expect("the run it failed in");
+    assert_eq!(
+        row["bisect"],
+        format!("flakelab bisect {first} --test tests.test_prices::test_default_price")
+    );
     // The confirmation's runs ran an ordered list, the cell's own shuffle off.
     let screens = std::fs::read_to_string(lab.store().join("screens.jsonl")).unwrap();
     let record: serde_json::Value = serde_json::from_str(screens.lines().last().unwrap()).unwrap();
@@ -401,7 +418,9 @@ fn a_port_collision_is_confirmed_beside_its_partner_under_workers() {
     );
 }
 
-/// `--seed 7`: the screen's first shuffle run passes the victim, and its
+/// `--seed 7`: the file's 40 tests take 40 systematic orders, more than a
+/// confirmation arm's 15 runs, so the shuffle screens by the reversed
+/// order. The screen's first shuffle run passes the victim, and its
 /// second, the first's order reversed, puts the polluter before the victim
 /// with no cleaner between (a quarter of the orders do so; of the orders
 /// whose reverse does, half). pytest-randomly's order is a function of its
@@ -427,11 +446,10 @@ fn an_order_victim_of_a_large_file_replays_its_flipping_order() {
     assert!(!verdict.contains("under seed"), "{verdict}");
     let rescreened = report["design"]["rescreened"].as_array().unwrap();
     assert_eq!(rescreened.len(), 1, "{rescreened:?}");
+    let why = rescreened[0][1].as_str().unwrap();
     assert!(
-        rescreened[0][1]
-            .as_str()
-            .unwrap()
-            .contains("first run's order reversed"),
+        why.contains("first run's order reversed")
+            && why.contains("its 40 systematic orders are more than the 15 runs"),
         "{rescreened:?}"
     );
     let looks = row["looks"].as_array().unwrap();

@@ -1,5 +1,6 @@
 //! The adaptive screen's later rounds: the cells one full run cannot tell
-//! about run again, a shuffle cell first in its first run's order reversed.
+//! about run again, a shuffle cell that did not run its systematic orders
+//! (`systematic.rs`) first in its first run's order reversed.
 
 use super::facts::{executions, kind_of, order_of, ordered_of};
 use super::rules::{self, CellKind};
@@ -11,15 +12,23 @@ use crate::session::{self, SessionSpec};
 
 /// The adaptive screen's later rounds for the cells `again` names (with
 /// why): a shuffle cell whose recipe runs a given order replays its first
-/// run's order reversed, then each cell runs the rest of its `screen_runs`
-/// under fresh seeds. Their runs join `runs`. Returns the rounds and the
-/// reversed runs' seeds; `None` when interrupted while probing.
+/// run's order reversed (unless it ran the systematic orders: `spent`
+/// names those cells and how many runs they took), then each cell runs
+/// the rest of its `screen_runs` under fresh seeds; `not_systematic` says
+/// why a shuffle cell did not run the systematic orders. Their runs join
+/// `runs`. Returns the rounds and the reversed runs' seeds; `None` when
+/// interrupted while probing.
 pub(super) async fn screen_again(
     full: &SessionSpec,
     settings: &SessionSpec,
     screened: &crate::record::SessionRecord,
     again: &[(String, String)],
-    (screen_runs, replays_orders): (u32, bool),
+    (screen_runs, replays_orders, spent, not_systematic): (
+        u32,
+        bool,
+        &[(String, u32)],
+        Option<&str>,
+    ),
     runs: &mut Vec<RunRecord>,
     stop: &tokio::sync::watch::Receiver<Stop>,
 ) -> Result<Option<(Vec<screen::Round>, Vec<u64>)>> {
@@ -32,6 +41,7 @@ pub(super) async fn screen_again(
         false => Vec::new(),
         true => (again.iter())
             .filter(|(c, _)| kind_of(settings, c).1 == CellKind::Shuffled)
+            .filter(|(c, _)| !spent.iter().any(|(s, _)| s == c))
             .filter_map(|(c, _)| {
                 let first = runs.iter().find(|r| &r.cell == c)?;
                 let mut order = order_of(first)?;
@@ -52,7 +62,15 @@ pub(super) async fn screen_again(
         rounds.push(screen::Round {
             session: more.session.id.clone(),
             cells: (reversed.iter())
-                .map(|(c, _)| (c.clone(), rules::REVERSED_WHY.into()))
+                .map(|(c, _)| {
+                    let why = match not_systematic {
+                        Some(w) => {
+                            format!("{}; not the systematic orders: {w}", rules::REVERSED_WHY)
+                        }
+                        None => rules::REVERSED_WHY.into(),
+                    };
+                    (c.clone(), why)
+                })
                 .collect(),
             runs_per_cell: 1,
             runs: extra.len() as u64,
@@ -60,11 +78,14 @@ pub(super) async fn screen_again(
         });
         runs.extend(extra);
     }
-    // The further runs, under fresh seeds: one fewer for a cell that ran
-    // its order reversed.
-    let further = |c: &str| match reversed.iter().any(|(r, _)| r == c) {
-        true => screen_runs.saturating_sub(2),
-        false => screen_runs.saturating_sub(1),
+    // The further runs, under fresh seeds: fewer for a cell that ran its
+    // order reversed or its systematic orders.
+    let further = |c: &str| {
+        let more = match spent.iter().find(|(s, _)| s == c) {
+            Some((_, n)) => *n,
+            None => u32::from(reversed.iter().any(|(r, _)| r == c)),
+        };
+        screen_runs.saturating_sub(1 + more)
     };
     let mut by_count: Vec<(u32, Vec<(String, String)>)> = Vec::new();
     for (c, why) in again {

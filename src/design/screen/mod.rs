@@ -142,31 +142,92 @@ pub(crate) async fn screen(mut full: SessionSpec, ask: &Ask, stop: &StopRx) -> R
     let orders_cells: Vec<String> = (crate::design::orders::cells(&settings).into_iter())
         .filter(|c| applied.contains(c))
         .collect();
-    let again: Vec<(String, String)> = (applied.iter())
-        .filter(|c| c.as_str() != "baseline" && !orders_cells.contains(c))
-        .filter_map(|c| {
-            let flagged = first.iter().filter(|x| &x.cell == c).count();
-            rules::rescreen(kind_of(&settings, c).0, flagged).map(|why| (c.clone(), why.into()))
-        })
+    // Shuffle cells screen by the systematic orders too where the recipe
+    // runs a given order (their tests from the baseline's first run); else
+    // by fresh seeds, said why.
+    let shuffles: Vec<String> = (applied.iter())
+        .filter(|c| kind_of(&settings, c).1 == CellKind::Shuffled && !orders_cells.contains(c))
+        .cloned()
         .collect();
+    let shuffle_sources: Vec<String> = std::iter::once("baseline".to_string())
+        .chain(shuffles.iter().cloned())
+        .collect();
+    let count = systematic::tests_of(&runs, &shuffle_sources)
+        .map_or(1, |t| crate::perturb::orders::cover_len(&t));
+    let budget = (ask.cap / 2).max(1);
+    let (mut systematic_shuffles, mut not_systematic) = match systematic::shuffle_plan(
+        &full,
+        &shuffles,
+        ask.screen_runs,
+        &orders_cells,
+        (count, budget),
+    ) {
+        Ok(cells) => (cells, None),
+        Err(why) => (Vec::new(), Some(why)),
+    };
     let mut ordered_rounds = Vec::new();
     let mut ordered_seeds = Vec::new();
-    if !orders_cells.is_empty() {
-        match systematic::orders_round(&full, &done.session, &orders_cells, &mut runs, stop).await?
+    let mut systematic_count = 0u32;
+    // The `orders` cells' round, then the shuffle cells' (never both: a
+    // shuffle beside an `orders` cell keeps its reversed run).
+    for (shuffle, cells, sources) in [
+        (false, orders_cells.clone(), orders_cells.clone()),
+        (true, systematic_shuffles.clone(), shuffle_sources.clone()),
+    ] {
+        if cells.is_empty() {
+            continue;
+        }
+        match systematic::orders_round(&full, &done.session, (&cells, &sources), &mut runs, stop)
+            .await?
         {
             Some((round, seeds)) => {
+                if shuffle {
+                    match &round {
+                        Some(r) => systematic_count = r.runs_per_cell,
+                        None => {
+                            // No tests to build orders from: seeds instead.
+                            not_systematic = Some(
+                                "no run of the screen reported tests to build the orders from"
+                                    .into(),
+                            );
+                            systematic_shuffles.clear();
+                        }
+                    }
+                }
                 ordered_rounds.extend(round);
-                ordered_seeds = seeds;
+                ordered_seeds.extend(seeds);
             }
             None => return Ok(Screened::Stopped),
         }
     }
+    // A shuffle cell that ran the systematic orders runs again under seeds
+    // only for what is left of `--screen` after them.
+    let again: Vec<(String, String)> = (applied.iter())
+        .filter(|c| c.as_str() != "baseline" && !orders_cells.contains(c))
+        .filter(|c| !systematic_shuffles.contains(c) || ask.screen_runs > 1 + systematic_count)
+        .filter_map(|c| {
+            let flagged = first.iter().filter(|x| &x.cell == c).count();
+            let why = rules::rescreen(kind_of(&settings, c).0, flagged)?;
+            Some(match (shuffles.contains(c), &not_systematic) {
+                (true, Some(reason)) => (c.clone(), systematic::seeds_why(reason)),
+                _ => (c.clone(), why.into()),
+            })
+        })
+        .collect();
+    let spent: Vec<(String, u32)> = (systematic_shuffles.iter())
+        .map(|c| (c.clone(), systematic_count))
+        .collect();
     let Some((mut rounds, mut reversed_seeds)) = again::screen_again(
         &full,
         &settings,
         &done.session,
         &again,
-        (ask.screen_runs, replays_orders),
+        (
+            ask.screen_runs,
+            replays_orders,
+            &spent,
+            not_systematic.as_deref(),
+        ),
         &mut runs,
         stop,
     )

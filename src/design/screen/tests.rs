@@ -220,3 +220,83 @@ fn an_orders_cell_runs_every_systematic_order_as_a_round_and_its_flip_names_its_
             .any(|a| a.ends_with("order-0001.txt")));
     });
 }
+
+#[test]
+fn a_shuffle_cell_screens_by_the_systematic_orders_where_the_recipe_runs_a_given_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let pass = junit(&[("test_a", None), ("test_p", None), ("test_v", None)]);
+    let fail = junit(&[
+        ("test_a", None),
+        ("test_p", None),
+        ("test_v", Some("dirty")),
+    ]);
+    // Only the third systematic order fails the victim; every seeded
+    // shuffle passes it.
+    let script = format!(
+        "version = \"pytest 9.2.0\"\n\
+         [[run]]\nargv = \"order-0002.txt\"\nexit = 1\njunit = \"{fail}\"\n\
+         [[run]]\noutput = \"Using --randomly-seed={{seed}}\"\njunit = \"{pass}\"\n"
+    );
+    let path = dir.path().join("fake.toml");
+    std::fs::write(&path, script).unwrap();
+    let executor = Executor::from_script(Some(&path)).unwrap();
+    let intent = Intent {
+        command: vec!["pytest".into(), "tests".into()],
+        dir: Some(dir.path().to_path_buf()),
+        cells: vec!["shuffle".into()],
+        seed: Some(3),
+        ..Intent::default()
+    };
+    let spec = resolve(intent, &Layers::none(), &executor).unwrap();
+    let store = spec.store.clone();
+    let (_tx, stop) = tokio::sync::watch::channel(Stop::Run);
+    let ask = ask(None);
+    block_on(async {
+        let Screened::Done(done) = screen(spec, &ask, &stop).await.unwrap() else {
+            panic!("the screen did not finish");
+        };
+        // One module of three tests: w(3) = 4 orders, one round, in place
+        // of the reversed run and the seeds (`--screen 2`).
+        assert_eq!(done.rounds.len(), 1, "{:?}", done.rounds);
+        let round = &done.rounds[0];
+        assert_eq!((round.runs_per_cell, round.runs), (4, 4));
+        assert_eq!(round.cells[0].0, "shuffle");
+        assert!(round.cells[0].1.contains("(4 orders)"), "{:?}", round.cells);
+        let [c] = done.candidates.as_slice() else {
+            panic!("{:?}", done.candidates);
+        };
+        assert_eq!(
+            (c.cell.as_str(), c.test.as_str()),
+            ("shuffle", "tests.test_a::test_v")
+        );
+        // Counted per test like any cell: 1 of 5 screen runs.
+        assert_eq!(c.screen_cell, (1, 5));
+        assert_eq!(c.flip_seed, None);
+        let (runs, _) = store.runs_of(&round.session).unwrap();
+        assert_eq!(runs.len(), 4);
+        // Each order run lists its order, its seeded shuffle off.
+        for r in &runs {
+            assert!(
+                r.argv.iter().any(|a| a.contains("-orders/order-")),
+                "{:?}",
+                r.argv
+            );
+            assert!(
+                !r.argv.iter().any(|a| a.contains("randomly-seed")),
+                "{:?}",
+                r.argv
+            );
+        }
+        let flipped = runs
+            .iter()
+            .find(|r| r.outcome == crate::record::Outcome::Fail)
+            .unwrap();
+        assert_eq!(c.flip_run.as_deref(), Some(flipped.id.as_str()));
+        assert!(flipped.argv.iter().any(|a| a.ends_with("order-0002.txt")));
+        // The candidate replays that order, read from its kept report.
+        let [Some(orders)] = done.orders.as_slice() else {
+            panic!("{:?}", done.orders);
+        };
+        assert_eq!(orders.flip.len(), 3);
+    });
+}
