@@ -39,7 +39,7 @@ mod render;
 pub(crate) mod runs;
 pub(crate) mod scan;
 pub(crate) mod screen;
-pub use screen::{confirmed_rows, design_text, screen_candidates};
+pub use screen::{confirmed_rows, design_text};
 pub(crate) mod sham;
 #[cfg(test)]
 mod snapshots_test;

@@ -5,10 +5,7 @@
 //! confirmed rows and its candidates as the outputs show them. (The fixed
 //! design's undecided pairs are `undecided.rs`'s.)
 
-use std::collections::BTreeMap;
-
 use super::{per_test, short_p, Report, VsBaseline};
-use crate::record::RunRecord;
 use crate::screen::{self, Decision, DesignSummary, ScreenRecord};
 
 /// What a screened session's report reads from its screen runs: how
@@ -237,50 +234,6 @@ pub fn confirmed_rows(report: &Report) -> Vec<(&str, &per_test::TestRow)> {
                 .map(move |t| (c.name.as_str(), t))
         })
         .collect()
-}
-
-/// Every candidate of a screened session, in cell then test order: the
-/// (test, cell) pairs whose screen rate differs from the test's baseline rate.
-pub fn screen_candidates(report: &Report, runs: &[RunRecord]) -> Vec<crate::screen::Candidate> {
-    let Some(base) = report.cells.iter().find(|c| c.name == "baseline") else {
-        return Vec::new();
-    };
-    let base_rows: BTreeMap<&str, (u64, u64)> = base
-        .tests
-        .iter()
-        .map(|t| (t.id.as_str(), (t.k, t.n)))
-        .collect();
-    let seed_of: BTreeMap<&str, u64> = runs.iter().map(|r| (r.id.as_str(), r.seed)).collect();
-    let mut out = Vec::new();
-    for cell in report
-        .cells
-        .iter()
-        .filter(|c| c.name != "baseline" && c.applied)
-    {
-        for t in &cell.tests {
-            let Some(&(bk, bn)) = base_rows.get(t.id.as_str()) else {
-                continue;
-            };
-            // Rates differ: k_c / n_c != k_b / n_b.
-            if t.n == 0 || bn == 0 || t.k * bn == bk * t.n {
-                continue;
-            }
-            out.push(crate::screen::Candidate {
-                cell: cell.name.clone(),
-                test: t.id.clone(),
-                screen_cell: (t.k, t.n),
-                screen_baseline: (bk, bn),
-                flip_seed: t
-                    .first_failure
-                    .as_deref()
-                    .and_then(|id| seed_of.get(id).copied()),
-                flip_run: t.first_failure.clone(),
-                partners: Vec::new(),
-                contests: None,
-            });
-        }
-    }
-    out
 }
 
 /// Puts the confirmations into the report: each candidate's row counts its
