@@ -77,16 +77,25 @@ struct PageSetup {
 
 fn page_setup(text: &str) -> Result<PageSetup, String> {
     let mut setup = PageSetup::default();
-    let mut fenced = false;
+    // The width of the open fence, as `blocks` reads fences: a page that
+    // shows the line in a code block (this convention's own page) does not
+    // mean it.
+    let mut open: Option<usize> = None;
     for line in text.lines() {
-        // A page that shows the line in a code block (this convention's
-        // own page) does not mean it.
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
+        let trimmed = line.trim_start();
+        let ticks = trimmed.len() - trimmed.trim_start_matches('`').len();
+        match open {
+            None if ticks >= 3 => {
+                open = Some(ticks);
+                continue;
+            }
+            Some(width) => {
+                if ticks >= width && trimmed.trim_end().len() == ticks {
+                    open = None;
+                }
+                continue;
+            }
+            None => {}
         }
         let Some(rest) = line.trim().strip_prefix("<!-- book-test:") else {
             continue;
@@ -465,6 +474,15 @@ fn a_page_names_its_project_and_needs() {
     assert_eq!(
         page_setup("```markdown\n<!-- book-test: project=x -->\n```\n").unwrap(),
         PageSetup::default()
+    );
+    // A fence of four holds one of three; text after a fence is read again.
+    assert_eq!(
+        page_setup(
+            "````md\n```\n<!-- book-test: project=x -->\n````\n<!-- book-test: project=y -->\n"
+        )
+        .unwrap()
+        .project,
+        Some("y".into())
     );
     assert!(page_setup("<!-- book-test: projet=x -->").is_err());
     assert!(page_setup("<!-- book-test: project=x").is_err());
