@@ -21,6 +21,14 @@
 //! - Commands run with `TZ=Etc/UTC`, so the host's own zone (a zone cell's
 //!   sham, `tz=Etc/UTC (sham)`) reads the same on every machine.
 //!
+//! - `<!-- book-test: project=DIR needs=NAME -->` anywhere on a page runs
+//!   its transcripts in a copy of `DIR` (a small project committed under
+//!   `book/examples/`; its `setup.sh`, if any, runs first and removes
+//!   itself) instead of an empty directory. A page whose needs this host
+//!   lacks (`pytest`: pytest with its shuffle and workers plugins;
+//!   `netns`: `unshare -rn`) is
+//!   skipped with a message, unless `FLAKELAB_TEST_REQUIRE_ALL=1`.
+//!
 //! Volatile fields are normalised on both sides before comparing: session
 //! ids, run ids, seeds, durations, absolute paths; runs of spaces count as
 //! one (tables re-align). A shown line `…` (alone) stands for any lines.
@@ -57,6 +65,117 @@ fn pages() -> Vec<PathBuf> {
     }
     pages.sort();
     pages
+}
+
+/// A page's `<!-- book-test: project=DIR needs=NAME -->` line: the
+/// example project its transcripts run in, and what that project needs.
+#[derive(Debug, Default, PartialEq)]
+struct PageSetup {
+    project: Option<String>,
+    needs: Vec<String>,
+}
+
+fn page_setup(text: &str) -> Result<PageSetup, String> {
+    let mut setup = PageSetup::default();
+    // The width of the open fence, as `blocks` reads fences: a page that
+    // shows the line in a code block (this convention's own page) does not
+    // mean it.
+    let mut open: Option<usize> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let ticks = trimmed.len() - trimmed.trim_start_matches('`').len();
+        match open {
+            None if ticks >= 3 => {
+                open = Some(ticks);
+                continue;
+            }
+            Some(width) => {
+                if ticks >= width && trimmed.trim_end().len() == ticks {
+                    open = None;
+                }
+                continue;
+            }
+            None => {}
+        }
+        let Some(rest) = line.trim().strip_prefix("<!-- book-test:") else {
+            continue;
+        };
+        let rest = rest.trim_end().strip_suffix("-->").ok_or_else(|| {
+            format!("`{line}`: a book-test line ends with `-->` on the same line")
+        })?;
+        for field in rest.split_whitespace() {
+            match field.split_once('=') {
+                Some(("project", dir)) => setup.project = Some(dir.to_string()),
+                Some(("needs", what)) => setup.needs.push(what.to_string()),
+                _ => {
+                    return Err(format!(
+                        "`{line}`: unknown field `{field}` (project=DIR, needs=NAME)"
+                    ))
+                }
+            }
+        }
+    }
+    Ok(setup)
+}
+
+/// Whether this host has what a page's project needs (`None`: an unknown
+/// name, which is a mistake on the page).
+fn need_met(name: &str) -> Option<bool> {
+    match name {
+        // The runner the walkthroughs drive, with the plugins its shuffle and
+        // workers cells use (scripts/test.sh installs all three).
+        "pytest" => Some(
+            super::sh_ok("command -v pytest")
+                && super::sh_ok("python3 -c 'import pytest, pytest_randomly, xdist'"),
+        ),
+        // A network namespace of one's own (the `netns` cell's mechanism).
+        "netns" => Some(super::sh_ok("unshare -rn true")),
+        _ => None,
+    }
+}
+
+/// A fresh directory for a page's transcripts: empty, or a copy of its
+/// example project after the project's `setup.sh`.
+fn page_dir(setup: &PageSetup) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(project) = &setup.project else {
+        return dir;
+    };
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(project);
+    assert!(
+        from.is_dir(),
+        "book-test project {project} is not a directory"
+    );
+    copy_tree(&from, dir.path());
+    if dir.path().join("setup.sh").exists() {
+        let mut c = Command::new("sh");
+        super::scrub(&mut c);
+        let out = c.arg("setup.sh").current_dir(dir.path()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{project}/setup.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name();
+        // Byte code a local pytest left beside the sources is not the project.
+        if name == "__pycache__" {
+            continue;
+        }
+        let (src, dest) = (e.path(), to.join(&name));
+        if src.is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+            copy_tree(&src, &dest);
+        } else {
+            std::fs::copy(&src, &dest).unwrap();
+        }
+    }
 }
 
 fn relative(path: &Path) -> String {
@@ -202,22 +321,61 @@ fn run(cmd: &str, dir: &Path) -> String {
     text
 }
 
-#[test]
-fn every_book_and_readme_command_is_tested_or_marked() {
-    let mut problems = Vec::new();
-    let mut tested = 0;
-    let mut marked = 0;
+/// What checking a set of pages found.
+#[derive(Default)]
+struct Checked {
+    problems: Vec<String>,
+    tested: usize,
+    marked: usize,
+}
+
+/// Checks the pages whose `book-test` line names a project (`true`) or
+/// names none (`false`); pages whose needs this host lacks are skipped
+/// with a message (a failure under `FLAKELAB_TEST_REQUIRE_ALL=1`).
+fn check_pages(with_project: bool) -> Checked {
+    let mut found = Checked::default();
+    let Checked {
+        problems,
+        tested,
+        marked,
+    } = &mut found;
     for page in pages() {
         let text = std::fs::read_to_string(&page).unwrap();
         let file = relative(&page);
+        let setup = match page_setup(&text) {
+            Ok(s) => s,
+            Err(e) => {
+                problems.push(format!("{file}: {e}"));
+                continue;
+            }
+        };
+        if setup.project.is_some() != with_project {
+            continue;
+        }
+        let mut lacking = Vec::new();
+        for need in &setup.needs {
+            match need_met(need) {
+                Some(true) => {}
+                Some(false) => lacking.push(need.as_str()),
+                None => problems.push(format!(
+                    "{file}: book-test needs `{need}`, which this test does not know (known: pytest, netns)"
+                )),
+            }
+        }
+        if !lacking.is_empty()
+            && !super::capable(&format!("{} (for {file})", lacking.join(", ")), false)
+        {
+            continue;
+        }
         let all = blocks(&file, &text);
-        let dir = tempfile::tempdir().unwrap();
+        let dir = page_dir(&setup);
+        let tested_before = *tested;
         for (i, b) in all.iter().enumerate() {
             if !CHECKED_INFOS.contains(&b.info.as_str()) {
                 continue;
             }
             if b.illustration {
-                marked += 1;
+                *marked += 1;
                 continue;
             }
             let first = b.body.iter().find(|l| !l.trim().is_empty());
@@ -234,7 +392,7 @@ fn every_book_and_readme_command_is_tested_or_marked() {
                 }
                 continue;
             }
-            tested += 1;
+            *tested += 1;
             for (cmd, shown) in transcript(&b.body) {
                 let got = run(&cmd, dir.path());
                 let got_n = normalise(&got, dir.path());
@@ -257,7 +415,22 @@ fn every_book_and_readme_command_is_tested_or_marked() {
                 }
             }
         }
+        if setup.project.is_some() && *tested == tested_before {
+            problems.push(format!(
+                "{file}: names a book-test project but shows no transcript to run in it"
+            ));
+        }
     }
+    found
+}
+
+#[test]
+fn every_book_and_readme_command_is_tested_or_marked() {
+    let Checked {
+        problems,
+        tested,
+        marked,
+    } = check_pages(false);
     assert!(
         tested >= 5,
         "only {tested} blocks are tested ({marked} marked)"
@@ -268,6 +441,53 @@ fn every_book_and_readme_command_is_tested_or_marked() {
         problems.len(),
         problems.join("\n\n")
     );
+}
+
+/// The walkthroughs run on their example project (`book/examples/`): a real
+/// runner, so a page of its own that can run beside the others.
+#[test]
+fn every_walkthrough_command_runs_on_its_example_project() {
+    let Checked {
+        problems,
+        tested,
+        marked,
+    } = check_pages(true);
+    assert!(
+        problems.is_empty(),
+        "{} walkthrough block(s) need attention ({tested} tested, {marked} marked as illustration; convention: book/src/design/book-tests.md):\n\n{}",
+        problems.len(),
+        problems.join("\n\n")
+    );
+}
+
+#[test]
+fn a_page_names_its_project_and_needs() {
+    let page = "# W\n<!-- book-test: project=book/examples/billing needs=pytest -->\ntext\n";
+    assert_eq!(
+        page_setup(page).unwrap(),
+        PageSetup {
+            project: Some("book/examples/billing".into()),
+            needs: vec!["pytest".into()],
+        }
+    );
+    assert_eq!(page_setup("no marker").unwrap(), PageSetup::default());
+    assert_eq!(
+        page_setup("```markdown\n<!-- book-test: project=x -->\n```\n").unwrap(),
+        PageSetup::default()
+    );
+    // A fence of four holds one of three; text after a fence is read again.
+    assert_eq!(
+        page_setup(
+            "````md\n```\n<!-- book-test: project=x -->\n````\n<!-- book-test: project=y -->\n"
+        )
+        .unwrap()
+        .project,
+        Some("y".into())
+    );
+    assert!(page_setup("<!-- book-test: projet=x -->").is_err());
+    assert!(page_setup("<!-- book-test: project=x").is_err());
+    assert!(need_met("pytest").is_some());
+    assert_eq!(need_met("nonesuch"), None);
 }
 
 #[test]
