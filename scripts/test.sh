@@ -53,7 +53,9 @@ fi
 
 # pytest with its shuffle and workers plugins: the real runner the per-test
 # (JUnit) and recipe tests drive. Pinned: the versions runners.md verified.
-python3 -c 'import pytest, pytest_randomly, xdist' >/dev/null 2>&1 \
+# pytest-randomly at the pinned version: the book's walkthroughs show the
+# shuffle counts its seed-to-order mapping gives.
+python3 -c 'import pytest, xdist, importlib.metadata as m; assert m.version("pytest-randomly") == "5.1.0"' >/dev/null 2>&1 \
   || python3 -m pip install --quiet pytest==9.2.0 pytest-randomly==5.1.0 pytest-xdist==3.8.0
 # pytest-rerunfailures for the retry tests (tests/integration/retries.rs),
 # pinned: from 16.6.1 on it makes pytest's JUnit write a case per attempt.

@@ -123,10 +123,15 @@ fn page_setup(text: &str) -> Result<PageSetup, String> {
 fn need_met(name: &str) -> Option<bool> {
     match name {
         // The runner the walkthroughs drive, with the plugins its shuffle and
-        // workers cells use (scripts/test.sh installs all three).
+        // workers cells use (scripts/test.sh installs all three). The
+        // shuffle counts the pages show follow pytest-randomly's seed to
+        // order: the version scripts/test.sh pins, no other.
         "pytest" => Some(
             super::sh_ok("command -v pytest")
-                && super::sh_ok("python3 -c 'import pytest, pytest_randomly, xdist'"),
+                && super::sh_ok(
+                    "python3 -c 'import pytest, xdist, importlib.metadata as m; \
+                     assert m.version(\"pytest-randomly\") == \"5.1.0\"'",
+                ),
         ),
         // A network namespace of one's own (the `netns` cell's mechanism).
         "netns" => Some(super::sh_ok("unshare -rn true")),
