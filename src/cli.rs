@@ -796,7 +796,7 @@ pub struct ScanArgs {
     pub today: Option<String>,
     /// Run each finding's proposed cell on its reached tests against the
     /// baseline and mark it proven, not shown or unconfirmed (one recorded
-    /// session per runner and cell).
+    /// session per runner and cell, run from PATH's project root).
     #[arg(long)]
     pub prove: bool,
     /// --prove: runs per arm (baseline, cell, sham).
@@ -811,7 +811,8 @@ pub struct ScanArgs {
     /// --prove: also run, under each cell, the tests no finding reaches.
     #[arg(long, requires = "prove")]
     pub controls: bool,
-    /// --prove: the store directory [default: .flakelab in PATH].
+    /// --prove: the store directory [default: .flakelab in PATH's project
+    /// root].
     #[arg(long, value_name = "DIR", requires = "prove")]
     pub store: Option<PathBuf>,
 }

@@ -22,7 +22,9 @@ use crate::session::{self, resolve::Layers, Intent};
 
 /// How the findings are proved (`scan --prove`'s flags).
 pub(crate) struct Prove {
-    /// The scanned tree, canonical: the project the sessions run in.
+    /// The scanned tree, canonical. The sessions run from its project's
+    /// root (`scan::project_of`), where the printed commands run, on the
+    /// tests as the runner names them from there.
     pub root: PathBuf,
     /// The store (`--store`), else the project's.
     pub store: Option<PathBuf>,
@@ -43,11 +45,13 @@ pub(crate) struct Progress<'a> {
 
 /// One group's session, as far as it got.
 enum Ran {
-    /// It ran: the session, the cell's sham, the counts by (cell, test).
+    /// It ran: the session, the cell's sham, the counts by (cell, test),
+    /// and what the reports named when none of the selected ids ([`strays`]).
     Measured {
         session: String,
         sham: Option<String>,
         arms: HashMap<(String, String), Arm>,
+        strays: Vec<String>,
         store: crate::store::Store,
     },
     /// It ran, and its cell did not apply on this host: why.
@@ -69,7 +73,11 @@ pub(crate) async fn prove(
     stop: &watch::Receiver<Stop>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<bool> {
-    let root = how.root.as_path();
+    // The sessions run where the printed commands do: a subdirectory's
+    // tests from its project's root, named as the runner names them there.
+    let project = crate::scan::project_of(&how.root);
+    let root = project.root.as_path();
+    let prefix = project.prefix.as_str();
     let js_runner = crate::scan::js_runner(root);
     // Absolute (the runs start in the project), its links kept: the recipe
     // knows the runner by the file name.
@@ -77,10 +85,13 @@ pub(crate) async fn prove(
         .ok()
         .filter(|p| p.is_file());
     let js = prove::js_command(js_runner, local.as_deref());
-    let (groups, now) = prove::plan(&scan.findings, DEFAULT_CONFIDENCE, &js);
+    let runner: Vec<crate::scan::Finding> = (scan.findings.iter())
+        .map(|f| prove::for_runner(f, prefix))
+        .collect();
+    let (groups, now) = prove::plan(&runner, DEFAULT_CONFIDENCE, &js, prefix);
     // Each finding's proofs, one per cell it ran under (or why not).
     let mut pending: Vec<(usize, Proof)> = now;
-    let reached: Vec<String> = (scan.findings.iter())
+    let reached: Vec<String> = (runner.iter())
         .flat_map(|f| f.tests.iter().cloned())
         .collect();
     let mut interrupted = false;
@@ -94,8 +105,9 @@ pub(crate) async fn prove(
         // controls beside them.
         let controls: Vec<String> = if how.controls && group.beside.is_empty() {
             (scan.tests.iter())
+                .map(|(l, t)| (*l, prove::runner_id(*l, t, prefix)))
                 .filter(|(l, t)| prove::runner_lang(*l) == group.lang && !reached.contains(t))
-                .map(|(_, t)| t.clone())
+                .map(|(_, t)| t)
                 .collect()
         } else {
             Vec::new()
@@ -106,6 +118,7 @@ pub(crate) async fn prove(
         } else {
             let on = GroupRun {
                 how,
+                root,
                 group,
                 controls: &controls,
             };
@@ -140,6 +153,7 @@ pub(crate) async fn prove(
                 session,
                 sham,
                 arms,
+                strays,
                 store,
             } => {
                 let counts = |test: &str| TestArms {
@@ -159,7 +173,7 @@ pub(crate) async fn prove(
                     }),
                 };
                 for &i in &group.findings {
-                    let f = &scan.findings[i];
+                    let f = &runner[i];
                     let tests = match prove::together(f) {
                         Some(set) => vec![counts(&set.join(" + "))],
                         None => (f.tests.iter().chain(&f.beside))
@@ -173,6 +187,7 @@ pub(crate) async fn prove(
                             sham: sham.clone(),
                             session: session.clone(),
                             tests,
+                            strays: strays.clone(),
                         },
                     ));
                 }
@@ -184,6 +199,7 @@ pub(crate) async fn prove(
                             sham: sham.clone(),
                             session: session.clone(),
                             tests: vec![counts(t)],
+                            strays: strays.clone(),
                         },
                     ));
                 }
@@ -253,6 +269,8 @@ pub(crate) async fn prove(
 /// One group to prove, with the controls run beside it.
 struct GroupRun<'a> {
     how: &'a Prove,
+    /// The project's root: where the session runs.
+    root: &'a Path,
     group: &'a prove::Group,
     controls: &'a [String],
 }
@@ -269,10 +287,10 @@ async fn run_group(
 ) -> Result<Ran> {
     let GroupRun {
         how,
+        root,
         group,
         controls,
     } = on;
-    let root = how.root.as_path();
     let command = group.command.clone();
     let intent = Intent {
         command: command.clone(),
@@ -378,6 +396,7 @@ async fn run_group(
         session: done.session.id.clone(),
         sham,
         arms: counted,
+        strays: strays(&runs, from, &spec.dir, &ids),
         store: spec.store.clone(),
     })
 }
@@ -447,6 +466,7 @@ async fn run_orders(
         session: done.session.id.clone(),
         sham: None,
         arms: arms(&runs, from, &spec.dir),
+        strays: strays(&runs, from, &spec.dir, &first),
         store: spec.store.clone(),
     })
 }
@@ -501,6 +521,39 @@ fn outcomes(
         out.push((r.cell.clone(), seen));
     }
     out
+}
+
+/// When none of `asked` is in any run's report: the first few ids the
+/// reports name instead (the runner id, else the report's own id when it
+/// maps to none, e.g. a pytest class path no file under `dir` matches).
+/// Empty when any asked test was reported, or nothing was.
+fn strays(
+    runs: &[RunRecord],
+    from: crate::catalog::recipe::IdFrom,
+    dir: &Path,
+    asked: &[String],
+) -> Vec<String> {
+    let mut named: Vec<String> = Vec::new();
+    for t in runs.iter().flat_map(|r| &r.tests) {
+        if t.outcome == TestOutcome::Skip {
+            continue;
+        }
+        let ids = [t.id.as_str(), t.family()];
+        let mapped: Vec<Option<String>> = ids
+            .iter()
+            .map(|id| crate::screen::runner_id(from, id, dir))
+            .collect();
+        if mapped.iter().flatten().any(|id| asked.contains(id)) {
+            return Vec::new();
+        }
+        let id = mapped[0].clone().unwrap_or_else(|| t.id.clone());
+        if !named.contains(&id) {
+            named.push(id);
+        }
+    }
+    named.sort();
+    named.truncate(3);
+    named
 }
 
 /// Failures and runs per cell of `tests` together: a run failed when any
@@ -635,6 +688,122 @@ mod tests {
         assert_eq!(stored.findings[0].proof.status, prove::Status::NotShown);
     }
 
+    /// Scans `tests/sub` of a project whose pyproject.toml is at `root`,
+    /// proves it with junit classname `classname` for its one test, and
+    /// returns the scan (the first zone flips it when the ids match).
+    fn prove_subdirectory(root: &Path, classname: &str) -> ScanReport {
+        std::fs::write(root.join("pyproject.toml"), "[project]\nname = \"p\"\n").unwrap();
+        std::fs::create_dir_all(root.join("tests/sub")).unwrap();
+        std::fs::write(
+            root.join("tests/sub/test_zone.py"),
+            "from datetime import datetime\n\n\ndef test_today_label():\n    assert datetime.now().strftime(\"%Y-%m-%d %H\")\n",
+        )
+        .unwrap();
+        let opts = crate::scan::ScanOptions {
+            today: "2026-12-01".parse().unwrap(),
+            exclude: Vec::new(),
+        };
+        let mut scan = crate::scan::scan(&root.join("tests/sub"), &opts).unwrap();
+        assert_eq!(scan.findings[0].tests, ["test_zone.py::test_today_label"]);
+        let case = |failure: &str| {
+            format!("<testsuite name='s' tests='1'><testcase classname='{classname}' name='test_today_label'>{failure}</testcase></testsuite>")
+        };
+        let executor = crate::design::testing::fake(
+            root,
+            &format!(
+                "version = \"pytest 9.2.0\"\n\
+                 [[run]]\ncell = \"tz=Pacific/Kiritimati\"\nexit = 1\njunit = \"{}\"\n\
+                 [[run]]\njunit = \"{}\"\n",
+                case("<failure message='offset'/>"),
+                case("")
+            ),
+        );
+        let how = Prove {
+            root: root.join("tests/sub"),
+            store: None,
+            runs: 6,
+            controls: false,
+        };
+        crate::design::testing::run(|stop| {
+            let (how, scan, executor) = (&how, &mut scan, &executor);
+            async move { prove(how, scan, executor, &stop, &mut |_| {}).await }
+        })
+        .unwrap();
+        scan
+    }
+
+    #[test]
+    fn a_subdirectorys_finding_runs_from_the_project_root_under_the_ids_pytest_reports_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let scan = prove_subdirectory(&root, "tests.sub.test_zone");
+        let proof = scan.findings[0].proof.as_ref().expect("proved");
+        assert_eq!(proof.status, prove::Status::Proven, "{proof:?}");
+        let counts = proof.counts.as_ref().unwrap();
+        assert_eq!(counts.test, "tests/sub/test_zone.py::test_today_label");
+        assert_eq!((counts.cell, counts.baseline), ((6, 6), (0, 6)));
+        // The project's store, its runs started at its root on the id
+        // named from there.
+        let store = crate::store::Store::at(&root.join(".flakelab"));
+        let session = proof.session.as_deref().unwrap();
+        let (runs, _) = store.runs_of(session).unwrap();
+        assert_eq!(runs.len(), 18, "cell, sham and baseline, 6 each");
+        for r in &runs {
+            assert_eq!(r.cwd, root);
+            assert!(
+                r.argv
+                    .contains(&"tests/sub/test_zone.py::test_today_label".to_string()),
+                "{:?}",
+                r.argv
+            );
+        }
+        assert!(!root.join("tests/sub/.flakelab").exists());
+    }
+
+    #[test]
+    fn ids_reported_from_another_root_leave_the_finding_unconfirmed_with_what_they_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        // As if pytest named its tests from tests/: no file under the
+        // project root matches the classname.
+        let scan = prove_subdirectory(&root, "sub.test_zone");
+        let proof = scan.findings[0].proof.as_ref().expect("proved");
+        assert_eq!(proof.status, prove::Status::Unconfirmed, "{proof:?}");
+        assert_eq!(scan.findings[0].status, "unconfirmed");
+        let why = proof.reason.as_deref().unwrap();
+        assert!(
+            why.starts_with("its tests are in none of the cell's or the baseline's run reports: the selection measured nothing; the reports name sub.test_zone::test_today_label where the scan selected tests/sub/test_zone.py::test_today_label"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn strays_are_named_only_when_no_selected_test_was_reported() {
+        use TestOutcome::{Fail, Pass, Skip};
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("tests")).unwrap();
+        std::fs::write(dir.path().join("tests/test_a.py"), "").unwrap();
+        let asked = ["tests/test_a.py::test_b".to_string()];
+        let from = IdFrom::Pytest;
+        let elsewhere = [
+            run("tz=X", &[("test_a::test_b", None, Fail)]),
+            run(
+                "baseline",
+                &[("test_a::test_c", None, Pass), ("x::y", None, Skip)],
+            ),
+        ];
+        assert_eq!(
+            strays(&elsewhere, from, dir.path(), &asked),
+            ["test_a::test_b", "test_a::test_c"]
+        );
+        let matched = [run(
+            "tz=X",
+            &[("tests.test_a::test_b", None, Fail), ("q::r", None, Pass)],
+        )];
+        assert!(strays(&matched, from, dir.path(), &asked).is_empty());
+        assert!(strays(&[], from, dir.path(), &asked).is_empty());
+    }
+
     #[test]
     fn a_module_dict_writer_runs_first_in_the_cell_and_last_at_baseline_and_is_proven() {
         let dir = tempfile::tempdir().unwrap();
@@ -691,12 +860,17 @@ mod tests {
         assert_eq!((counts.cell, counts.baseline), ((6, 6), (0, 6)));
         assert!(scan.controls.is_empty(), "an order group runs no controls");
         // The cell's order puts the writer first; the baseline's last.
+        // The session's lists, beside the order plugin's directory.
         let orders = std::fs::read_dir(root.join(".flakelab/bisect"))
             .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path();
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("prove-")
+            })
+            .expect("the session's order lists");
         let read = |f: &str| std::fs::read_to_string(orders.join(f)).unwrap();
         assert_eq!(
             read("order-0000.txt"),

@@ -222,6 +222,7 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
         };
         texts.push((rel.clone(), *lang, text));
     }
+    let project = project_of(root);
     let mut guards = Vec::new();
     for (lang, token, name) in GUARDS {
         let config = [
@@ -232,7 +233,11 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
             "package.json",
         ]
         .iter()
-        .any(|c| std::fs::read_to_string(root.join(c)).is_ok_and(|t| t.contains(token)));
+        .any(|c| {
+            [root, project.root.as_path()]
+                .iter()
+                .any(|d| std::fs::read_to_string(d.join(c)).is_ok_and(|t| t.contains(token)))
+        });
         if config || texts.iter().any(|(_, _, t)| t.contains(token)) {
             guards.push((*lang, *name));
         }
@@ -241,9 +246,10 @@ pub fn scan(root: &Path, opts: &ScanOptions) -> std::io::Result<ScanReport> {
         today: opts.today,
         guards,
     };
-    let js_runner = js_runner(root);
-    let prefix = from_project_root(root);
-    let js = (js_runner, prefix.as_str());
+    // The JS runner is the project's: its package.json may be above the
+    // scanned tree.
+    let js_runner = js_runner(&project.root);
+    let js = (js_runner, project.prefix.as_str());
 
     let mut indexes = Vec::new();
     let mut raw = Vec::new();
@@ -377,6 +383,9 @@ fn scanned_line(counts: &[(Lang, usize)], class: Class) -> String {
 }
 
 /// Files that mark a project's root: where its test command is run from.
+/// A `conftest.py` is none: pytest finds it under its rootdir, and
+/// `tests/conftest.py` below a `pyproject.toml` is the common layout (ids
+/// named from `tests/` would not be pytest's).
 const PROJECT_MARKERS: &[&str] = &[
     ".git",
     "pyproject.toml",
@@ -384,31 +393,51 @@ const PROJECT_MARKERS: &[&str] = &[
     "setup.py",
     "pytest.ini",
     "tox.ini",
-    "conftest.py",
     "go.mod",
     "package.json",
     "Cargo.toml",
 ];
 
-/// The scanned root's path from its project's root (the nearest directory
-/// at or above it holding a [`PROJECT_MARKERS`] file), with a trailing
-/// `/`; empty when the root is the project's root or none is found.
-pub fn from_project_root(root: &Path) -> String {
+/// The project a scanned tree belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Project {
+    /// Its root, canonical: the nearest directory at or above the scanned
+    /// tree holding a [`PROJECT_MARKERS`] file, else the tree itself. The
+    /// printed commands and `--prove`'s sessions run from here.
+    pub root: std::path::PathBuf,
+    /// The scanned tree's path from [`Project::root`], with a trailing `/`;
+    /// empty when it is the root.
+    pub prefix: String,
+}
+
+/// The project `root` (a scanned tree) belongs to; `root` itself, with
+/// no prefix, when it cannot be resolved.
+pub fn project_of(root: &Path) -> Project {
+    let alone = || Project {
+        root: root.to_path_buf(),
+        prefix: String::new(),
+    };
     let Ok(root) = root.canonicalize() else {
-        return String::new();
+        return alone();
     };
     let marked = |d: &Path| PROJECT_MARKERS.iter().any(|m| d.join(m).exists());
     let Some(project) = root.ancestors().find(|d| marked(d)) else {
-        return String::new();
+        return Project {
+            root,
+            prefix: String::new(),
+        };
     };
     let rel = root.strip_prefix(project).unwrap_or(Path::new(""));
     let rel: Vec<String> = rel
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
-    match rel.is_empty() {
-        true => String::new(),
-        false => format!("{}/", rel.join("/")),
+    Project {
+        root: project.to_path_buf(),
+        prefix: match rel.is_empty() {
+            true => String::new(),
+            false => format!("{}/", rel.join("/")),
+        },
     }
 }
 

@@ -86,6 +86,10 @@ pub struct Measured {
     pub session: String,
     /// Its reached tests' counts.
     pub tests: Vec<TestArms>,
+    /// When none of its session's selected tests was in any run's report:
+    /// a few of the ids the reports named instead (ids from another root
+    /// than the session's), for the reason. Empty otherwise.
+    pub strays: Vec<String>,
 }
 
 /// A finding's or a control's proof.
@@ -251,6 +255,29 @@ pub fn together(f: &Finding) -> Option<Vec<String>> {
     Some(set)
 }
 
+/// A test's id as its runner names it from the project root, `id` being
+/// the scan's (from the scanned tree, `prefix` its path from the project
+/// root, [`super::project_of`]): a pytest node id's file path gains the
+/// prefix; Go, Rust and JS ids are test names, the same from anywhere.
+pub fn runner_id(lang: Lang, id: &str, prefix: &str) -> String {
+    match runner_lang(lang) {
+        Lang::Python => format!("{prefix}{id}"),
+        _ => id.to_string(),
+    }
+}
+
+/// `f` with its tests and the tests run beside it named as the runner
+/// names them from the project root ([`runner_id`]): what [`plan`] takes.
+pub fn for_runner(f: &Finding, prefix: &str) -> Finding {
+    let ids =
+        |v: &[String]| -> Vec<String> { v.iter().map(|t| runner_id(f.lang, t, prefix)).collect() };
+    Finding {
+        tests: ids(&f.tests),
+        beside: ids(&f.beside),
+        ..f.clone()
+    }
+}
+
 /// The language whose runner runs a file's tests: JavaScript and
 /// TypeScript test files run under one JS runner, in one session.
 pub fn runner_lang(lang: Lang) -> Lang {
@@ -261,13 +288,19 @@ pub fn runner_lang(lang: Lang) -> Lang {
     }
 }
 
-/// The command `--prove` runs a language's tests with, before the recipe
-/// selects the reached tests; `js` is the JS tests' ([`js_command`]), or
-/// why they cannot run here.
-pub fn runner_command(lang: Lang, js: &Result<Vec<String>, String>) -> Result<Vec<String>, String> {
+/// The command `--prove` runs a language's tests with from the project
+/// root, before the recipe selects the reached tests; `js` is the JS
+/// tests' ([`js_command`]), or why they cannot run here; `prefix` the
+/// scanned tree's path from the project root (go test's packages).
+pub fn runner_command(
+    lang: Lang,
+    js: &Result<Vec<String>, String>,
+    prefix: &str,
+) -> Result<Vec<String>, String> {
+    let packages = format!("./{prefix}...");
     let words: &[&str] = match runner_lang(lang) {
         Lang::Python => &["python3", "-m", "pytest", "-p", "no:cacheprovider"],
-        Lang::Go => &["go", "test", "./..."],
+        Lang::Go => &["go", "test", &packages],
         // Every test binary runs even when one fails (cargo stops at the
         // first failing binary otherwise, and the later binaries' reached
         // tests would be in no run's report). `--tests`: the reached tests
@@ -307,15 +340,18 @@ fn not_on_reached_tests(cell: &str) -> Option<&'static str> {
     )
 }
 
-/// Groups the findings into prove sessions, one per (runner, cell), `js`
-/// the project's JS test command ([`js_command`]); a finding with several
-/// cells is in a session of each. A global-state write with the tests it
-/// can pollute is a session of its own (an order group). The rest are
-/// unconfirmed now, each with why and the command to run.
+/// Groups the findings (their tests named from the project root,
+/// [`for_runner`]) into prove sessions, one per (runner, cell), `js` the
+/// project's JS test command ([`js_command`]), `prefix` the scanned tree's
+/// path from the project root; a finding with several cells is in a
+/// session of each. A global-state write with the tests it can pollute is
+/// a session of its own (an order group). The rest are unconfirmed now,
+/// each with why and the command to run.
 pub fn plan(
     findings: &[Finding],
     confidence: f64,
     js: &Result<Vec<String>, String>,
+    prefix: &str,
 ) -> (Vec<Group>, Vec<(usize, Proof)>) {
     let mut groups: Vec<Group> = Vec::new();
     let mut now = Vec::new();
@@ -329,7 +365,7 @@ pub fn plan(
             continue;
         };
         let lang = runner_lang(f.lang);
-        let command = match runner_command(lang, js) {
+        let command = match runner_command(lang, js, prefix) {
             Ok(c) => c,
             Err(why) => {
                 now.push((i, Proof::unconfirmed(why, f.command.clone(), confidence)));
@@ -351,10 +387,15 @@ pub fn plan(
                 });
                 continue;
             }
+            let mut whole = command.clone();
+            // pytest from the project root: the scanned tree's tests only.
+            if lang == Lang::Python && !prefix.is_empty() {
+                whole.push(prefix.trim_end_matches('/').to_string());
+            }
             let whole = format!(
                 "flakelab run -n 20 -p {} -- {}",
                 shell_words::quote(cell),
-                shell_words::join(&command)
+                shell_words::join(&whole)
             );
             now.push((i, Proof::unconfirmed(why.into(), whole, confidence)));
             continue;
@@ -532,10 +573,17 @@ pub fn decide(items: &[Measured], confidence: f64, controls: bool) -> Vec<Proof>
                 command: None,
             };
             let Some((i, p, unmeasured)) = r else {
+                let mut why = "its tests are in none of the cell's or the baseline's run reports: the selection measured nothing".to_string();
+                if !m.strays.is_empty() {
+                    let asked: Vec<&str> = m.tests.iter().map(|t| t.test.as_str()).collect();
+                    why.push_str(&format!(
+                        "; the reports name {} where the scan selected {}: the runner names its tests from another directory than the project root the session ran in (pytest: its rootdir, where its ini file is)",
+                        m.strays.join(", "),
+                        asked.join(", ")
+                    ));
+                }
                 return Proof {
-                    reason: Some(
-                        "its tests are in none of the cell's or the baseline's run reports: the selection measured nothing".into(),
-                    ),
+                    reason: Some(why),
                     command: Some(format!("flakelab report {}", m.session)),
                     ..base
                 };
@@ -602,6 +650,7 @@ mod tests {
                 baseline,
                 sham,
             }],
+            strays: Vec::new(),
         }
     }
 
@@ -705,7 +754,7 @@ mod tests {
             finding(Lang::Rust, Some("netns"), &["remote"]),
         ];
         let vitest = std::path::Path::new("/p/node_modules/.bin/vitest");
-        let (groups, now) = plan(&findings, 0.95, &js_command("vitest", Some(vitest)));
+        let (groups, now) = plan(&findings, 0.95, &js_command("vitest", Some(vitest)), "");
         type Row<'a> = (&'a str, Lang, String, Vec<usize>, Vec<&'a str>);
         let got: Vec<Row> = groups
             .iter()
@@ -768,7 +817,7 @@ mod tests {
         );
         assert!(now.iter().all(|(_, p)| p.status == Status::Unconfirmed));
         // The project's runner not installed: npx would fetch it.
-        let (groups, now) = plan(&findings[6..7], 0.95, &js_command("vitest", None));
+        let (groups, now) = plan(&findings[6..7], 0.95, &js_command("vitest", None), "");
         assert!(groups.is_empty());
         let why = now[0].1.reason.as_deref().unwrap();
         assert!(why.contains("no node_modules/.bin/vitest"), "{why}");
@@ -786,7 +835,7 @@ mod tests {
         writer.beside = vec!["a.py::r1".into(), "a.py::r2".into()];
         let mut go_writer = finding(Lang::Go, Some("shuffle"), &["TestW"]);
         go_writer.beside = vec!["TestR".into()];
-        let (groups, now) = plan(&[date, port, writer, go_writer], 0.95, &Ok(Vec::new()));
+        let (groups, now) = plan(&[date, port, writer, go_writer], 0.95, &Ok(Vec::new()), "");
         type Row<'a> = (&'a str, Vec<usize>, Vec<&'a str>, usize, usize);
         let got: Vec<Row> = groups
             .iter()
@@ -859,7 +908,7 @@ mod tests {
         let recipe = |name: &str| recipes.iter().find(|r| r.name == name).unwrap();
         let ids: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
         let dir = std::path::Path::new("/");
-        let cargo = runner_command(Lang::Rust, &Ok(Vec::new())).unwrap();
+        let cargo = runner_command(Lang::Rust, &Ok(Vec::new()), "").unwrap();
         assert_eq!(
             select_argv(recipe("cargo-test"), &cargo, &ids, dir)
                 .unwrap()
@@ -882,6 +931,74 @@ mod tests {
         );
         assert_eq!(jest.unwrap().join(" "), "/p/node_modules/.bin/jest");
         assert_eq!(js_command("node", None).unwrap().join(" "), "node --test");
+    }
+
+    #[test]
+    fn a_subdirectorys_tests_are_named_and_run_from_the_project_root() {
+        // Scanned `tests/sub` of a project: pytest ids gain the path, the
+        // other runners' names do not; go test runs the subtree's packages.
+        let prefix = "tests/sub/";
+        assert_eq!(
+            runner_id(Lang::Python, "test_a.py::TestK::test_b", prefix),
+            "tests/sub/test_a.py::TestK::test_b"
+        );
+        assert_eq!(runner_id(Lang::Go, "TestA", prefix), "TestA");
+        assert_eq!(
+            runner_id(Lang::TypeScript, "labels today", prefix),
+            "labels today"
+        );
+        assert_eq!(runner_id(Lang::Rust, "clock_today", prefix), "clock_today");
+        let mut port = finding(Lang::Python, Some("workers=2x"), &["test_p.py::a"]);
+        port.class = Class::HostResource;
+        port.beside = vec!["test_p.py::b".into()];
+        let mut writer = finding(Lang::Python, Some("shuffle"), &["test_w.py::w"]);
+        writer.class = Class::GlobalState;
+        let findings = [
+            for_runner(&port, prefix),
+            for_runner(&writer, prefix),
+            for_runner(&finding(Lang::Go, Some("netns"), &["TestA"]), prefix),
+        ];
+        assert_eq!(findings[0].tests, ["tests/sub/test_p.py::a"]);
+        assert_eq!(findings[0].beside, ["tests/sub/test_p.py::b"]);
+        assert_eq!(
+            findings[0].command, port.command,
+            "the printed command stays"
+        );
+        let (groups, now) = plan(&findings, 0.95, &Ok(Vec::new()), prefix);
+        assert_eq!(
+            groups[0].together,
+            [vec!["tests/sub/test_p.py::a", "tests/sub/test_p.py::b"]]
+        );
+        assert_eq!(groups[1].command.join(" "), "go test ./tests/sub/...");
+        assert_eq!(
+            runner_command(Lang::Go, &Ok(Vec::new()), "")
+                .unwrap()
+                .join(" "),
+            "go test ./..."
+        );
+        // The whole shuffle command runs the scanned tree's tests only.
+        assert_eq!(
+            now[0].1.command.as_deref(),
+            Some(
+                "flakelab run -n 20 -p shuffle -- python3 -m pytest -p no:cacheprovider tests/sub"
+            )
+        );
+    }
+
+    #[test]
+    fn ids_the_reports_name_from_another_root_leave_the_finding_unmeasured_and_say_so() {
+        let mut m = item((0, 0), (0, 0), None);
+        m.tests[0].test = "tests/sub/test_a.py::test_b".into();
+        m.strays = vec!["sub/test_a.py::test_b".into()];
+        let got = decide(&[m], 0.95, false);
+        assert_eq!(got[0].status, Status::Unconfirmed);
+        assert_eq!(got[0].p, None, "nothing measured, no p");
+        let why = got[0].reason.as_deref().unwrap();
+        assert!(
+            why.contains("the reports name sub/test_a.py::test_b where the scan selected tests/sub/test_a.py::test_b"),
+            "{why}"
+        );
+        assert_eq!(got[0].command.as_deref(), Some("flakelab report s1"));
     }
 
     #[test]

@@ -689,8 +689,26 @@ fn commands_name_their_tests_from_the_project_root_when_a_subdirectory_is_scanne
         "import socket\n\n\ndef test_c():\n    socket.socket().bind((\"127.0.0.1\", 9000))\n    assert True\n",
     )
     .unwrap();
-    assert_eq!(from_project_root(&dir.path().join("tests")), "tests/");
-    assert_eq!(from_project_root(dir.path()), "");
+    let root = dir.path().canonicalize().unwrap();
+    let tests = project_of(&dir.path().join("tests"));
+    assert_eq!(
+        (tests.root.as_path(), tests.prefix.as_str()),
+        (root.as_path(), "tests/")
+    );
+    let unit = project_of(&t);
+    assert_eq!(
+        (unit.root.as_path(), unit.prefix.as_str()),
+        (root.as_path(), "tests/unit/")
+    );
+    assert_eq!(project_of(dir.path()).prefix, "");
+    // A conftest.py is pytest's, found under its rootdir: no project root.
+    std::fs::write(dir.path().join("tests/conftest.py"), "").unwrap();
+    assert_eq!(project_of(&t).prefix, "tests/unit/");
+    // Nothing marks a tree: it is its own root.
+    let bare = tempfile::tempdir().unwrap();
+    let alone = project_of(bare.path());
+    assert_eq!(alone.root, bare.path().canonicalize().unwrap());
+    assert_eq!(alone.prefix, "");
     let s = scan(&dir.path().join("tests"), &opts()).unwrap();
     assert_eq!(s.findings[0].tests, ["unit/test_p.py::test_c"]);
     assert_eq!(

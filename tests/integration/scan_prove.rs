@@ -31,9 +31,15 @@ fn offline_available() -> bool {
 /// `flakelab scan --prove --controls --format json -n RUNS .` in the lab,
 /// offline, with `env` set; returns the scan.
 fn prove(lab: &Lab, env: &[(&str, &Path)]) -> serde_json::Value {
+    prove_in(lab.path(), env)
+}
+
+/// `flakelab scan --prove --controls --format json -n RUNS .` in `dir`,
+/// offline, with `env` set; returns the scan.
+fn prove_in(dir: &Path, env: &[(&str, &Path)]) -> serde_json::Value {
     let mut c = Command::new("unshare");
     scrub(&mut c);
-    c.current_dir(lab.path())
+    c.current_dir(dir)
         .env("TZ", "UTC")
         .env_remove("PYTHONHASHSEED")
         .envs(env.iter().map(|(k, v)| (*k, *v)))
@@ -525,5 +531,65 @@ fn prove_on_the_flip_fixture_proves_the_date_at_any_hour_the_port_pair_and_the_p
             "{command}: {}",
             String::from_utf8_lossy(&out.stdout)
         );
+    }
+}
+
+/// A subdirectory of a pytest project proved as the project is: scanned
+/// from `tests/` (a `tests/conftest.py` beside its tests, the project's
+/// `pyproject.toml` above), its sessions run from the project's root on
+/// the ids pytest reports there, and its store is the project's. Before,
+/// they ran in `tests/` on ids pytest names from its rootdir otherwise,
+/// and measured nothing.
+#[test]
+fn prove_of_a_subdirectory_runs_from_the_project_root_and_proves_the_date_read() {
+    if !capable("pytest", sh_ok("python3 -c 'import pytest'")) || !offline_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let root = lab.path().canonicalize().unwrap();
+    let tests = root.join("tests");
+    std::fs::create_dir_all(&tests).unwrap();
+    std::fs::write(root.join("pyproject.toml"), "[project]\nname = \"flip\"\n").unwrap();
+    std::fs::write(tests.join("conftest.py"), "").unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scan-flip/tests");
+    std::fs::copy(fixture.join("test_dates.py"), tests.join("test_dates.py")).unwrap();
+    let scan = prove_in(&tests, &[]);
+    let s = statuses(&scan);
+    assert_eq!(s.len(), 1, "{s:?}");
+    let (status, proof) = &s["test_dates.py:10"];
+    let id = "tests/test_dates.py::test_local_date_is_utc_date";
+    let finding = &scan["findings"][0];
+    assert_eq!(
+        finding["tests"][0],
+        "test_dates.py::test_local_date_is_utc_date"
+    );
+    assert!(
+        finding["command"].as_str().unwrap().ends_with(id),
+        "{finding}"
+    );
+    // One of the two zones moves the local date at any hour.
+    assert_eq!(status, "proven", "{proof}");
+    assert_eq!(proof["counts"]["test"], id);
+    assert_eq!(proof["counts"]["cell"], serde_json::json!([6, 6]));
+    assert_eq!(proof["counts"]["baseline"], serde_json::json!([0, 6]));
+    assert_eq!(proof["counts"]["sham"], serde_json::json!([0, 6]));
+    // The project's store; every run started at its root, naming the id
+    // from there.
+    assert!(!tests.join(".flakelab").exists());
+    let records = lab.runs();
+    let mut arms: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &records {
+        *arms
+            .entry(r["cell"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    assert_eq!(
+        records.len(),
+        36,
+        "two zones' sessions, three arms of 6: {arms:?}"
+    );
+    for r in &records {
+        assert_eq!(r["cwd"], root.to_str().unwrap(), "{r}");
+        assert!(r["argv"].as_array().unwrap().iter().any(|a| a == id), "{r}");
     }
 }
