@@ -197,14 +197,15 @@ impl Inspector {
     /// them (`FLAKELAB_CLOCK_EXES`): one line per program, the path its
     /// exec names and the canonical executable, tab-separated. A process
     /// exec'd by one of those paths names its executable without reading
-    /// `/proc/self/exe`. Only absolute paths without a tab or newline are
-    /// listed (a relative one names another file in another directory).
+    /// `/proc/self/exe`. [`plan`](Self::plan) keeps only absolute paths (a
+    /// relative one names another file in another directory); one with a
+    /// tab or newline is left out.
     pub(super) fn exes_for_preload(&self) -> String {
         let mut out = String::new();
         for (path, exe) in &self.resolved {
             let path = path.to_string_lossy();
             let clean = |s: &str| !s.contains(['\t', '\n']);
-            if path.starts_with('/') && clean(&path) && clean(exe) {
+            if clean(&path) && clean(exe) {
                 out.push_str(&format!("{path}\t{exe}\n"));
             }
         }

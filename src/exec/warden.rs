@@ -317,24 +317,16 @@ impl Roll {
         Roll { runs }
     }
 
-    /// Takes the owned directories' entries off the roll: their paths.
-    fn take_dirs(&mut self) -> Vec<String> {
-        let dirs: Vec<String> = (self.runs.keys())
-            .filter_map(|m| m.strip_prefix(ON_ROLL))
+    /// Takes the entries named `prefix…` off the roll (the owned
+    /// directories', [`ON_ROLL`], or the record files', [`FILE_ON_ROLL`]):
+    /// their paths.
+    fn take(&mut self, prefix: &str) -> Vec<String> {
+        let paths: Vec<String> = (self.runs.keys())
+            .filter_map(|m| m.strip_prefix(prefix))
             .map(String::from)
             .collect();
-        self.runs.retain(|m, _| !m.starts_with(ON_ROLL));
-        dirs
-    }
-
-    /// Takes the record files' entries off the roll: their paths.
-    fn take_files(&mut self) -> Vec<String> {
-        let files: Vec<String> = (self.runs.keys())
-            .filter_map(|m| m.strip_prefix(FILE_ON_ROLL))
-            .map(String::from)
-            .collect();
-        self.runs.retain(|m, _| !m.starts_with(FILE_ON_ROLL));
-        files
+        self.runs.retain(|m, _| !m.starts_with(prefix));
+        paths
     }
 
     /// The `FLAKELAB_RUN_ID=<marker>` entries to look for.
@@ -424,8 +416,8 @@ pub fn helper() -> i32 {
     let Ok(mut roll) = roll else {
         return 0;
     };
-    let dirs = roll.take_dirs();
-    let files = roll.take_files();
+    let dirs = roll.take(ON_ROLL);
+    let files = roll.take(FILE_ON_ROLL);
     if !roll.runs.is_empty() {
         end_all(&roll);
     }
@@ -615,7 +607,7 @@ mod tests {
             ]
             .into(),
         };
-        assert_eq!(roll.take_dirs(), ["scratch/flakelab-copies-x"]);
+        assert_eq!(roll.take(ON_ROLL), ["scratch/flakelab-copies-x"]);
         assert_eq!(roll.groups(), [42].into());
         assert_eq!(roll.entries().len(), 1);
     }
